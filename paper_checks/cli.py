@@ -1,0 +1,65 @@
+"""The ``laplace-lab`` command line.
+
+``laplace-lab check [--paper NAME] [--full] [--out DIR] [--seed S]`` runs every registered
+paper claim and writes the verification report (``report.md``, ``verdicts.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from paper_checks.registry import Context, Status, all_claims, papers, run_claim
+from paper_checks.report import Outcome, write_report
+
+__all__ = ["main"]
+
+
+def _check(args: argparse.Namespace) -> int:
+    out_dir = Path(args.out)
+    ctx = Context(full=args.full, seed=args.seed, figure_dir=out_dir / "figures")
+    claims = all_claims(args.paper)
+    outcomes = []
+    for i, item in enumerate(claims, 1):
+        print(f"[{i}/{len(claims)}] {item.key} ({item.location}) ...", end=" ", flush=True)
+        start = time.perf_counter()
+        verdict = run_claim(item, ctx)
+        seconds = time.perf_counter() - start
+        print(f"{verdict.status.value} in {seconds:.1f} s", flush=True)
+        outcomes.append(Outcome(item, verdict, seconds))
+    md, js = write_report(outcomes, out_dir, full=args.full, seed=args.seed)
+    print(f"wrote {md} and {js}")
+    errors = [o for o in outcomes if o.verdict.status is Status.ERROR]
+    for o in errors:
+        print(f"ERROR in {o.claim.key}:\n{o.verdict.evidence}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="laplace-lab",
+        description="Verify the theory of Laplace approximations for neural networks.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="run the paper claims and write the report")
+    check.add_argument("--paper", choices=papers(), help="only the claims of this paper")
+    mode = check.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="full", action="store_false", help="quick mode (default)")
+    mode.add_argument("--full", dest="full", action="store_true", help="the papers' full sizes")
+    check.add_argument("--out", default="report", help="report folder (default: report)")
+    check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
+    check.set_defaults(handler=_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``laplace-lab`` console script."""
+    args = _parser().parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,194 @@
+"""The claim registry: every checkable paper claim as a function returning a `Verdict`.
+
+A claim module (one per paper, e.g. ``paper_checks/subnetwork_laplace_optimality.py``)
+registers its claims with the :func:`claim` decorator at import time. :func:`all_claims`
+imports every claim module of the package, so a new paper module needs no central edit.
+
+A claim function takes a :class:`Context` (quick or full mode, a seed, a folder for its
+figures) and returns a :class:`Verdict`. A refuted claim is a result, not a failure: the
+verdict carries the counterexample as evidence. Each claim records the verdict it is
+expected to earn; the test suite compares the two, so a change of verdict fails loudly.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import math
+import pkgutil
+import traceback
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Claim",
+    "Context",
+    "Status",
+    "Verdict",
+    "all_claims",
+    "claim",
+    "papers",
+    "run_claim",
+]
+
+#: Modules of this package that hold infrastructure, not claims.
+_INFRASTRUCTURE = frozenset({"registry", "report", "cli"})
+
+
+class Status(enum.StrEnum):
+    """The verdict on one claim."""
+
+    CONFIRMED = "CONFIRMED"
+    REFUTED = "REFUTED"
+    NOT_REPRODUCIBLE_HERE = "NOT_REPRODUCIBLE_HERE"
+    ERROR = "ERROR"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a claim check found.
+
+    Parameters
+    ----------
+    status : Status
+        CONFIRMED, REFUTED (with the counterexample in ``evidence``),
+        NOT_REPRODUCIBLE_HERE (with the reason) or ERROR (the check itself failed).
+    measured, expected : float, str or None
+        The measured quantity and the value the paper states or implies.
+    tolerance : float, str or None
+        How far ``measured`` may be from ``expected`` and still confirm the claim.
+    evidence : str
+        A human-readable account: how it was measured, and any counterexample.
+    details : Mapping
+        Extra JSON-serialisable numbers (e.g. the counterexample matrix).
+    figures : tuple of str
+        Paths of figures (relative to the report folder) that illustrate the verdict.
+    """
+
+    status: Status
+    measured: float | str | None = None
+    expected: float | str | None = None
+    tolerance: float | str | None = None
+    evidence: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict)
+    figures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Context:
+    """How to run a claim: quick or full mode, the base seed, where figures go."""
+
+    full: bool = False
+    seed: int = 0
+    figure_dir: Path | None = None
+
+    def rng(self, key: str) -> np.random.Generator:
+        """A generator seeded by (base seed, ``key``): independent across claims."""
+        return np.random.default_rng(np.random.SeedSequence([self.seed, zlib.crc32(key.encode())]))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A registered paper claim."""
+
+    paper: str
+    name: str
+    location: str
+    statement: str
+    expected: Status
+    func: Callable[[Context], Verdict]
+
+    @property
+    def key(self) -> str:
+        """``paper/name``: unique across the registry."""
+        return f"{self.paper}/{self.name}"
+
+
+_REGISTRY: dict[str, Claim] = {}
+
+
+def claim(
+    *, paper: str, name: str, location: str, statement: str, expected: Status = Status.CONFIRMED
+) -> Callable[[Callable[[Context], Verdict]], Callable[[Context], Verdict]]:
+    """Register a claim check.
+
+    Parameters
+    ----------
+    paper : str
+        The paper's file stem, e.g. ``"subnetwork-laplace-optimality"``.
+    name : str
+        A short identifier, unique within the paper.
+    location : str
+        Where the claim stands in the paper, e.g. ``"Theorem 2"``, ``"eq. (18)"``.
+    statement : str
+        The claim in one sentence.
+    expected : Status
+        The verdict this check is recorded to earn; the test suite compares.
+    """
+
+    def register(func: Callable[[Context], Verdict]) -> Callable[[Context], Verdict]:
+        item = Claim(paper, name, location, statement, Status(expected), func)
+        if item.key in _REGISTRY and _REGISTRY[item.key].func is not func:
+            raise ValueError(f"claim {item.key!r} is registered twice")
+        _REGISTRY[item.key] = item
+        return func
+
+    return register
+
+
+def _import_claim_modules() -> None:
+    package = importlib.import_module("paper_checks")
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_") or info.name in _INFRASTRUCTURE:
+            continue
+        importlib.import_module(f"paper_checks.{info.name}")
+
+
+def all_claims(paper: str | None = None) -> list[Claim]:
+    """Every registered claim, optionally of one paper, in registration order."""
+    _import_claim_modules()
+    claims = list(_REGISTRY.values())
+    if paper is not None:
+        known = papers()
+        if paper not in known:
+            raise ValueError(f"paper must be one of {known}; got paper={paper!r}")
+        claims = [c for c in claims if c.paper == paper]
+    return claims
+
+
+def papers() -> list[str]:
+    """The names of the papers that have registered claims, sorted."""
+    _import_claim_modules()
+    return sorted({c.paper for c in _REGISTRY.values()})
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def run_claim(item: Claim, ctx: Context) -> Verdict:
+    """Run one claim; an exception becomes an ERROR verdict carrying the traceback."""
+    try:
+        verdict = item.func(ctx)
+        if not isinstance(verdict, Verdict):
+            raise TypeError(f"claim {item.key} returned {type(verdict).__name__}, not Verdict")
+    except Exception:
+        return Verdict(Status.ERROR, evidence=traceback.format_exc())
+    return Verdict(
+        verdict.status,
+        _json_number(verdict.measured),
+        _json_number(verdict.expected),
+        _json_number(verdict.tolerance),
+        verdict.evidence,
+        verdict.details,
+        verdict.figures,
+    )
