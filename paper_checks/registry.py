@@ -91,6 +91,23 @@ class Context:
         """A generator seeded by (base seed, ``key``): independent across claims."""
         return np.random.default_rng(np.random.SeedSequence([self.seed, zlib.crc32(key.encode())]))
 
+    def save_figure(self, fig: Any, name: str) -> tuple[str, ...]:
+        """Save a matplotlib figure as ``figure_dir/name`` and close it.
+
+        Returns ``("figures/<name>",)``, the path relative to the report folder (the parent
+        of ``figure_dir``), ready for ``Verdict.figures``; ``()`` when ``figure_dir`` is None.
+        """
+        import matplotlib.pyplot as plt
+
+        try:
+            if self.figure_dir is None:
+                return ()
+            self.figure_dir.mkdir(parents=True, exist_ok=True)
+            fig.savefig(self.figure_dir / name, dpi=110, bbox_inches="tight")
+            return (f"{self.figure_dir.name}/{name}",)
+        finally:
+            plt.close(fig)
+
 
 @dataclass(frozen=True)
 class Claim:
