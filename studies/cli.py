@@ -45,7 +45,7 @@ def _store_path(args: argparse.Namespace, study: Study) -> Path:
 def _print_summary(study: Study, store: Store) -> None:
     summary = summarise(study, store.rows())
     for s in summary:
-        point = ", ".join(f"{k}={v}" for k, v in s.params.items())
+        point = ", ".join(f"{k}={s.params[k]}" for k in study.grid if k in s.params)
         print(
             f"  {point} | {s.metric}: {s.mean:.6g} "
             f"[{s.low:.4g}, {s.high:.4g}] ({s.interval}, n={s.n})"
