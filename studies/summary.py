@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,36 +93,57 @@ def summarise(study: Study, rows: Iterable[Row], *, confidence: float = 0.95) ->
 
 @dataclass(frozen=True)
 class PowerLaw:
-    """y ≈ C · x^slope fitted by OLS of log y on log x."""
+    """y ≈ C · Π_j x_j^{β_j}, fitted by OLS of log y on the log x_j.
 
-    slope: float
-    slope_low: float
-    slope_high: float
-    intercept: float
+    ``exponents[name] = (β, low, high)`` with a t-interval at the fit's confidence level.
+    """
+
+    exponents: dict[str, tuple[float, float, float]]
+    log_constant: float
     n_points: int
 
+    def __getitem__(self, name: str) -> tuple[float, float, float]:
+        return self.exponents[name]
 
-def fit_power_law(x: Sequence[float], y: Sequence[float], *, confidence: float = 0.95) -> PowerLaw:
-    """Fit log y = a + slope · log x by OLS (statsmodels); the slope's t-interval.
+
+def fit_power_law(
+    y: Sequence[float], x: Mapping[str, Sequence[float]], *, confidence: float = 0.95
+) -> PowerLaw:
+    """Fit log y = log C + Σ_j β_j log x_j by OLS (statsmodels), with t-intervals for β_j.
 
     Parameters
     ----------
-    x, y : sequences of positive floats, same length ≥ 3
-        E.g. N and the mean error at N.
+    y : sequence of positive floats
+        E.g. the mean error at each grid point.
+    x : mapping of name to sequence of positive floats
+        The regressors, e.g. ``{"N": Ns}`` or ``{"N": Ns, "k": ks}``; each as long as y.
     confidence : float
-        Level of the slope's confidence interval.
+        Level of the intervals.
     """
-    xa = np.asarray(x, dtype=np.float64)
     ya = np.asarray(y, dtype=np.float64)
-    if xa.shape != ya.shape or xa.ndim != 1:
-        raise ValueError(f"x and y must be 1-D of equal length; got {xa.shape} and {ya.shape}")
-    if xa.size < 3:
-        raise ValueError(f"fit_power_law needs at least 3 points; got {xa.size}")
-    if not (np.all(xa > 0) and np.all(ya > 0) and np.all(np.isfinite(xa * ya))):
-        raise ValueError("x and y must be positive and finite for a log-log fit")
-    design = sm.add_constant(np.log(xa))
+    if ya.ndim != 1:
+        raise ValueError(f"y must be 1-D; got shape {ya.shape}")
+    if not x:
+        raise ValueError("x must name at least one regressor")
+    cols = []
+    for name, values in x.items():
+        xa = np.asarray(values, dtype=np.float64)
+        if xa.shape != ya.shape:
+            raise ValueError(f"x[{name!r}] must have the shape of y {ya.shape}; got {xa.shape}")
+        if not (np.all(xa > 0) and np.all(np.isfinite(xa))):
+            raise ValueError(f"x[{name!r}] must be positive and finite for a log-log fit")
+        cols.append(np.log(xa))
+    if not (np.all(ya > 0) and np.all(np.isfinite(ya))):
+        raise ValueError("y must be positive and finite for a log-log fit")
+    if ya.size < len(cols) + 2:
+        raise ValueError(
+            f"a fit of {len(cols)} exponents needs at least {len(cols) + 2} points; got {ya.size}"
+        )
+    design = np.column_stack([np.ones_like(ya), *cols])
     fit = sm.OLS(np.log(ya), design).fit()
-    low, high = fit.conf_int(alpha=1 - confidence)[1]
-    return PowerLaw(
-        float(fit.params[1]), float(low), float(high), float(fit.params[0]), int(xa.size)
-    )
+    ci = fit.conf_int(alpha=1 - confidence)
+    exponents = {
+        name: (float(fit.params[j]), float(ci[j][0]), float(ci[j][1]))
+        for j, name in enumerate(x, start=1)
+    }
+    return PowerLaw(exponents, float(fit.params[0]), int(ya.size))

@@ -1,0 +1,144 @@
+"""The shipped studies: their default grids run (fewer replications) and agree with theory."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from studies.catalog import ipv_vs_pv, theorem2_consistency
+from studies.registry import studies
+from studies.runner import run_study
+from studies.store import Store
+from studies.summary import summarise
+from theory.classes import cpi_matrix
+from theory.exhaustive import exhaustive_extremes
+from theory.ipv import ipv
+
+
+def _run(study, tmp_path, reps):
+    path = tmp_path / f"{study.name}.sqlite"
+    run_study(study, store=path, replications=reps, progress=False)
+    with Store(path, study=study.name, create=False) as db:
+        rows = list(db.rows())
+    summary = summarise(study, rows)
+    table = {(s.metric, *sorted(s.params.items())): s for s in summary}
+    return rows, summary, table
+
+
+def _get(table, metric, **params):
+    return table[(metric, *sorted(params.items()))]
+
+
+def test_catalog_registers_the_shipped_studies():
+    names = set(studies())
+    assert {"theorem2-consistency", "ipv-vs-pv"} <= names
+
+
+# -- theorem2-consistency ------------------------------------------------------------------
+T2 = theorem2_consistency.STUDY
+T2_FIXED = {"p": 20, "k": 5, "a": 0.5, "b": 0.2}
+
+
+@pytest.fixture(scope="module")
+def theorem2(tmp_path_factory):
+    return _run(T2, tmp_path_factory.mktemp("t2"), reps=60)
+
+
+@pytest.mark.parametrize("scenario", ["separated", "ties", "near-ties"])
+def test_theorem2_population_extremes_are_the_diagonal_extremes(scenario):
+    d = theorem2_consistency.diagonal(scenario, 20, 5)
+    lam = cpi_matrix(d, 0.5, 0.2)
+    ext = exhaustive_extremes(lam, 5, n=1000)
+    best = ipv(lam, np.argsort(-d, kind="stable")[:5], n=1000)
+    worst = ipv(lam, np.argsort(d, kind="stable")[:5], n=1000)
+    assert ext.n_subsets == math.comb(20, 5)
+    assert best == pytest.approx(ext.best_ipv, rel=1e-13)
+    assert worst == pytest.approx(ext.worst_ipv, rel=1e-13)
+
+
+def test_theorem2_selects_the_optimum_at_the_largest_n_when_a6_holds(theorem2):
+    _, _, table = theorem2
+    n = max(T2.grid["N"])
+    for scenario in ("separated", "ties"):
+        d = theorem2_consistency.diagonal(scenario, 20, 5)
+        assert theorem2_consistency.separation(d, 5) > math.sqrt(math.log(20) / n)  # (A6)
+        for metric in ("select_gradient", "select_subnet_diagonal"):
+            s = _get(table, metric, N=n, scenario=scenario, **T2_FIXED)
+            assert s.interval == "wilson" and s.low > 0.9, (scenario, metric, s)
+
+
+def test_theorem2_near_ties_match_the_normal_approximation(theorem2):
+    # (A6) fails: the near-tied pair (m_k, m_{k+1}) is ordered correctly with probability
+    # Φ(δ / sd(s_i − s_j)), Var(g_i² − g_j²) = 2Λ_ii² + 2Λ_jj² − 4Λ_ij² for Gaussian g.
+    _, _, table = theorem2
+    n = max(T2.grid["N"])
+    d = theorem2_consistency.diagonal("near-ties", 20, 5)
+    lam = cpi_matrix(d, 0.5, 0.2)
+    i, j = 4, 5
+    sd = math.sqrt((2 * lam[i, i] ** 2 + 2 * lam[j, j] ** 2 - 4 * lam[i, j] ** 2) / n)
+    predicted = norm.cdf((d[i] - d[j]) / sd)
+    assert 0.5 < predicted < 0.6
+    s = _get(table, "select_gradient", N=n, scenario="near-ties", **T2_FIXED)
+    assert s.low <= predicted <= s.high, (predicted, s)
+    assert s.high < 0.9  # not consistent at this N, as (A6) warns
+
+
+def test_theorem2_ipv_success_equals_the_multiset_criterion_and_sets_differ_under_ties(theorem2):
+    rows, _, table = theorem2
+    for r in rows:
+        assert r.metrics["select_gradient"] == r.metrics["top_values_gradient"], r
+    n = max(T2.grid["N"])
+    ties = _get(table, "same_set_gradient", N=n, scenario="ties", **T2_FIXED)
+    assert ties.high < 0.8  # a set comparison would call half the optimal choices failures
+    assert _get(table, "select_gradient", N=n, scenario="ties", **T2_FIXED).mean == 1.0
+
+
+def test_theorem2_score_error_is_of_order_sqrt_log_p_over_n_not_smaller(theorem2):
+    # App. A.4 writes sup_i |s_i − Λ_ii| = o_P(√(log p / N)); for Gaussian gradients it is
+    # Θ_P(√(log p / N)): the scaled error stays flat in N instead of tending to 0.
+    _, _, table = theorem2
+    means = [
+        _get(table, "score_error_scaled", N=n, scenario="separated", **T2_FIXED).mean
+        for n in T2.grid["N"]
+    ]
+    assert min(means) > 2.0
+    assert max(means) / min(means) < 1.5
+
+
+# -- ipv-vs-pv -----------------------------------------------------------------------------
+PV = ipv_vs_pv.STUDY
+
+
+@pytest.fixture(scope="module")
+def ipv_pv(tmp_path_factory):
+    return _run(PV, tmp_path_factory.mktemp("pv"), reps=24)
+
+
+def test_pv_bias_matches_the_wishart_mean(ipv_pv):
+    _, summary, _ = ipv_pv
+    checked = 0
+    for s in summary:
+        if s.metric == "scaled_signed_fixed" and s.params["N"] >= 300:
+            expected = ipv_vs_pv.wishart_bias(s.params["N"], s.params["k"])
+            assert abs(s.mean - expected) <= 4 * s.se + 0.1 * expected, (s, expected)
+            checked += 1
+    assert checked == 16
+
+
+def test_pv_error_rates_and_the_papers_bound(ipv_pv):
+    _, summary, _ = ipv_pv
+    absolute = ipv_vs_pv.rates(summary, "error_fixed")
+    scaled = ipv_vs_pv.rates(summary, "scaled_error_fixed")
+    for p in (20, 200):  # k = 2: the √(2k/N) fluctuation dominates the k²/N bias
+        slope, low, high = absolute[(2, p)]["N"]
+        assert abs(slope + 1.5) < 0.1 and low < -1.5 < high, absolute[(2, p)]
+        slope, low, high = scaled[(2, p)]["N"]
+        assert abs(slope + 0.5) < 0.1 and low < -0.5 < high, scaled[(2, p)]
+    for s in summary:  # the paper's bound holds (loosely) in every replication
+        if s.metric.startswith("within_bound"):
+            assert s.mean == 1.0, s
+    text = PV.report(summary)
+    assert "S fixed    k=2   p=20    absolute: N^-1.5" in text
