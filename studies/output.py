@@ -70,8 +70,8 @@ def export_summary_csv(study: Study, summary: Sequence[SummaryRow], path: str | 
     return path
 
 
-def _label(params: dict, skip: str | None) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items() if k != skip) or "all"
+def _label(params: dict, keys: Sequence[str]) -> str:
+    return ", ".join(f"{k}={params[k]}" for k in keys) or "all"
 
 
 def plot_summary(
@@ -90,10 +90,16 @@ def plot_summary(
     if study.plot is not None:
         study.plot(summary, path)
         return path
-    names = list(metrics) if metrics is not None else sorted({s.metric for s in summary})
+    if metrics is None:
+        metrics = study.plot_metrics or sorted({s.metric for s in summary})
+    names = list(metrics)
     if not names:
         raise ValueError(f"nothing to plot for study {study.name!r}: the summary is empty")
     x = study.x or next(iter(study.grid))
+    # Legend keys: the grid parameters (other than x) that vary within this summary.
+    varying = [
+        k for k in study.grid if k != x and len({repr(s.params.get(k)) for s in summary}) > 1
+    ]
     cols = min(3, len(names))
     nrows = math.ceil(len(names) / cols)
     fig = Figure(figsize=(5.0 * cols, 3.6 * nrows), layout="constrained")
@@ -102,7 +108,7 @@ def plot_summary(
         series: dict[str, list[SummaryRow]] = {}
         for s in summary:
             if s.metric == name:
-                series.setdefault(_label(s.params, x), []).append(s)
+                series.setdefault(_label(s.params, varying), []).append(s)
         numeric = all(isinstance(s.params[x], int | float) for v in series.values() for s in v)
         for label, items in series.items():
             items = sorted(items, key=lambda s: s.params[x]) if numeric else items
@@ -113,6 +119,9 @@ def plot_summary(
             ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=3, capsize=2, label=label)
         if numeric and all(s.params[x] > 0 for s in summary if s.metric == name):
             ax.set_xscale("log")
+        means = [s.mean for s in summary if s.metric == name]
+        if means and min(means) > 0 and max(means) > 100 * min(means):
+            ax.set_yscale("log")
         ax.set_xlabel(x)
         ax.set_title(name)
         ax.grid(alpha=0.3)

@@ -73,6 +73,8 @@ class Study:
         Metrics that are 0/1 indicators: summarised with Wilson intervals.
     x : str
         The grid key on the horizontal axis of the default plot (log scale if numeric > 0).
+    plot_metrics : sequence of str
+        Metrics drawn by the default plot (all when empty).
     plot : callable, optional
         ``plot(summary, path)`` replaces the default plot.
     report : callable, optional
@@ -90,6 +92,7 @@ class Study:
     version: str = "1"
     probabilities: tuple[str, ...] = ()
     x: str | None = None
+    plot_metrics: tuple[str, ...] = ()
     plot: Callable[..., Any] | None = field(default=None, compare=False)
     report: Callable[..., str] | None = field(default=None, compare=False)
 
@@ -112,6 +115,7 @@ class Study:
         if not callable(self.run_one):
             raise TypeError("run_one must be callable: run_one(params, rng) -> dict")
         object.__setattr__(self, "probabilities", tuple(self.probabilities))
+        object.__setattr__(self, "plot_metrics", tuple(self.plot_metrics))
         if self.x is not None and self.x not in grid:
             raise ValueError(f"x must be a grid key {sorted(grid)}; got x={self.x!r}")
 

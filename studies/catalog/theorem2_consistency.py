@@ -160,6 +160,14 @@ STUDY = register(
             "top_values_gradient",
         ),
         x="N",
+        plot_metrics=(
+            "select_gradient",
+            "select_subnet_diagonal",
+            "same_set_gradient",
+            "regret_gradient",
+            "regret_subnet_diagonal",
+            "score_error_scaled",
+        ),
         report=report,
     )
 )
