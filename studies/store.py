@@ -142,6 +142,12 @@ class Store:
                     f"{self.path} is an SQLite database but not a laplace-lab study store "
                     f"(tables {sorted(tables)}); refusing to reuse it"
                 )
+            check = db.execute("PRAGMA quick_check").fetchall()
+            if check != [("ok",)]:
+                raise StoreError(
+                    f"{self.path} is corrupt (sqlite quick_check: "
+                    f"{'; '.join(str(r[0]) for r in check[:3])}); refusing to reuse it"
+                )
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             db.execute("PRAGMA journal_mode=WAL")
             # WAL + NORMAL: a committed row survives the death of the process (SIGKILL).
@@ -186,13 +192,19 @@ class Store:
         """The store's metadata (format, schema_version, study, code_version, seed, …)."""
         return dict(self._meta)
 
+    def _execute(self, query: str, args: tuple = ()) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(query, args)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"store {self.path} failed: {exc}") from exc
+
     def done(self) -> set[tuple[str, int]]:
         """The (params key, replication) pairs already stored."""
-        return {(p, int(r)) for p, r in self._db.execute("SELECT params, rep FROM replications")}
+        return {(p, int(r)) for p, r in self._execute("SELECT params, rep FROM replications")}
 
     def add(self, key: str, rep: int, metrics: Mapping[str, float], seconds: float) -> bool:
         """Commit one replication; False (and nothing written) if it is already stored."""
-        cur = self._db.execute(
+        cur = self._execute(
             "INSERT OR IGNORE INTO replications VALUES (?, ?, ?, ?)",
             (key, int(rep), _encode_metrics(metrics), float(seconds)),
         )
@@ -201,11 +213,11 @@ class Store:
     def rows(self) -> Iterator[Row]:
         """All stored replications in key order (grid point text, then replication)."""
         query = "SELECT params, rep, metrics, seconds FROM replications ORDER BY params, rep"
-        for params, rep, metrics, seconds in self._db.execute(query):
+        for params, rep, metrics, seconds in self._execute(query).fetchall():
             yield Row(json.loads(params), int(rep), json.loads(metrics), float(seconds))
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM replications").fetchone()[0])
+        return int(self._execute("SELECT COUNT(*) FROM replications").fetchone()[0])
 
     def close(self) -> None:
         """Close the connection."""

@@ -46,17 +46,19 @@ def test_a_corrupt_file_is_refused(tmp_path):
         _open(path)
 
 
-def test_a_truncated_store_is_refused(tmp_path):
+def test_a_store_with_a_damaged_page_is_refused(tmp_path):
     path = tmp_path / "s.sqlite"
     with _open(path) as db:
-        for i in range(200):
+        for i in range(2000):
             db.add(f'{{"i":{i}}}', 0, {"x": float(i)}, 0.0)
     con = sqlite3.connect(path)
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()
-    data = path.read_bytes()
-    path.write_bytes(data[:100] + b"\x00" * 4000 + data[4100:])  # smash the first pages
-    with pytest.raises(StoreError, match=str(path.name)):
+    data = bytearray(path.read_bytes())
+    assert len(data) > 11 * 4096
+    data[10 * 4096 : 11 * 4096] = b"\xff" * 4096  # one page of the rows, header intact
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="corrupt"):
         with _open(path) as db:
             list(db.rows())
 
