@@ -75,6 +75,11 @@ def _mean_squared_gradients(rng: np.random.Generator, factor: np.ndarray, n: int
     return total / n
 
 
+def _ipv(lam: np.ndarray, S: np.ndarray, n: int) -> float:
+    """IPV(S) from the k×k block Λ_SS (eq. 8 needs nothing else; validates k×k, not p×p)."""
+    return ipv(lam[np.ix_(S, S)], np.arange(S.size), n=n)
+
+
 def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:
     """One replication: draw N gradients, select by Gradient-Laplace and Subnet-Diagonal."""
     n, p, k = params["N"], params["p"], params["k"]
@@ -87,10 +92,10 @@ def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:
     subnet_diagonal = np.argsort(scores, kind="stable")[:k]  # bottom-k of s (App. B)
     exact = np.diag(lam)
     s_star = np.argsort(-exact, kind="stable")[:k]
-    best = ipv(lam, s_star, n=n)  # Theorem 2: IPV(S*) = max over |S| = k
-    worst = ipv(lam, np.argsort(exact, kind="stable")[:k], n=n)  # IPV(S̃*) = min
-    got_gradient = ipv(lam, gradient, n=n)
-    got_subnet = ipv(lam, subnet_diagonal, n=n)
+    best = _ipv(lam, s_star, n)  # Theorem 2: IPV(S*) = max over |S| = k
+    worst = _ipv(lam, np.argsort(exact, kind="stable")[:k], n)  # IPV(S̃*) = min
+    got_gradient = _ipv(lam, gradient, n)
+    got_subnet = _ipv(lam, subnet_diagonal, n)
     return {
         "select_gradient": float(got_gradient >= best * (1 - RTOL)),
         "select_subnet_diagonal": float(got_subnet <= worst * (1 + RTOL)),

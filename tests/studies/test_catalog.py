@@ -142,3 +142,16 @@ def test_pv_error_rates_and_the_papers_bound(ipv_pv):
             assert s.mean == 1.0, s
     text = PV.report(summary)
     assert "S fixed    k=2   p=20    absolute: N^-1.5" in text
+
+
+@pytest.mark.parametrize("study", [T2, PV], ids=lambda s: s.name)
+def test_every_full_grid_setting_runs(study):
+    # Each setting of the --full grid at its smallest N (the expensive axis), one replication.
+    from studies.seeding import replication_rng
+    from studies.spec import expand_grid
+
+    grid = dict(study.full_grid, N=(min(study.full_grid["N"]),))
+    assert len(study.full_grid["N"]) > len(study.grid["N"])
+    for params in expand_grid(grid):
+        metrics = study.run_one(params, replication_rng(study.name, params, 0))
+        assert all(math.isfinite(v) for v in metrics.values()), params
