@@ -42,6 +42,13 @@ def _store_path(args: argparse.Namespace, study: Study) -> Path:
     return Path(args.store) if args.store else default_store_path(study, full=args.full)
 
 
+def _existing(args: argparse.Namespace) -> tuple[Study, Path, Store]:
+    """The study and its existing store (a missing store is a StoreError)."""
+    study = _study(args)
+    path = _store_path(args, study)
+    return study, path, Store(path, study=study.name, create=False)
+
+
 def _print_summary(study: Study, store: Store) -> None:
     summary = summarise(study, store.rows())
     for s in summary:
@@ -94,9 +101,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    study = _study(args)
-    path = _store_path(args, study)
-    with Store(path, study=study.name, create=False) as db:
+    study, path, store = _existing(args)
+    with store as db:
         meta = db.meta
         done = db.done()
         todo = plan(study, full=args.full)
@@ -115,9 +121,8 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    study = _study(args)
-    path = _store_path(args, study)
-    with Store(path, study=study.name, create=False) as db:
+    study, path, store = _existing(args)
+    with store as db:
         summary = summarise(study, db.rows())
     out = Path(args.out) if args.out else path.with_suffix(".png")
     plot_summary(study, summary, out)
@@ -126,9 +131,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    study = _study(args)
-    path = _store_path(args, study)
-    with Store(path, study=study.name, create=False) as db:
+    study, path, store = _existing(args)
+    with store as db:
         if args.summary:
             out = Path(args.out) if args.out else path.with_name(path.stem + "-summary.csv")
             export_summary_csv(study, summarise(study, db.rows()), out)
