@@ -15,10 +15,11 @@ for |d| < 1e-2. TV = ½Σ q|expm1(d)| and W1 = Σ_k |cumsum(q·expm1(d))| (count
 from __future__ import annotations
 
 import itertools
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy import integrate
+from scipy import integrate, optimize
 from scipy.special import ndtr
 
 from theory.conjugate import log1pmx
@@ -103,18 +104,26 @@ def _phi_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(np.abs(b - a) < 0.25, gl, direct)
 
 
-def _continuous_quad(g, p: Any, q: Any) -> float:
-    """∫ g over ℝ, split at q's quartiles ± many interquartile ranges."""
+def _continuous_quad(g, p: Any, q: Any, kink: Any = None) -> float:
+    """∫ g over ℝ, split at q's quartiles ± many interquartile ranges and at the sign
+    changes of ``kink`` (where |·| in the integrand has a corner), refined by brentq."""
     lo, med, hi = (float(q.ppf(t)) for t in (0.25, 0.5, 0.75))
     s = max(hi - lo, 1e-300)
     cuts = [med - 40 * s, med - 5 * s, med, med + 5 * s, med + 40 * s]
-    edges = [-np.inf, *cuts, np.inf]
-    return float(
-        sum(
-            integrate.quad(g, a, b, epsabs=0.0, epsrel=1e-11, limit=200)[0]
-            for a, b in itertools.pairwise(edges)
+    if kink is not None:
+        y = np.linspace(med - 40 * s, med + 40 * s, 801)
+        v = np.array([kink(t) for t in y])
+        for i in np.nonzero(np.sign(v[:-1]) * np.sign(v[1:]) < 0)[0]:
+            cuts.append(optimize.brentq(kink, y[i], y[i + 1], xtol=1e-13 * s))
+    edges = [-np.inf, *sorted(cuts), np.inf]
+    with warnings.catch_warnings():  # far tails hit roundoff long before 1e-11 relative
+        warnings.simplefilter("ignore", integrate.IntegrationWarning)
+        return float(
+            sum(
+                integrate.quad(g, a, b, epsabs=0.0, epsrel=1e-11, limit=200)[0]
+                for a, b in itertools.pairwise(edges)
+            )
         )
-    )
 
 
 def kl_divergence(p: Any, q: Any) -> float:
@@ -147,7 +156,7 @@ def total_variation(p: Any, q: Any) -> float:
         lp, lq = float(p.logpdf(y)), float(q.logpdf(y))
         return 0.0 if lq == -np.inf and lp == -np.inf else np.exp(lq) * abs(np.expm1(lp - lq))
 
-    return 0.5 * _continuous_quad(g, p, q)
+    return 0.5 * _continuous_quad(g, p, q, kink=lambda y: float(p.logpdf(y)) - float(q.logpdf(y)))
 
 
 def _tv_normal(a: tuple[float, float], b: tuple[float, float]) -> float:
@@ -187,7 +196,11 @@ def wasserstein1(p: Any, q: Any) -> float:
             ds * np.sqrt(2.0 / np.pi) * np.exp(-0.5 * (dm / ds) ** 2)
             + dm * (1 - 2 * ndtr(-dm / ds))
         )
-    return _continuous_quad(lambda y: abs(float(p.cdf(y)) - float(q.cdf(y))), p, q)
+
+    def dcdf(y: float) -> float:
+        return float(p.cdf(y)) - float(q.cdf(y))
+
+    return _continuous_quad(lambda y: abs(dcdf(y)), p, q, kink=dcdf)
 
 
 def divergences(approx: Any, exact: Any) -> Divergences:
