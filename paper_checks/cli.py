@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--full", dest="full", action="store_true", help="the papers' full sizes")
     check.add_argument("--out", default="report", help="report folder (default: report)")
     check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
-    check.set_defaults(handler=_check)
+    check.set_defaults(handler=_check, full=False)
     return parser
 
 
