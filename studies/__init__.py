@@ -14,11 +14,10 @@ from studies.runner import RunReport, default_store_path, run_study
 from studies.seeding import replication_rng, replication_seed
 from studies.spec import Study, expand_grid
 from studies.store import SCHEMA_VERSION, Row, Store, StoreError
-from studies.summary import PowerLaw, SummaryRow, fit_power_law, summarise
+from studies.summary import SummaryRow, summarise
 
 __all__ = [
     "SCHEMA_VERSION",
-    "PowerLaw",
     "Row",
     "RunReport",
     "Store",
@@ -29,7 +28,6 @@ __all__ = [
     "expand_grid",
     "export_rows_csv",
     "export_summary_csv",
-    "fit_power_law",
     "get_study",
     "plot_summary",
     "register",

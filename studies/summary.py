@@ -3,28 +3,28 @@
 Probabilities (0/1 metrics a study declares in ``Study.probabilities``) get Wilson score
 intervals (``statsmodels.stats.proportion.proportion_confint(method="wilson")``), which stay
 inside [0, 1] and keep their coverage near 0 and 1, where a normal interval collapses to a
-point. Other metrics get mean ± z·s.e. Rates are fitted by :func:`fit_power_law`
-(log–log OLS with a confidence interval for the exponent).
+point. Other metrics get mean ± z·s.e. :func:`fit_rates` fits how a mean decays along one
+grid axis with :func:`theory.rates.fit_rate` (log–log OLS, a confidence interval for the slope).
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import statsmodels.api as sm
 from scipy.stats import norm
 from statsmodels.stats.proportion import proportion_confint
 
 from studies.seeding import params_key
 from studies.spec import Study
 from studies.store import Row
+from theory.rates import RateFit, fit_rate
 
-__all__ = ["PowerLaw", "SummaryRow", "fit_power_law", "summarise"]
+__all__ = ["SummaryRow", "fit_rates", "summarise"]
 
 
 @dataclass(frozen=True)
@@ -91,59 +91,23 @@ def summarise(study: Study, rows: Iterable[Row], *, confidence: float = 0.95) ->
     return out
 
 
-@dataclass(frozen=True)
-class PowerLaw:
-    """y ≈ C · Π_j x_j^{β_j}, fitted by OLS of log y on the log x_j.
+def fit_rates(
+    summary: Iterable[SummaryRow], metric: str, *, x: str, floor: float = 0.0
+) -> dict[tuple[tuple[str, Any], ...], RateFit]:
+    """The power law of the mean of ``metric`` along grid axis ``x``, per other setting.
 
-    ``exponents[name] = (β, low, high)`` with a t-interval at the fit's confidence level.
+    Grid points whose mean is ≤ ``floor`` (e.g. roundoff level) are left out; a setting
+    keeps a fit only with ≥ 3 points left. Keys are the other parameters as sorted
+    (name, value) pairs.
     """
-
-    exponents: dict[str, tuple[float, float, float]]
-    log_constant: float
-    n_points: int
-
-    def __getitem__(self, name: str) -> tuple[float, float, float]:
-        return self.exponents[name]
-
-
-def fit_power_law(
-    y: Sequence[float], x: Mapping[str, Sequence[float]], *, confidence: float = 0.95
-) -> PowerLaw:
-    """Fit log y = log C + Σ_j β_j log x_j by OLS (statsmodels), with t-intervals for β_j.
-
-    Parameters
-    ----------
-    y : sequence of positive floats
-        E.g. the mean error at each grid point.
-    x : mapping of name to sequence of positive floats
-        The regressors, e.g. ``{"N": Ns}`` or ``{"N": Ns, "k": ks}``; each as long as y.
-    confidence : float
-        Level of the intervals.
-    """
-    ya = np.asarray(y, dtype=np.float64)
-    if ya.ndim != 1:
-        raise ValueError(f"y must be 1-D; got shape {ya.shape}")
-    if not x:
-        raise ValueError("x must name at least one regressor")
-    cols = []
-    for name, values in x.items():
-        xa = np.asarray(values, dtype=np.float64)
-        if xa.shape != ya.shape:
-            raise ValueError(f"x[{name!r}] must have the shape of y {ya.shape}; got {xa.shape}")
-        if not (np.all(xa > 0) and np.all(np.isfinite(xa))):
-            raise ValueError(f"x[{name!r}] must be positive and finite for a log-log fit")
-        cols.append(np.log(xa))
-    if not (np.all(ya > 0) and np.all(np.isfinite(ya))):
-        raise ValueError("y must be positive and finite for a log-log fit")
-    if ya.size < len(cols) + 2:
-        raise ValueError(
-            f"a fit of {len(cols)} exponents needs at least {len(cols) + 2} points; got {ya.size}"
-        )
-    design = np.column_stack([np.ones_like(ya), *cols])
-    fit = sm.OLS(np.log(ya), design).fit()
-    ci = fit.conf_int(alpha=1 - confidence)
-    exponents = {
-        name: (float(fit.params[j]), float(ci[j][0]), float(ci[j][1]))
-        for j, name in enumerate(x, start=1)
-    }
-    return PowerLaw(exponents, float(fit.params[0]), int(ya.size))
+    points: dict[tuple[tuple[str, Any], ...], list[tuple[float, float]]] = defaultdict(list)
+    for s in summary:
+        if s.metric == metric and s.mean > floor:
+            key = tuple((k, v) for k, v in sorted(s.params.items()) if k != x)
+            points[key].append((s.params[x], s.mean))
+    out = {}
+    for key, pts in sorted(points.items()):
+        if len(pts) >= 3:
+            xs, ys = zip(*sorted(pts), strict=True)
+            out[key] = fit_rate(xs, ys)
+    return out

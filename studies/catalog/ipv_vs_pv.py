@@ -34,7 +34,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from studies.registry import register
 from studies.spec import Study
-from studies.summary import SummaryRow, fit_power_law
+from studies.summary import SummaryRow, fit_rates
 from theory.classes import random_psd
 from theory.ipv import ipv
 
@@ -92,20 +92,6 @@ def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:
     return out
 
 
-def rates(summary: list[SummaryRow], metric: str) -> dict[tuple[int, int], object]:
-    """Per (k, p): the power law of the mean ``metric`` in N (needs ≥ 3 values of N)."""
-    points: dict[tuple[int, int], list[tuple[int, float]]] = {}
-    for s in summary:
-        if s.metric == metric and s.mean > 0:
-            points.setdefault((s.params["k"], s.params["p"]), []).append((s.params["N"], s.mean))
-    out = {}
-    for key, pts in sorted(points.items()):
-        if len(pts) >= 3:
-            ns, ys = zip(*sorted(pts), strict=True)
-            out[key] = fit_power_law(ys, {"N": ns})
-    return out
-
-
 def plot(summary: list[SummaryRow], path: Path) -> None:
     """Mean |E PV(S) − IPV(S)| against N (log-log), beside the paper's √(k³ log p / N)."""
     fig = Figure(figsize=(11.0, 4.2), layout="constrained")
@@ -137,14 +123,15 @@ def report(summary: list[SummaryRow]) -> str:
         "App. A.1 bound sqrt(k^3 log p / N) has exponent -0.5:"
     ]
     for subset in ("fixed", "selected"):
-        absolute = rates(summary, f"error_{subset}")
-        scaled = rates(summary, f"scaled_error_{subset}")
+        absolute = fit_rates(summary, f"error_{subset}", x="N")
+        scaled = fit_rates(summary, f"scaled_error_{subset}", x="N")
         for key, fit in absolute.items():
-            b, lo, hi = fit["N"]
-            bs, los, his = scaled[key]["N"]
+            k, p = dict(key)["k"], dict(key)["p"]
+            fs = scaled[key]
             lines.append(
-                f"  S {subset:8s} k={key[0]:<3d} p={key[1]:<5d} absolute: N^{b:.2f} "
-                f"[{lo:.2f}, {hi:.2f}]   N-scaled (trace units): N^{bs:.2f} [{los:.2f}, {his:.2f}]"
+                f"  S {subset:8s} k={k:<3d} p={p:<5d} absolute: N^{fit.slope:.2f} "
+                f"[{fit.ci_low:.2f}, {fit.ci_high:.2f}]   N-scaled (trace units): "
+                f"N^{fs.slope:.2f} [{fs.ci_low:.2f}, {fs.ci_high:.2f}]"
             )
     within = [s for s in summary if s.metric.startswith("within_bound")]
     if within:
