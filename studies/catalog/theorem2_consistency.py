@@ -59,7 +59,10 @@ def diagonal(scenario: str, p: int, k: int) -> np.ndarray:
 
 
 def separation(d: np.ndarray, k: int) -> float:
-    """The (A6) gap: d_{m_k} minus the largest entry strictly below it (inf if none)."""
+    """The (A6) gap: d_{m_k} minus the largest entry strictly below it (inf if none).
+
+    ``separation(-d, k)`` is the gap at the k smallest entries (Subnet-Diagonal).
+    """
     s = np.sort(d)[::-1]
     below = s[s < s[k - 1]]
     return float(s[k - 1] - below[0]) if below.size else math.inf
@@ -121,7 +124,9 @@ def report(summary: list[SummaryRow]) -> str:
             largest[key] = s
     for s in largest.values():
         p, k, n = s.params["p"], s.params["k"], s.params["N"]
-        gap = separation(diagonal(s.params["scenario"], p, k), k)
+        d = diagonal(s.params["scenario"], p, k)
+        # Subnet-Diagonal needs the same separation at the bottom k (App. A.4, last step).
+        gap = separation(d if s.metric == "select_gradient" else -d, k)
         a6 = gap >= math.sqrt(math.log(p) / n)
         lines.append(
             f"  {s.metric} {s.params['scenario']} p={p} k={k} N={n}: {s.mean:.3f} "
