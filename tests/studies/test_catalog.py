@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from studies.catalog import ipv_vs_pv, ssla_conjugate, theorem2_consistency
+from studies.catalog import gradient_vs_greedy, ipv_vs_pv, ssla_conjugate, theorem2_consistency
 from studies.registry import studies
 from studies.runner import run_study
 from studies.store import Store
@@ -34,7 +34,7 @@ def _get(table, metric, **params):
 
 def test_catalog_registers_the_shipped_studies():
     names = set(studies())
-    assert {"theorem2-consistency", "ipv-vs-pv", "ssla-conjugate"} <= names
+    assert {"theorem2-consistency", "ipv-vs-pv", "ssla-conjugate", "gradient-vs-greedy"} <= names
 
 
 # -- theorem2-consistency ------------------------------------------------------------------
@@ -143,7 +143,9 @@ def test_pv_error_rates_and_the_papers_bound(ipv_pv):
     assert "S fixed    k=2   p=20    absolute: N^-1.5" in text
 
 
-@pytest.mark.parametrize("study", [T2, PV, ssla_conjugate.STUDY], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "study", [T2, PV, ssla_conjugate.STUDY, gradient_vs_greedy.STUDY], ids=lambda s: s.name
+)
 def test_every_full_grid_setting_runs(study):
     # The --full grid at its smallest value of the expensive axis, one replication per
     # setting; beyond 150 settings, a cycle that still uses every value of every key.
@@ -196,3 +198,34 @@ def test_ssla_with_the_posterior_hessian_is_exact_for_normal_normal(ssla):
     ]
     assert len(values) == len(SSLA.grid["n"])
     assert max(s.high for s in values) < 1e-13
+
+
+# -- gradient-vs-greedy --------------------------------------------------------------------
+GG = gradient_vs_greedy.STUDY
+
+
+@pytest.fixture(scope="module")
+def greedy(tmp_path_factory):
+    return _run(GG, tmp_path_factory.mktemp("gg"), reps=20)
+
+
+def test_greedy_study_population_extremes_follow_theorems_2_and_3(greedy):
+    rows, _, _ = greedy
+    cpi = [r for r in rows if r.params["family"] == "cpi"]
+    assert len(cpi) == 4 * 20
+    for r in cpi:  # Theorem 2 (population): S* is the best subset, S̃* the worst
+        assert r.metrics["regret_diag_top"] <= 1e-9, r
+        assert r.metrics["regret_diag_bottom"] >= 1 - 1e-9, r
+    dominant = [r for r in rows if r.params["family"] == "dominant"]
+    holds = [r for r in dominant if r.metrics["theorem3_condition"] == 1.0]
+    assert len(holds) >= 10  # the check below is not vacuous (29 of 80 here)
+    for r in holds:  # Theorem 3 (a): IPV(S*) >= IPV(S̃*) when the diagonal ratio is large
+        assert r.metrics["regret_diag_top"] <= r.metrics["regret_diag_bottom"], r
+
+
+def test_greedy_study_regrets_are_normalised(greedy):
+    rows, _, _ = greedy
+    for r in rows:
+        regrets = [v for name, v in r.metrics.items() if name.startswith("regret_")]
+        assert len(regrets) == 7 and all(0.0 <= v <= 1.0 + 1e-9 for v in regrets), r
+        assert r.metrics["greedy_beats_gradient"] + r.metrics["gradient_beats_greedy"] <= 1
