@@ -9,8 +9,10 @@ import pytest
 from scipy.stats import norm
 
 from studies.catalog import gradient_vs_greedy, ipv_vs_pv, ssla_conjugate, theorem2_consistency
+from studies.executors import Task, run_replication
 from studies.registry import studies
 from studies.runner import run_study
+from studies.spec import expand_grid
 from studies.store import Store
 from studies.summary import fit_rates, summarise
 from theory.classes import cpi_matrix
@@ -28,6 +30,29 @@ def _run(study, tmp_path, reps):
     return rows, summary, table
 
 
+#: Replications per grid point in these tests (the default grids, fewer replications).
+REPS = {
+    "theorem2-consistency": 60,
+    "ipv-vs-pv": 24,
+    "ssla-conjugate": 16,
+    "gradient-vs-greedy": 20,
+}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """``results(study)`` runs a study's default grid once per module: (rows, summary, table)."""
+    cache = {}
+
+    def get(study):
+        if study.name not in cache:
+            folder = tmp_path_factory.mktemp(study.name)
+            cache[study.name] = _run(study, folder, reps=REPS[study.name])
+        return cache[study.name]
+
+    return get
+
+
 def _get(table, metric, **params):
     return table[(metric, *sorted(params.items()))]
 
@@ -42,11 +67,6 @@ T2 = theorem2_consistency.STUDY
 T2_FIXED = {"p": 20, "k": 5, "a": 0.5, "b": 0.2}
 
 
-@pytest.fixture(scope="module")
-def theorem2(tmp_path_factory):
-    return _run(T2, tmp_path_factory.mktemp("t2"), reps=60)
-
-
 @pytest.mark.parametrize("scenario", ["separated", "ties", "near-ties"])
 def test_theorem2_population_extremes_are_the_diagonal_extremes(scenario):
     d = theorem2_consistency.diagonal(scenario, 20, 5)
@@ -59,8 +79,8 @@ def test_theorem2_population_extremes_are_the_diagonal_extremes(scenario):
     assert worst == pytest.approx(ext.worst_ipv, rel=1e-13)
 
 
-def test_theorem2_selects_the_optimum_at_the_largest_n_when_a6_holds(theorem2):
-    _, _, table = theorem2
+def test_theorem2_selects_the_optimum_at_the_largest_n_when_a6_holds(results):
+    _, _, table = results(T2)
     n = max(T2.grid["N"])
     for scenario in ("separated", "ties"):
         d = theorem2_consistency.diagonal(scenario, 20, 5)
@@ -70,10 +90,10 @@ def test_theorem2_selects_the_optimum_at_the_largest_n_when_a6_holds(theorem2):
             assert s.interval == "wilson" and s.low > 0.9, (scenario, metric, s)
 
 
-def test_theorem2_near_ties_match_the_normal_approximation(theorem2):
+def test_theorem2_near_ties_match_the_normal_approximation(results):
     # (A6) fails: the near-tied pair (m_k, m_{k+1}) is ordered correctly with probability
     # Φ(δ / sd(s_i − s_j)), Var(g_i² − g_j²) = 2Λ_ii² + 2Λ_jj² − 4Λ_ij² for Gaussian g.
-    _, _, table = theorem2
+    _, _, table = results(T2)
     n = max(T2.grid["N"])
     d = theorem2_consistency.diagonal("near-ties", 20, 5)
     lam = cpi_matrix(d, 0.5, 0.2)
@@ -86,8 +106,8 @@ def test_theorem2_near_ties_match_the_normal_approximation(theorem2):
     assert s.high < 0.9  # not consistent at this N, as (A6) warns
 
 
-def test_theorem2_ipv_success_equals_the_multiset_criterion_and_sets_differ_under_ties(theorem2):
-    rows, _, table = theorem2
+def test_theorem2_ipv_success_equals_the_multiset_criterion_and_sets_differ_under_ties(results):
+    rows, _, table = results(T2)
     for r in rows:
         assert r.metrics["select_gradient"] == r.metrics["top_values_gradient"], r
     n = max(T2.grid["N"])
@@ -96,10 +116,10 @@ def test_theorem2_ipv_success_equals_the_multiset_criterion_and_sets_differ_unde
     assert _get(table, "select_gradient", N=n, scenario="ties", **T2_FIXED).mean == 1.0
 
 
-def test_theorem2_score_error_is_of_order_sqrt_log_p_over_n_not_smaller(theorem2):
+def test_theorem2_score_error_is_of_order_sqrt_log_p_over_n_not_smaller(results):
     # App. A.4 writes sup_i |s_i − Λ_ii| = o_P(√(log p / N)); for Gaussian gradients it is
     # Θ_P(√(log p / N)): the scaled error stays flat in N instead of tending to 0.
-    _, _, table = theorem2
+    _, _, table = results(T2)
     means = [
         _get(table, "score_error_scaled", N=n, scenario="separated", **T2_FIXED).mean
         for n in T2.grid["N"]
@@ -112,13 +132,8 @@ def test_theorem2_score_error_is_of_order_sqrt_log_p_over_n_not_smaller(theorem2
 PV = ipv_vs_pv.STUDY
 
 
-@pytest.fixture(scope="module")
-def ipv_pv(tmp_path_factory):
-    return _run(PV, tmp_path_factory.mktemp("pv"), reps=24)
-
-
-def test_pv_bias_matches_the_wishart_mean(ipv_pv):
-    _, summary, _ = ipv_pv
+def test_pv_bias_matches_the_wishart_mean(results):
+    _, summary, _ = results(PV)
     checked = 0
     for s in summary:
         if s.metric == "scaled_signed_fixed" and s.params["N"] >= 300:
@@ -128,8 +143,8 @@ def test_pv_bias_matches_the_wishart_mean(ipv_pv):
     assert checked == 16
 
 
-def test_pv_error_rates_and_the_papers_bound(ipv_pv):
-    _, summary, _ = ipv_pv
+def test_pv_error_rates_and_the_papers_bound(results):
+    _, summary, _ = results(PV)
     absolute = fit_rates(summary, "error_fixed", x="N")
     scaled = fit_rates(summary, "scaled_error_fixed", x="N")
     for p in (20, 200):  # k = 2: the √(2k/N) fluctuation dominates the k²/N bias
@@ -147,34 +162,22 @@ def test_pv_error_rates_and_the_papers_bound(ipv_pv):
     "study", [T2, PV, ssla_conjugate.STUDY, gradient_vs_greedy.STUDY], ids=lambda s: s.name
 )
 def test_every_full_grid_setting_runs(study):
-    # The --full grid at its smallest value of the expensive axis, one replication per
-    # setting; beyond 150 settings, a cycle that still uses every value of every key.
-    from studies.seeding import replication_rng
-    from studies.spec import expand_grid
-
+    # Every setting of the --full grid at the smallest value of its expensive axis, one
+    # replication each, as the runner runs it (one BLAS thread; NaN refused).
     axis = study.x
     grid = dict(study.full_grid, **{axis: (min(study.full_grid[axis]),)})
     assert len(study.full_grid[axis]) > len(study.grid[axis])
-    points = expand_grid(grid)
-    if len(points) > 150:
-        width = max(len(v) for v in grid.values())
-        points = [{k: v[i % len(v)] for k, v in grid.items()} for i in range(width)]
-    for params in points:
-        metrics = study.run_one(params, replication_rng(study.name, params, 0))
-        assert all(math.isfinite(v) for v in metrics.values()), params
+    for params in expand_grid(grid):
+        result = run_replication(Task(study, params, 0, 0))  # one BLAS thread, no NaN
+        assert result.metrics and all(math.isfinite(v) for v in result.metrics.values())
 
 
 # -- ssla-conjugate ------------------------------------------------------------------------
 SSLA = ssla_conjugate.STUDY
 
 
-@pytest.fixture(scope="module")
-def ssla(tmp_path_factory):
-    return _run(SSLA, tmp_path_factory.mktemp("ssla"), reps=16)
-
-
-def test_ssla_fitted_rates_match_the_derived_ones(ssla):
-    _, summary, _ = ssla
+def test_ssla_fitted_rates_match_the_derived_ones(results):
+    _, summary, _ = results(SSLA)
     checked = 0
     for (model, method), expected in ssla_conjugate.EXPECTED_SLOPES.items():
         for div in ("kl", "tv", "w1"):
@@ -191,8 +194,8 @@ def test_ssla_fitted_rates_match_the_derived_ones(ssla):
     assert checked == 21
 
 
-def test_ssla_with_the_posterior_hessian_is_exact_for_normal_normal(ssla):
-    _, summary, _ = ssla
+def test_ssla_with_the_posterior_hessian_is_exact_for_normal_normal(results):
+    _, summary, _ = results(SSLA)
     values = [
         s for s in summary if s.metric == "ssla_post_tv" and s.params["model"] == "normal-normal"
     ]
@@ -204,13 +207,8 @@ def test_ssla_with_the_posterior_hessian_is_exact_for_normal_normal(ssla):
 GG = gradient_vs_greedy.STUDY
 
 
-@pytest.fixture(scope="module")
-def greedy(tmp_path_factory):
-    return _run(GG, tmp_path_factory.mktemp("gg"), reps=20)
-
-
-def test_greedy_study_population_extremes_follow_theorems_2_and_3(greedy):
-    rows, _, _ = greedy
+def test_greedy_study_population_extremes_follow_theorems_2_and_3(results):
+    rows, _, _ = results(GG)
     cpi = [r for r in rows if r.params["family"] == "cpi"]
     assert len(cpi) == 4 * 20
     for r in cpi:  # Theorem 2 (population): S* is the best subset, S̃* the worst
@@ -223,8 +221,8 @@ def test_greedy_study_population_extremes_follow_theorems_2_and_3(greedy):
         assert r.metrics["regret_diag_top"] <= r.metrics["regret_diag_bottom"], r
 
 
-def test_greedy_study_regrets_are_normalised(greedy):
-    rows, _, _ = greedy
+def test_greedy_study_regrets_are_normalised(results):
+    rows, _, _ = results(GG)
     for r in rows:
         regrets = [v for name, v in r.metrics.items() if name.startswith("regret_")]
         assert len(regrets) == 7 and all(0.0 <= v <= 1.0 + 1e-9 for v in regrets), r
