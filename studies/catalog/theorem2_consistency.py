@@ -30,7 +30,7 @@ from studies.summary import SummaryRow
 from theory.classes import cpi_matrix
 from theory.ipv import ipv
 
-__all__ = ["STUDY", "diagonal", "run_one", "separation"]
+__all__ = ["STUDY", "diagonal", "gradients", "run_one", "separation"]
 
 #: IPV values closer than this (relative) are equal: roundoff of the trace form is ~1e-15,
 #: the smallest genuine difference in the grid (near-ties at N = 1e6) is ~1e-10.
@@ -68,12 +68,28 @@ def separation(d: np.ndarray, k: int) -> float:
     return float(s[k - 1] - below[0]) if below.size else math.inf
 
 
-def _mean_squared_gradients(rng: np.random.Generator, factor: np.ndarray, n: int) -> np.ndarray:
-    """s_i = (1/N) Σ_n g_i(x_n)², g(x_n) = R z_n ~ N(0, Λ) with Λ = R Rᵀ, in fixed chunks."""
-    total = np.zeros(factor.shape[0])
+def gradients(
+    rng: np.random.Generator, rows: int, d: np.ndarray, a: float, b: float
+) -> np.ndarray:
+    """``rows`` gradients g ~ N(0, Λ), Λ = diag(d) + aI + b11ᵀ (C_PI, SPEC §3).
+
+    b ≥ 0: g = √(d + a) ∘ z + √b · u·1 with z ~ N(0, I_p), u ~ N(0, 1) — O(p) per row;
+    b < 0: g = R z with Λ = R Rᵀ (Cholesky) — O(p²) per row.
+    """
+    p = d.size
+    if b >= 0:
+        z = rng.standard_normal((rows, p + 1))
+        return z[:, :p] * np.sqrt(d + a) + math.sqrt(b) * z[:, p:]
+    return rng.standard_normal((rows, p)) @ np.linalg.cholesky(cpi_matrix(d, a, b)).T
+
+
+def _mean_squared_gradients(
+    rng: np.random.Generator, d: np.ndarray, a: float, b: float, n: int
+) -> np.ndarray:
+    """s_i = (1/N) Σ_n g_i(x_n)² (Alg. 1's scores on the training set), in fixed chunks."""
+    total = np.zeros(d.size)
     for start in range(0, n, CHUNK):
-        z = rng.standard_normal((min(CHUNK, n - start), factor.shape[0]))
-        g = z @ factor.T
+        g = gradients(rng, min(CHUNK, n - start), d, a, b)
         total += np.einsum("ij,ij->j", g, g)
     return total / n
 
@@ -88,8 +104,7 @@ def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:
     n, p, k = params["N"], params["p"], params["k"]
     d = diagonal(params["scenario"], p, k)
     lam = cpi_matrix(d, params["a"], params["b"])
-    factor = np.linalg.cholesky(lam)
-    scores = _mean_squared_gradients(rng, factor, n)
+    scores = _mean_squared_gradients(rng, d, params["a"], params["b"], n)
     # Stable sorts: ties in s (probability 0) go to the lower index.
     gradient = np.argsort(-scores, kind="stable")[:k]  # Alg. 1: top-k of s
     subnet_diagonal = np.argsort(scores, kind="stable")[:k]  # bottom-k of s (App. B)

@@ -79,6 +79,18 @@ def test_theorem2_population_extremes_are_the_diagonal_extremes(scenario):
     assert worst == pytest.approx(ext.worst_ipv, rel=1e-13)
 
 
+@pytest.mark.parametrize("b", [0.3, -0.1])  # structured sampler (b ≥ 0) and Cholesky (b < 0)
+def test_theorem2_gradients_have_covariance_lambda(b):
+    d = np.array([1.0, 1.5, 2.0, 2.5])
+    lam = cpi_matrix(d, 0.5, b)
+    n = 200_000
+    g = theorem2_consistency.gradients(np.random.default_rng(7), n, d, 0.5, b)
+    cov = g.T @ g / n
+    # sd of the (i, j) entry of the empirical second moment: √((Λ_ii Λ_jj + Λ_ij²) / N)
+    sd = np.sqrt((np.outer(np.diag(lam), np.diag(lam)) + lam**2) / n)
+    assert np.all(np.abs(cov - lam) < 4.5 * sd), (cov - lam) / sd
+
+
 def test_theorem2_selects_the_optimum_at_the_largest_n_when_a6_holds(results):
     _, _, table = results(T2)
     n = max(T2.grid["N"])
