@@ -119,9 +119,9 @@ STUDY = register(
     Study(
         name="gradient-vs-greedy",
         description=(
-            "Dis(S)/IPV_full of Gradient-Laplace, Greedy-Laplace, Subnet-Diagonal, Last-k, "
-            "random and the exhaustive optimum on C_PI, eps-dominant, low-rank+diagonal and "
-            "block-correlated Λ: where does Greedy beat Gradient?"
+            "Regret (Dis(S) - min Dis)/(max Dis - min Dis), exhaustive, of Gradient-Laplace, "
+            "Greedy-Laplace, Subnet-Diagonal, Last-k and random on C_PI, eps-dominant, "
+            "low-rank+diagonal and block-correlated Λ: where does Greedy beat Gradient?"
         ),
         grid={"family": FAMILIES, "N": (100, 10_000), "k": (3, 6), "p": (14,)},
         full_grid={
