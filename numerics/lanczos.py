@@ -468,7 +468,9 @@ def eigsh(
     )
     kry.Q[0, :] = _start_vector(space, v0, rng)
     start, restarts = 0, 0
+    previous: np.ndarray | None = None
     while True:
+        seen = len(kry.breakdowns)
         m_eff = kry.extend(start, m)
         theta, S = scipy.linalg.eigh(kry.T[:m_eff, :m_eff])
         beta_m = 0.0 if kry.exhausted else kry.beta_last
@@ -476,7 +478,16 @@ def eigsh(
         order = _wanted_order(theta, which)
         want = order[:k]
         scale = max(float(np.max(np.abs(theta))), np.finfo(float).tiny)
-        done = bool(np.all(res[want] <= tol * scale)) or kry.exhausted or m_eff == n
+        converged = bool(np.all(res[want] <= tol * scale))
+        # After a breakdown the basis spans an invariant subspace: its Ritz pairs are exact,
+        # but wanted eigenvalues (e.g. further copies of a repeated one, or of 0 for "SA"
+        # on a GGN) may lie in the unexplored complement. Accept only once a whole cycle
+        # of fresh exploration has left the wanted values unchanged.
+        if converged and len(kry.breakdowns) > seen:
+            stable = previous is not None and np.all(np.abs(theta[want] - previous) <= tol * scale)
+            previous = theta[want].copy()
+            converged = bool(stable)
+        done = converged or kry.exhausted or m_eff == n
         if done or restarts >= max_restarts:
             Y = space.asarray(np.ascontiguousarray(S[:, want]))
             vectors = kry.Q[:m_eff, :].T @ Y
