@@ -1,4 +1,4 @@
-"""JVP NTK sketch: unbiasedness, exact variances (paper's single-output, corrected multi-output)."""
+"""JVP NTK sketch: unbiasedness; exact variances (single-output as in the paper, multi-output)."""
 
 from __future__ import annotations
 
