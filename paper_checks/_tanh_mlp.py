@@ -67,7 +67,7 @@ class TanhMLP:
 
     def jacobian(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
         """J(X) = ∂f(X)/∂θ, shape (n, p), in the flattening order of :meth:`init`."""
-        W1, b1, W2, b2, w3, b3 = self._unpack(theta)
+        W1, b1, W2, b2, w3, _b3 = self._unpack(theta)
         n = X.shape[0]
         H1 = np.tanh(X @ W1.T + b1)
         H2 = np.tanh(H1 @ W2.T + b2)

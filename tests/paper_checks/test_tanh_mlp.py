@@ -1,4 +1,4 @@
-"""The hand-written tanh-MLP Jacobian used by the FSP-Laplace claims, against finite differences."""
+"""The hand-written tanh-MLP Jacobian of the FSP-Laplace claims vs finite differences."""
 
 from __future__ import annotations
 
