@@ -188,11 +188,13 @@ def fsp_laplace(
         raise ValueError("J_context @ 1 is zero: the Lanczos start vector of step 2 is undefined")
     L = lanczos_inverse_sqrt(matvec, v, num_steps)
     # Step 4–5: M = J(C)ᵀ L and its thin SVD (drop numerically zero singular values).
+    # Thin SVD as QR of the tall M (backend) + SVD of the small R (host): U_M = Q U_R.
     M = J_context.T @ L
-    U, d, _ = xp.linalg.svd(M, full_matrices=False)
-    d_host = _to_host(d)
+    Q, R = xp.linalg.qr(M)
+    UR, d_host, _ = scipy.linalg.svd(_to_host(R))
     keep = int(np.sum(d_host > rcond * d_host.max())) if d_host.size else 0
-    U, d_host = U[:, :keep], d_host[:keep]
+    U = Q @ space.asarray(np.ascontiguousarray(UR[:, :keep]))
+    d_host = d_host[:keep]
     # Step 6: A = D_M² + (J_w U_M)ᵀ (J_w U_M)  (sign convention: module docstring).
     A = np.diag(d_host**2)
     if Jw is not None:
