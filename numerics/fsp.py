@@ -26,6 +26,7 @@ import numpy as np
 import scipy.linalg
 from array_api_compat import array_namespace
 
+from numerics.backend import as_float
 from numerics.lanczos import _positive_int, _Space, _to_host, lanczos_inverse_sqrt
 
 __all__ = ["DroppedTerms", "FSPLaplace", "dropped_terms", "fsp_laplace", "rkhs_norm_estimate"]
@@ -34,13 +35,9 @@ Array = Any
 
 
 def _matrix(x: Array, name: str) -> Array:
-    if not hasattr(x, "shape") or len(x.shape) != 2 or 0 in tuple(x.shape):
-        raise ValueError(f"{name} must be a non-empty 2-D array; got {getattr(x, 'shape', x)!r}")
-    xp = array_namespace(x)
-    if not xp.isdtype(x.dtype, "real floating"):
-        raise TypeError(f"{name} must have a real floating dtype; got {x.dtype}")
-    if not bool(xp.all(xp.isfinite(x))):
-        raise ValueError(f"{name} must be finite; it contains NaN or Inf")
+    x = as_float(x, name)
+    if x.ndim != 2 or 0 in tuple(x.shape):
+        raise ValueError(f"{name} must be a non-empty 2-D array; got shape {tuple(x.shape)}")
     return x
 
 

@@ -22,20 +22,18 @@ from typing import Any
 
 from array_api_compat import array_namespace
 
+from numerics.backend import as_float
+
 __all__ = ["RBF", "KernelGram", "Matern12", "Matern32", "Matern52", "Periodic"]
 
 Array = Any
 
 
 def _points(X: Array, name: str) -> Array:
-    if not hasattr(X, "shape") or len(X.shape) not in (1, 2) or int(X.shape[0]) == 0:
+    X = as_float(X, name)
+    if X.ndim not in (1, 2) or int(X.shape[0]) == 0:
         raise ValueError(f"{name} must be a non-empty (n, d) or (n,) array of inputs")
-    xp = array_namespace(X)
-    if not xp.isdtype(X.dtype, "real floating"):
-        raise TypeError(f"{name} must have a real floating dtype; got {X.dtype}")
-    if not bool(xp.all(xp.isfinite(X))):
-        raise ValueError(f"{name} must be finite; it contains NaN or Inf")
-    return xp.reshape(X, (-1, 1)) if len(X.shape) == 1 else X
+    return array_namespace(X).reshape(X, (-1, 1)) if X.ndim == 1 else X
 
 
 def _positive(value: float, name: str) -> float:

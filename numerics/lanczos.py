@@ -29,6 +29,8 @@ import numpy as np
 import scipy.linalg
 from array_api_compat import array_namespace
 
+from numerics.backend import to_numpy
+
 __all__ = [
     "EigshResult",
     "LanczosResult",
@@ -135,13 +137,7 @@ def _check_rng(rng: object) -> np.random.Generator:
 
 def _to_host(x: Array) -> np.ndarray:
     """A small backend array as a float64 NumPy array (a device → host copy)."""
-    if isinstance(x, np.ndarray):
-        return x.astype(np.float64, copy=False)
-    if hasattr(x, "get"):  # CuPy: explicit device → host copy
-        return np.asarray(x.get(), dtype=np.float64)
-    if hasattr(x, "detach"):  # torch (possibly on a GPU)
-        return x.detach().to("cpu").double().numpy()
-    return np.asarray(np.from_dlpack(x), dtype=np.float64)
+    return np.asarray(to_numpy(x), dtype=np.float64)
 
 
 class _Space:

@@ -20,9 +20,10 @@ from numbers import Integral
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 from array_api_compat import array_namespace
 
+from numerics.backend import as_float, cholesky, solve_triangular
+from numerics.ggn import prior_vector
 from numerics.lanczos import EigshResult, _Space, _to_host, eigsh
 
 __all__ = ["LowRankLaplace"]
@@ -31,31 +32,10 @@ Array = Any
 
 
 def _as_matrix(x: Array, name: str) -> Array:
-    if not hasattr(x, "shape") or len(x.shape) != 2 or 0 in tuple(x.shape):
-        raise ValueError(f"{name} must be a non-empty 2-D array; got {getattr(x, 'shape', x)!r}")
-    xp = array_namespace(x)
-    if not xp.isdtype(x.dtype, "real floating"):
-        raise TypeError(f"{name} must have a real floating dtype; got {x.dtype}")
-    if not bool(xp.all(xp.isfinite(x))):
-        raise ValueError(f"{name} must be finite; it contains NaN or Inf")
+    x = as_float(x, name)
+    if x.ndim != 2 or 0 in tuple(x.shape):
+        raise ValueError(f"{name} must be a non-empty 2-D array; got shape {tuple(x.shape)}")
     return x
-
-
-def _prior_vector(prior_precision: Array, p: int, like: Array) -> Array:
-    xp = array_namespace(like)
-    if isinstance(prior_precision, bool):
-        raise TypeError("prior_precision must be a positive number or a length-p array")
-    if isinstance(prior_precision, float | int | np.floating | np.integer):
-        v = xp.full((p,), float(prior_precision), dtype=like.dtype, device=like.device)
-    else:
-        v = prior_precision
-        if tuple(v.shape) == ():
-            v = xp.full((p,), float(v), dtype=like.dtype, device=like.device)
-    if tuple(v.shape) != (p,):
-        raise ValueError(f"prior_precision must be a scalar or have shape ({p},); got {v.shape}")
-    if not bool(xp.all(xp.isfinite(v))) or not bool(xp.all(v > 0)):
-        raise ValueError("prior_precision must be positive and finite in every entry")
-    return xp.astype(v, like.dtype) if v.dtype != like.dtype else v
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +61,7 @@ class LowRankLaplace:
     prior_precision: Array
     lanczos: EigshResult
     _B: Array  # U diag(λ)^{1/2}
-    _R: np.ndarray  # chol(I + Bᵀ D B), lower, host
+    _R: Array  # chol(I + Bᵀ D B), lower, r × r (backend dispatch of numerics.backend)
 
     @classmethod
     def from_factor(
@@ -114,7 +94,7 @@ class LowRankLaplace:
             raise TypeError(f"rank must be an integer; got {type(rank).__name__}")
         if not 1 <= int(rank) <= p:
             raise ValueError(f"rank must be in [1, p]; got rank={rank}, p={p}")
-        V = _prior_vector(prior_precision, p, Jw)
+        V = prior_vector(prior_precision, p, Jw)
         res = eigsh(lambda v: Jw.T @ (Jw @ v), p, int(rank), which="LA", rng=rng, tol=tol, like=Jw)
         return cls._build(res.values, res.vectors, V, res)
 
@@ -133,10 +113,10 @@ class LowRankLaplace:
         lam = np.clip(np.asarray(values, dtype=np.float64), 0.0, None)
         space = _Space(int(U.shape[0]), None, U)
         B = U * space.asarray(np.sqrt(lam))
-        DB = B / V[:, None]
-        K = np.eye(lam.size) + _to_host(B.T @ DB)
-        R = scipy.linalg.cholesky(0.5 * (K + K.T), lower=True)
-        return cls(lam, U, V, res, B, R)
+        xp = space.xp
+        K = B.T @ (B / V[:, None])
+        K = 0.5 * (K + K.T) + xp.eye(lam.size, dtype=K.dtype, device=getattr(K, "device", None))
+        return cls(lam, U, V, res, B, cholesky(K))
 
     @property
     def rank(self) -> int:
@@ -163,13 +143,11 @@ class LowRankLaplace:
             raise ValueError(f"G_test must have shape (n_test, {p}); got {tuple(G_test.shape)}")
         GD = G / self.prior_precision
         prior_part = xp.sum(GD * G, axis=1)
-        Z = _to_host(self._B.T @ GD.T)  # r × n_test
-        W = scipy.linalg.solve_triangular(self._R, Z, lower=True)
-        space = _Space(p, None, self._B)
-        out = prior_part - space.asarray(np.sum(W * W, axis=0))
+        W = solve_triangular(self._R, self._B.T @ GD.T, lower=True)  # r × n_test
+        out = prior_part - xp.sum(W * W, axis=0)
         return out[0] if single else out
 
     def logdet(self) -> float:
         """``log det Ω_r = Σ log V_i + 2 Σ log R_jj`` (matrix determinant lemma)."""
         V = _to_host(self.prior_precision)
-        return float(np.sum(np.log(V)) + 2.0 * np.sum(np.log(np.diag(self._R))))
+        return float(np.sum(np.log(V)) + 2.0 * np.sum(np.log(np.diag(_to_host(self._R)))))

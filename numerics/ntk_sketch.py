@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from array_api_compat import array_namespace
 
+from numerics.backend import as_float
 from numerics.lanczos import _Space, _to_host
 
 __all__ = ["jvp_ntk_estimate", "ntk_estimate_variance", "paper_ntk_variance"]
@@ -34,14 +35,10 @@ _PROBE_BLOCK = 256
 
 
 def _jacobian(J: Array, name: str) -> Array:
-    if not hasattr(J, "shape") or len(J.shape) not in (1, 2) or 0 in tuple(J.shape):
-        raise ValueError(f"{name} must be a non-empty (C, p) or (p,) array; got {J!r:.60}")
-    xp = array_namespace(J)
-    if not xp.isdtype(J.dtype, "real floating"):
-        raise TypeError(f"{name} must have a real floating dtype; got {J.dtype}")
-    if not bool(xp.all(xp.isfinite(J))):
-        raise ValueError(f"{name} must be finite; it contains NaN or Inf")
-    return xp.reshape(J, (1, -1)) if len(J.shape) == 1 else J
+    J = as_float(J, name)
+    if J.ndim not in (1, 2) or 0 in tuple(J.shape):
+        raise ValueError(f"{name} must be a non-empty (C, p) or (p,) array; got {tuple(J.shape)}")
+    return array_namespace(J).reshape(J, (1, -1)) if J.ndim == 1 else J
 
 
 def _pair(J1: Array, J2: Array | None) -> tuple[Array, Array]:

@@ -111,5 +111,5 @@ def test_bad_input_is_rejected_with_the_argument_named():
         jvp_ntk_estimate(J1, J2, 3, rng, dist="uniform")
     with pytest.raises(ValueError, match="J1 must be finite"):
         ntk_estimate_variance(np.full((2, 3), np.inf))
-    with pytest.raises(TypeError, match="J must have a real floating dtype"):
-        paper_ntk_variance(np.ones((2, 3), dtype=int))
+    with pytest.raises(TypeError, match="J must be a real array"):
+        paper_ntk_variance(np.ones((2, 3), dtype=complex))
