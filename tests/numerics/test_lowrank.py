@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from numerics.ggn import GGN
+from numerics.lanczos import eigsh
 from numerics.lowrank import LowRankLaplace
 from tests.numerics._xp import BACKENDS, from_numpy, namespace, to_numpy
 
@@ -66,6 +68,17 @@ def test_from_ggn_reads_the_factor_and_prior():
     a = LowRankLaplace.from_ggn(FakeGGN(Jw, V), 5, rng=np.random.default_rng(0))
     b = LowRankLaplace.from_factor(Jw, V, 5, rng=np.random.default_rng(0))
     np.testing.assert_array_equal(a.predictive_variance(G), b.predictive_variance(G))
+
+
+def test_from_ggn_with_the_numerics_ggn_and_its_matvec():
+    Jw, V, G = _problem(seed=8)
+    ggn = GGN(Jw, V)
+    lr = LowRankLaplace.from_ggn(ggn, 12)
+    np.testing.assert_allclose(lr.predictive_variance(G), _dense_pv(Jw, V, G)[0], rtol=1e-10)
+    # eigsh on the GGN's own matvec (Ω = J_wᵀJ_w + V) agrees with dense eigh
+    res = eigsh(ggn.matvec, 40, 4)
+    dense = np.linalg.eigvalsh(Jw.T @ Jw + np.diag(V))[::-1][:4]
+    np.testing.assert_allclose(res.values, dense, rtol=0, atol=1e-10 * dense[0])
 
 
 def test_isotropic_scalar_prior_and_single_test_point():
