@@ -26,19 +26,12 @@ import numpy as np
 import scipy.linalg
 from array_api_compat import array_namespace
 
-from numerics.backend import as_float
-from numerics.lanczos import _positive_int, _Space, _to_host, lanczos_inverse_sqrt
+from numerics._arrays import Space, as_matrix, positive_int, to_host
+from numerics.lanczos import lanczos_inverse_sqrt
 
 __all__ = ["DroppedTerms", "FSPLaplace", "dropped_terms", "fsp_laplace", "rkhs_norm_estimate"]
 
 Array = Any
-
-
-def _matrix(x: Array, name: str) -> Array:
-    x = as_float(x, name)
-    if x.ndim != 2 or 0 in tuple(x.shape):
-        raise ValueError(f"{name} must be a non-empty 2-D array; got shape {tuple(x.shape)}")
-    return x
 
 
 def rkhs_norm_estimate(f_context: Array, gram: Any, *, mean_context: Array | None = None) -> float:
@@ -57,12 +50,12 @@ def rkhs_norm_estimate(f_context: Array, gram: Any, *, mean_context: Array | Non
         μ(C); zero by default.
     """
     K = gram.dense() if hasattr(gram, "dense") else gram
-    K = _to_host(_matrix(K, "gram"))
-    f = _to_host(f_context).reshape(-1)
+    K = to_host(as_matrix(K, "gram"))
+    f = to_host(f_context).reshape(-1)
     if f.size != K.shape[0] or K.shape[0] != K.shape[1]:
         raise ValueError(f"f_context must have length n_C={K.shape[0]}; got {f.size}")
     if mean_context is not None:
-        f = f - _to_host(mean_context).reshape(-1)
+        f = f - to_host(mean_context).reshape(-1)
     try:
         c = scipy.linalg.cho_factor(0.5 * (K + K.T), lower=True)
     except np.linalg.LinAlgError as err:
@@ -110,7 +103,7 @@ class FSPLaplace:
 
     def predictive_variance(self, J_test: Array) -> Array:
         """Function-space variances ``diag(J* S Sᵀ J*ᵀ)`` for rows of ``J_test`` (n × p)."""
-        J_test = _matrix(J_test, "J_test")
+        J_test = as_matrix(J_test, "J_test")
         if int(J_test.shape[1]) != int(self.scale.shape[0]):
             raise ValueError(
                 f"J_test must have {self.scale.shape[0]} columns; got {J_test.shape[1]}"
@@ -159,10 +152,10 @@ def fsp_laplace(
     -------
     FSPLaplace
     """
-    J_context = _matrix(J_context, "J_context")
+    J_context = as_matrix(J_context, "J_context")
     nC, p = (int(s) for s in J_context.shape)
     if Jw is not None:
-        Jw = _matrix(Jw, "Jw")
+        Jw = as_matrix(Jw, "Jw")
         if int(Jw.shape[1]) != p:
             raise ValueError(f"Jw must have p={p} columns; got {Jw.shape[1]}")
     matvec = gram.matvec if hasattr(gram, "matvec") else gram
@@ -172,12 +165,12 @@ def fsp_laplace(
         if not hasattr(gram, "diagonal"):
             raise ValueError("prior_variance is required when gram has no .diagonal()")
         prior_variance = gram.diagonal()
-    prior = _to_host(prior_variance).reshape(-1)
+    prior = to_host(prior_variance).reshape(-1)
     if prior.size != nC or not np.all(prior > 0):
         raise ValueError(f"prior_variance must be positive with length n_C={nC}")
-    num_steps = min(_positive_int(num_steps, "num_steps"), nC)
+    num_steps = min(positive_int(num_steps, "num_steps"), nC)
     xp = array_namespace(J_context)
-    space = _Space(p, None, J_context)
+    space = Space(p, None, J_context)
 
     # Steps 2–3: Lanczos on Σ(C, C) from J(C)1 / ‖J(C)1‖.
     v = J_context @ xp.ones((p,), dtype=J_context.dtype, device=J_context.device)
@@ -188,14 +181,14 @@ def fsp_laplace(
     # Thin SVD as QR of the tall M (backend) + SVD of the small R (host): U_M = Q U_R.
     M = J_context.T @ L
     Q, R = xp.linalg.qr(M)
-    UR, d_host, _ = scipy.linalg.svd(_to_host(R))
+    UR, d_host, _ = scipy.linalg.svd(to_host(R))
     keep = int(np.sum(d_host > rcond * d_host.max())) if d_host.size else 0
     U = Q @ space.asarray(np.ascontiguousarray(UR[:, :keep]))
     d_host = d_host[:keep]
     # Step 6: A = D_M² + (J_w U_M)ᵀ (J_w U_M)  (sign convention: module docstring).
     A = np.diag(d_host**2)
     if Jw is not None:
-        JU = _to_host(Jw @ U)
+        JU = to_host(Jw @ U)
         A = A + JU.T @ JU
     # Step 7–8: eigh(A), S = U_M U_A D_A^{†/2} (ascending D_A: largest variances first).
     D, UA = scipy.linalg.eigh(0.5 * (A + A.T))
@@ -204,7 +197,7 @@ def fsp_laplace(
     inv_sqrt[pos] = 1.0 / np.sqrt(D[pos])
     S = U @ space.asarray(np.ascontiguousarray(UA * inv_sqrt))
     # Step 9: smallest k with diag(J(C) S_{:,k:} S_{:,k:}ᵀ J(C)ᵀ) ≤ diag Σ(C, C).
-    Z = _to_host(J_context @ S)
+    Z = to_host(J_context @ S)
     tails = np.cumsum((Z * Z)[:, ::-1], axis=1)[:, ::-1]  # tails[:, k] = Σ_{j≥k} Z_ij²
     tails = np.concatenate([tails, np.zeros((nC, 1))], axis=1)
     ok = np.all(tails <= prior[:, None] * (1.0 + rtol), axis=0)
@@ -227,14 +220,14 @@ def dropped_terms(result: FSPLaplace, Jw: Array) -> DroppedTerms:
     ``‖P₀ΛP₀‖_F = ‖(P₀F)ᵀ(P₀F)‖_F``, ``‖PΛP₀‖_F² = tr((PF)ᵀ(PF)·(P₀F)ᵀ(P₀F))`` — no p × p
     matrix (fsp-laplace.txt Table C.2; SPEC.md §5).
     """
-    Jw = _matrix(Jw, "Jw")
+    Jw = as_matrix(Jw, "Jw")
     xp = array_namespace(Jw)
     F = xp.concat([result.M, Jw.T], axis=1)
     UF = result.basis.T @ F
     P0F = F - result.basis @ UF
-    G = _to_host(F.T @ F)
-    X = _to_host(UF.T @ UF)
-    Y = _to_host(P0F.T @ P0F)
+    G = to_host(F.T @ F)
+    X = to_host(UF.T @ UF)
+    Y = to_host(P0F.T @ P0F)
     total = float(np.linalg.norm(G))
     p0 = float(np.linalg.norm(Y))
     cross_sq = max(2.0 * float(np.sum(X * Y)), 0.0)  # tr(XY) with X, Y symmetric

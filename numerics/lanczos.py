@@ -27,9 +27,12 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import scipy.linalg
-from array_api_compat import array_namespace
 
-from numerics.backend import to_numpy
+from numerics._arrays import Space as _Space
+from numerics._arrays import check_rng as _check_rng
+from numerics._arrays import positive_float as _positive_float
+from numerics._arrays import positive_int as _positive_int
+from numerics._arrays import to_host as _to_host
 
 __all__ = [
     "EigshResult",
@@ -103,69 +106,6 @@ class EigshResult(NamedTuple):
     num_matvecs: int
     num_restarts: int
     converged: bool
-
-
-# ----------------------------------------------------------------------------- validation
-
-
-def _positive_int(value: object, name: str, *, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__}")
-    v = int(value)
-    if v < 1 or (high is not None and v > high):
-        bound = f"[1, {high}]" if high is not None else ">= 1"
-        raise ValueError(f"{name} must be in {bound}; got {name}={v}")
-    return v
-
-
-def _positive_float(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, float | int | np.floating | np.integer):
-        raise TypeError(f"{name} must be a real number; got {type(value).__name__}")
-    v = float(value)
-    if not np.isfinite(v) or v <= 0.0:
-        raise ValueError(f"{name} must be positive and finite; got {name}={value!r}")
-    return v
-
-
-def _check_rng(rng: object) -> np.random.Generator:
-    if rng is None:
-        return np.random.default_rng(0)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator or None; got {type(rng).__name__}")
-    return rng
-
-
-def _to_host(x: Array) -> np.ndarray:
-    """A small backend array as a float64 NumPy array (a device → host copy)."""
-    return np.asarray(to_numpy(x), dtype=np.float64)
-
-
-class _Space:
-    """Namespace, dtype and device of the Lanczos basis, and host → backend conversion."""
-
-    def __init__(self, n: int, v0: Array | None, like: Array | None) -> None:
-        ref = v0 if v0 is not None else like
-        if ref is None:
-            ref = np.zeros(0)
-        self.xp = array_namespace(ref)
-        self.dtype = ref.dtype
-        if not self.xp.isdtype(self.dtype, "real floating"):
-            self.dtype = self.xp.float64
-        self.device = getattr(ref, "device", None)
-        self.n = n
-        self.eps = float(np.finfo(np.float32 if "32" in str(self.dtype) else np.float64).eps)
-
-    def asarray(self, host: np.ndarray) -> Array:
-        kwargs = {"dtype": self.dtype}
-        if self.device is not None and not isinstance(self.device, str):
-            kwargs["device"] = self.device
-        try:
-            return self.xp.asarray(host, **kwargs)
-        except TypeError:
-            return self.xp.asarray(host, dtype=self.dtype)
-
-    def norm(self, w: Array) -> float:
-        return float(self.xp.linalg.vector_norm(w))
 
 
 def _start_vector(

@@ -22,20 +22,14 @@ from typing import Any
 import numpy as np
 from array_api_compat import array_namespace
 
-from numerics.backend import as_float, cholesky, solve_triangular
+from numerics._arrays import Space, as_matrix, to_host
+from numerics.backend import cholesky, solve_triangular
 from numerics.ggn import prior_vector
-from numerics.lanczos import EigshResult, _Space, _to_host, eigsh
+from numerics.lanczos import EigshResult, eigsh
 
 __all__ = ["LowRankLaplace"]
 
 Array = Any
-
-
-def _as_matrix(x: Array, name: str) -> Array:
-    x = as_float(x, name)
-    if x.ndim != 2 or 0 in tuple(x.shape):
-        raise ValueError(f"{name} must be a non-empty 2-D array; got shape {tuple(x.shape)}")
-    return x
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,7 +82,7 @@ class LowRankLaplace:
         tol : float, optional
             Relative residual tolerance of :func:`eigsh`.
         """
-        Jw = _as_matrix(Jw, "Jw")
+        Jw = as_matrix(Jw, "Jw")
         p = int(Jw.shape[1])
         if isinstance(rank, bool) or not isinstance(rank, Integral):
             raise TypeError(f"rank must be an integer; got {type(rank).__name__}")
@@ -111,7 +105,7 @@ class LowRankLaplace:
     @classmethod
     def _build(cls, values: np.ndarray, U: Array, V: Array, res: EigshResult) -> LowRankLaplace:
         lam = np.clip(np.asarray(values, dtype=np.float64), 0.0, None)
-        space = _Space(int(U.shape[0]), None, U)
+        space = Space(int(U.shape[0]), None, U)
         B = U * space.asarray(np.sqrt(lam))
         xp = space.xp
         K = B.T @ (B / V[:, None])
@@ -149,5 +143,5 @@ class LowRankLaplace:
 
     def logdet(self) -> float:
         """``log det Ω_r = Σ log V_i + 2 Σ log R_jj`` (matrix determinant lemma)."""
-        V = _to_host(self.prior_precision)
-        return float(np.sum(np.log(V)) + 2.0 * np.sum(np.log(np.diag(_to_host(self._R)))))
+        V = to_host(self.prior_precision)
+        return float(np.sum(np.log(V)) + 2.0 * np.sum(np.log(np.diag(to_host(self._R)))))

@@ -22,8 +22,8 @@ from typing import Any, Literal
 import numpy as np
 from array_api_compat import array_namespace
 
+from numerics._arrays import Space, to_host
 from numerics.backend import as_float
-from numerics.lanczos import _Space, _to_host
 
 __all__ = ["jvp_ntk_estimate", "ntk_estimate_variance", "paper_ntk_variance"]
 
@@ -96,7 +96,7 @@ def jvp_ntk_estimate(
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
     p = int(J1.shape[1])
-    space = _Space(p, None, J1)
+    space = Space(p, None, J1)
     total = None
     for start in range(0, int(num_probes), _PROBE_BLOCK):
         s = min(_PROBE_BLOCK, int(num_probes) - start)
@@ -146,7 +146,7 @@ def paper_ntk_variance(J: Array, *, dist: Dist = "rademacher") -> float:
     """
     J = _jacobian(J, "J")
     _check_dist(dist)
-    Jh = _to_host(J)
+    Jh = to_host(J)
     tr = float(np.sum(Jh * Jh))
     out = 2.0 * tr**2
     if dist == "rademacher":
