@@ -131,7 +131,11 @@ class Matern52(_Stationary):
 
 @dataclass(frozen=True)
 class Periodic(_Stationary):
-    """Periodic (exp-sine-squared) kernel σ² exp(−2 sin²(π r/T)/ℓ²), period T."""
+    """Periodic (exp-sine-squared) kernel σ² exp(−2 sin²(π r/T)/ℓ²), period T.
+
+    Positive definite for 1-D inputs; with r the Euclidean distance in d > 1 dimensions (as
+    scikit-learn's ``ExpSineSquared``) it need not be — add jitter or use 1-D inputs.
+    """
 
     period: float = 1.0
 

@@ -225,6 +225,17 @@ def test_backends_agree_with_numpy(backend):
     np.testing.assert_allclose(res2.values, res.values, atol=1e-9)
 
 
+def test_float32_converges_at_its_own_precision():
+    import torch
+
+    A_np = CASES["random_spd"]
+    A = torch.asarray(A_np, dtype=torch.float32)
+    res = eigsh(lambda v: A @ v, 120, 4, like=A)
+    assert res.converged and res.vectors.dtype == torch.float32
+    expected = np.linalg.eigvalsh(A_np)[::-1][:4]
+    np.testing.assert_allclose(res.values, expected, rtol=0, atol=1e-4 * expected[0])
+
+
 def test_bad_input_is_rejected_with_the_argument_named():
     A = np.eye(5)
     mv = lambda v: A @ v  # noqa: E731
