@@ -17,6 +17,9 @@ from numerics.backend import (
     to_numpy,
     weighted_gram,
 )
+
+# Lanczos family (issue 5): Lanczos / eigsh, low-rank Laplace, FSP-Laplace, kernels, NTK sketch.
+from numerics.fsp import DroppedTerms, FSPLaplace, dropped_terms, fsp_laplace, rkhs_norm_estimate
 from numerics.ggn import GGN
 from numerics.ipv import (
     discrepancy,
@@ -27,6 +30,10 @@ from numerics.ipv import (
     ipv,
     ipv_path,
 )
+from numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
+from numerics.lanczos import EigshResult, LanczosResult, eigsh, lanczos, lanczos_inverse_sqrt
+from numerics.lowrank import LowRankLaplace
+from numerics.ntk_sketch import jvp_ntk_estimate, ntk_estimate_variance, paper_ntk_variance
 from numerics.predictive import (
     coverage,
     marginal_variance,
@@ -82,4 +89,28 @@ __all__ = [
     "to_numpy",
     "wasserstein_gap",
     "weighted_gram",
+]
+
+# Lanczos family (issue 5)
+__all__ += [
+    "RBF",
+    "DroppedTerms",
+    "EigshResult",
+    "FSPLaplace",
+    "KernelGram",
+    "LanczosResult",
+    "LowRankLaplace",
+    "Matern12",
+    "Matern32",
+    "Matern52",
+    "Periodic",
+    "dropped_terms",
+    "eigsh",
+    "fsp_laplace",
+    "jvp_ntk_estimate",
+    "lanczos",
+    "lanczos_inverse_sqrt",
+    "ntk_estimate_variance",
+    "paper_ntk_variance",
+    "rkhs_norm_estimate",
 ]
