@@ -1,8 +1,10 @@
 """The ``laplace-lab`` command line.
 
-``laplace-lab check [--paper NAME] [--full] [--out DIR] [--seed S]`` runs every registered
-paper claim and writes the verification report (``report.md``, ``verdicts.json``).
-``laplace-lab bench [--full] [--only TOPIC]`` runs ``benchmarks/bench_*.py`` and prints ratios.
+``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S]`` runs every
+registered paper claim and writes the verification report (``index.html``, ``report.md``,
+``verdicts.json``). It exits 1 if a claim check itself fails (an ERROR verdict).
+``laplace-lab bench [--full] [--only TOPIC] [--threads N]`` runs ``benchmarks/bench_*.py``
+and prints speed-up ratios.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ def _check(args: argparse.Namespace) -> int:
         seconds = time.perf_counter() - start
         print(f"{verdict.status.value} in {seconds:.1f} s", flush=True)
         outcomes.append(Outcome(item, verdict, seconds))
-    md, js = write_report(outcomes, out_dir, full=args.full, seed=args.seed)
-    print(f"wrote {md} and {js}")
+    paths = write_report(outcomes, out_dir, full=args.full, seed=args.seed)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
     errors = [o for o in outcomes if o.verdict.status is Status.ERROR]
     for o in errors:
         print(f"ERROR in {o.claim.key}:\n{o.verdict.evidence}", file=sys.stderr)
@@ -67,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--full", dest="full", action="store_true", help="the papers' full sizes")
     check.add_argument("--out", default="report", help="report folder (default: report)")
     check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
-    check.set_defaults(handler=_check)
+    check.set_defaults(handler=_check, full=False)
     bench = sub.add_parser("bench", help="run benchmarks/bench_*.py and print speed-up ratios")
     bench.add_argument("--full", action="store_true", help="the issues' full sizes (slow)")
     bench.add_argument("--only", metavar="TOPIC", help="only benchmarks/bench_TOPIC.py")

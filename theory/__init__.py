@@ -1,16 +1,51 @@
 """Exact, small-p mathematics of Laplace approximations: the ground truth (NumPy/SciPy/SymPy).
 
 The sub-network Laplace theory of Raha, Khare & Patra (*subnetwork-laplace-optimality*):
-the idealized predictive variance IPV(S), the discrepancy Dis(S), matrix classes
-(C_PI, ε-diagonally dominant) and executable forms of Theorems 1–3.
+the idealized predictive variance IPV(S) (§4 eq. 8), the discrepancy Dis(S), the matrix
+classes of Theorems 2–3 (C_PI, ε-diagonally dominant), exhaustive search over subsets, and
+executable forms of Theorems 1–3 (Appendix A).
 """
 
+from theory.classes import (
+    CPIDecomposition,
+    cpi_matrix,
+    is_cpi,
+    is_diagonally_dominant,
+    random_cpi,
+    random_diagonally_dominant,
+    random_psd,
+)
+from theory.exhaustive import Extremes, all_ipvs, exhaustive_extremes
 from theory.ipv import discrepancy, ipv, ipv_classification, ipv_full, ipv_path
+from theory.theorems import (
+    Check,
+    Theorem1Decomposition,
+    check_monotonicity,
+    check_theorem2,
+    check_theorem3,
+    theorem1_decomposition,
+)
 
 __all__ = [
+    "CPIDecomposition",
+    "Check",
+    "Extremes",
+    "Theorem1Decomposition",
+    "all_ipvs",
+    "check_monotonicity",
+    "check_theorem2",
+    "check_theorem3",
+    "cpi_matrix",
     "discrepancy",
+    "exhaustive_extremes",
     "ipv",
     "ipv_classification",
     "ipv_full",
     "ipv_path",
+    "is_cpi",
+    "is_diagonally_dominant",
+    "random_cpi",
+    "random_diagonally_dominant",
+    "random_psd",
+    "theorem1_decomposition",
 ]

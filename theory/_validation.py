@@ -92,7 +92,9 @@ def subset(S: object, p: int, name: str = "S") -> np.ndarray:
             raise TypeError(f"{name} must contain integer indices; got dtype {idx.dtype}")
     idx = idx.astype(np.int64)
     if idx.min() < 0 or idx.max() >= p:
-        raise ValueError(f"{name} has indices outside [0, {p}); got min {idx.min()}, max {idx.max()}")
+        raise ValueError(
+            f"{name} has indices outside [0, {p}); got min {idx.min()}, max {idx.max()}"
+        )
     if np.unique(idx).size != idx.size:
         raise ValueError(f"{name} must not contain duplicate indices")
     return idx

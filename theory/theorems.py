@@ -1,0 +1,304 @@
+"""Executable forms of Theorems 1–3 of *subnetwork-laplace-optimality* (§4, Appendix A).
+
+Each check returns a frozen :class:`Check`: ``holds`` says whether the theorem's *conclusion*
+is true for the given Λ (up to a roundoff tolerance derived from the dtype's eps and the
+conditioning), ``premises`` whether its hypotheses are met, ``margin`` the slack of the
+conclusion (≥ 0 when it holds exactly). A counterexample to a theorem is a Check with
+``refutes`` true: premises met, conclusion false beyond roundoff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy.linalg import cho_solve, cholesky, solve_triangular
+
+from theory._validation import check_nested, isotropic_prior, subset, subset_size
+from theory.classes import is_cpi, is_diagonally_dominant
+from theory.exhaustive import exhaustive_extremes
+from theory.ipv import _ipv_prefixes, _setup
+
+__all__ = [
+    "Check",
+    "Theorem1Decomposition",
+    "check_monotonicity",
+    "check_theorem2",
+    "check_theorem3",
+    "roundoff_tolerance",
+    "theorem1_decomposition",
+]
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of checking one theorem on one Λ.
+
+    Attributes
+    ----------
+    holds : bool
+        The conclusion is true up to the roundoff tolerance.
+    margin : float
+        The conclusion's slack in IPV units (≥ −tolerance when it holds).
+    details : dict
+        The quantities compared, the tolerance and, for composite theorems, sub-checks.
+    premises : bool
+        The theorem's hypotheses are met by the input.
+    """
+
+    holds: bool
+    margin: float
+    details: dict[str, Any] = field(default_factory=dict)
+    premises: bool = True
+
+    @property
+    def refutes(self) -> bool:
+        """Premises met but conclusion false: a counterexample to the theorem."""
+        return self.premises and not self.holds
+
+
+def roundoff_tolerance(Lam: np.ndarray, S: np.ndarray, scale: float, c: float, v: np.ndarray):
+    """Roundoff bound on an IPV difference over subsets of ``S``.
+
+    The Cholesky factor of A = Λ_SS + cV_SS has backward error ≈ k·eps·‖A‖, which moves
+    c·tr(A⁻¹V_S) by at most k·κ(A)·(v_max/v_min)·k·eps (‖cA⁻¹V‖ ≤ v_max/v_min). Returned in
+    IPV units with a safety factor of 10: (σ0²/N) · 10 · k² · eps · κ(A) · v_max/v_min.
+    """
+    if S.size == 0:
+        return 0.0
+    A = Lam[np.ix_(S, S)] + np.diag(c * v[S])
+    eig = np.linalg.eigvalsh(A)
+    kappa = eig[-1] / max(eig[0], np.finfo(float).tiny)
+    return float(scale * 10 * S.size**2 * np.finfo(float).eps * kappa * v[S].max() / v[S].min())
+
+
+def check_monotonicity(
+    Lam: object,
+    S: object,
+    S_sup: object,
+    *,
+    n: float,
+    noise_var: float = 1.0,
+    prior_precision: float | np.ndarray = 1.0,
+) -> Check:
+    """Theorem 1: S ⊆ S′ ⇒ IPV(S) ≤ IPV(S′) (§4, proof in Appendix A.2).
+
+    With ``noise_var=1`` and Λ^C in place of Λ this is the classification monotonicity
+    of Appendix A.3. ``margin`` = IPV(S′) − IPV(S).
+    """
+    L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
+    p = L.shape[0]
+    s, s_sup = subset(S, p, "S"), subset(S_sup, p, "S_sup")
+    check_nested(s, s_sup)
+    lo = float(_ipv_prefixes(L, s, scale, c, v)[-1]) if s.size else 0.0
+    hi = float(_ipv_prefixes(L, s_sup, scale, c, v)[-1]) if s_sup.size else 0.0
+    tol = roundoff_tolerance(L, s_sup, scale, c, v)
+    return Check(hi - lo >= -tol, hi - lo, {"ipv_S": lo, "ipv_S_sup": hi, "tolerance": tol})
+
+
+def _diagonal_order(L: np.ndarray) -> np.ndarray:
+    """Indices m_1, m_2, … of the diagonal, largest entry first (ties: lowest index)."""
+    return np.argsort(-np.diag(L), kind="stable")
+
+
+def check_theorem2(
+    Lam: object,
+    k: int,
+    *,
+    n: float,
+    noise_var: float = 1.0,
+    prior_precision: float = 1.0,
+) -> Check:
+    """Theorem 2, population statement (Appendix A.4, eqs. 19–20).
+
+    For Λ ∈ C_PI and V = cI: S* (the k largest diagonal entries of Λ) attains
+    max_{|S|=k} IPV(S), and S̃* (the k smallest) attains the minimum. Compared by value
+    with the exhaustive search, so any tie-broken choice of S* counts as optimal.
+    ``margin`` = min(IPV(S*) − max IPV, min IPV − IPV(S̃*)) (0 when the theorem holds).
+    """
+    L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
+    p = L.shape[0]
+    isotropic_prior(prior_precision, p)
+    k = subset_size(k, p, "k", low=1)
+    order = _diagonal_order(L)
+    top, bottom = order[:k], order[::-1][:k]
+    ipv_top = float(_ipv_prefixes(L, top, scale, c, v)[-1])
+    ipv_bottom = float(_ipv_prefixes(L, bottom, scale, c, v)[-1])
+    ext = exhaustive_extremes(L, k, n=n, noise_var=noise_var, prior_precision=prior_precision)
+    margin = min(ipv_top - ext.best_ipv, ext.worst_ipv - ipv_bottom)
+    tol = roundoff_tolerance(L, np.arange(p), scale, c, v)
+    decomposition = is_cpi(L)
+    details = {
+        "S_star": top.tolist(),
+        "S_tilde_star": bottom.tolist(),
+        "ipv_S_star": ipv_top,
+        "ipv_S_tilde_star": ipv_bottom,
+        "max_ipv": ext.best_ipv,
+        "argmax": ext.best.tolist(),
+        "min_ipv": ext.worst_ipv,
+        "argmin": ext.worst.tolist(),
+        "tolerance": tol,
+        "in_C_PI": decomposition is not None,
+    }
+    return Check(margin >= -tol, margin, details, premises=decomposition is not None)
+
+
+def check_theorem3(
+    Lam: object,
+    k: int,
+    eps: float,
+    *,
+    n: float,
+    noise_var: float = 1.0,
+    prior_precision: float = 1.0,
+) -> Check:
+    """Theorem 3, population statements (Appendix A.5), for ε-diagonally dominant Λ, V = cI.
+
+    (a) If Λ_{m_k m_k} / Λ_{m_{p−k+1} m_{p−k+1}} > (1+ε)/(1−ε) then IPV(S*) ≥ IPV(S̃*).
+    (b) If Λ_{m_k m_k} / Λ_{m_{k+1} m_{k+1}} > (1+ε)/(1−ε) then IPV(S*) ≥ IPV(S) for every
+        |S| = k with S ∩ S* = ∅ (exhaustive over the complement of S*; vacuous if p < 2k).
+
+    ``details["part_a"]`` and ``details["part_b"]`` are the two sub-checks, each with its
+    own premises (dominance and its ratio condition). The overall check ``holds`` when every
+    part whose premises are met holds (or, if none is met, when both conclusions hold).
+    """
+    L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
+    p = L.shape[0]
+    isotropic_prior(prior_precision, p)
+    k = subset_size(k, p, "k", low=1)
+    eps = float(eps)
+    dominant = is_diagonally_dominant(L, eps)
+    bound = (1 + eps) / (1 - eps)
+    order = _diagonal_order(L)
+    dsorted = np.diag(L)[order]
+    top, bottom = order[:k], order[::-1][:k]
+    ipv_top = float(_ipv_prefixes(L, top, scale, c, v)[-1])
+    tol = roundoff_tolerance(L, np.arange(p), scale, c, v)
+
+    ratio_a = float(dsorted[k - 1] / dsorted[p - k])
+    ipv_bottom = float(_ipv_prefixes(L, bottom, scale, c, v)[-1])
+    margin_a = ipv_top - ipv_bottom
+    part_a = Check(
+        margin_a >= -tol,
+        margin_a,
+        {"ratio": ratio_a, "bound": bound, "ipv_S_star": ipv_top, "ipv_S_tilde_star": ipv_bottom},
+        premises=dominant and ratio_a > bound,
+    )
+
+    ratio_b = float(dsorted[k - 1] / dsorted[k]) if k < p else float("inf")
+    if p - k >= k:
+        ext = exhaustive_extremes(
+            L, k, n=n, noise_var=noise_var, prior_precision=prior_precision, pool=order[k:]
+        )
+        margin_b = ipv_top - ext.best_ipv
+        info_b = {"max_disjoint_ipv": ext.best_ipv, "argmax_disjoint": ext.best.tolist()}
+    else:
+        margin_b, info_b = float("inf"), {"note": "no subset of size k is disjoint from S*"}
+    part_b = Check(
+        margin_b >= -tol,
+        margin_b,
+        {"ratio": ratio_b, "bound": bound, "ipv_S_star": ipv_top, **info_b},
+        premises=dominant and ratio_b > bound,
+    )
+    parts = [part for part in (part_a, part_b) if part.premises] or [part_a, part_b]
+    details = {
+        "dominant": dominant,
+        "S_star": top.tolist(),
+        "S_tilde_star": bottom.tolist(),
+        "tolerance": tol,
+        "part_a": part_a,
+        "part_b": part_b,
+    }
+    return Check(
+        all(part.holds for part in parts),
+        min(part.margin for part in parts),
+        details,
+        premises=part_a.premises or part_b.premises,
+    )
+
+
+class Theorem1Decomposition(NamedTuple):
+    """IPV(S ∪ T) = ipv_S + cross_term + schur_term, both terms ≥ 0 (Appendix A.2).
+
+    ``tolerance`` bounds the roundoff of the identity and of ``schur_term``'s sign: that of
+    the two Cholesky-based IPVs plus that of C − BᵀA⁺B (O(eps·κ(A)·‖Λ‖) entries, κ over the
+    kept range of A, weighted by F⁻¹ ⪯ (cV_TT)⁻¹):
+    roundoff_tolerance + 100·|S∪T|²·eps·κ(A)·max|Λ|/min v.
+    """
+
+    ipv_S: float
+    cross_term: float
+    schur_term: float
+    ipv_union: float
+    tolerance: float
+
+
+def _range_factor(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """A = Z Zᵀ on its numerical range: (Z = QΛ^{1/2}, Λ^{-1/2}Qᵀ, λ_max / λ_min kept),
+    eigenvalues below 10·p·eps·λ_max dropped."""
+    w, Q = np.linalg.eigh(A)
+    keep = w > max(w[-1], 0.0) * A.shape[0] * np.finfo(float).eps * 10
+    root = np.sqrt(w[keep])
+    kappa = float(w[-1] / w[keep][0]) if keep.any() else 1.0
+    return Q[:, keep] * root, Q[:, keep].T / root[:, None], kappa
+
+
+def theorem1_decomposition(
+    Lam: object,
+    S: object,
+    T: object,
+    *,
+    n: float,
+    noise_var: float = 1.0,
+    prior_precision: float | np.ndarray = 1.0,
+) -> Theorem1Decomposition:
+    """The proof identity of Theorem 1 (Appendix A.2; SPEC §2), in IPV units.
+
+    With A = Λ_SS, B = Λ_ST, C = Λ_TT, D = cV_SS, E = cV_TT, Ã = A + D, C̃ = C + E and
+    F = C̃ − BᵀÃ⁻¹B:
+
+        (N/σ0²) IPV(S ∪ T) = (N/σ0²) IPV(S) + tr(F⁻¹Bᵀ(Ã⁻¹AÃ⁻¹ − 2Ã⁻¹ + A⁻¹)B)
+                             + tr(F⁻¹(C − BᵀA⁻¹B)).
+
+    The paper assumes A invertible; for PSD Λ the columns of B lie in the range of A, so
+    the identity and the non-negativity of both terms hold with the pseudo-inverse A⁺ in
+    place of A⁻¹ (the cross-term matrix becomes A^{+1/2}(Γ − P)²A^{+1/2}, Γ = A^{1/2}Ã⁻¹A^{1/2},
+    P the projector on range(A); C − BᵀA⁺B is a generalised Schur complement, PSD).
+
+    Numerics: Ã⁻¹AÃ⁻¹ − 2Ã⁻¹ + A⁻¹ is never formed (it cancels catastrophically when
+    σ0²/N is small); the cross term is evaluated as tr(F⁻¹Wᵀ(I − Γ)²W) with W = Λ_A^{-1/2}QᵀB
+    and I − Γ = (I + ZᵀD⁻¹Z)⁻¹, A = ZZᵀ — non-negative by construction.
+    """
+    L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
+    p = L.shape[0]
+    s, t = subset(S, p, "S"), subset(T, p, "T")
+    overlap = np.intersect1d(s, t)
+    if overlap.size:
+        raise ValueError(f"T must be disjoint from S; both contain {overlap.tolist()}")
+    A, B, C = L[np.ix_(s, s)], L[np.ix_(s, t)], L[np.ix_(t, t)]
+    d_inv = 1.0 / (c * v[s])
+    if s.size:
+        Z, Z_pinv, kappa = _range_factor(A)
+        W = Z_pinv @ B  # Λ^{-1/2}QᵀB: BᵀA⁺B = WᵀW
+        # I − Γ = (I + ZᵀD⁻¹Z)⁻¹ on range(A) (push-through identity): no cancellation.
+        I_minus_gamma = np.linalg.inv(np.eye(Z.shape[1]) + (Z.T * d_inv) @ Z)
+        At = A + np.diag(c * v[s])
+        F = C + np.diag(c * v[t]) - B.T @ np.linalg.solve(At, B)
+    else:
+        W, I_minus_gamma, kappa = np.zeros((0, t.size)), np.zeros((0, 0)), 1.0
+        F = C + np.diag(c * v[t])
+    if t.size:
+        R = cholesky(0.5 * (F + F.T), lower=True)
+        Y = solve_triangular(R, (I_minus_gamma @ W).T, lower=True)
+        cross = float(np.sum(Y**2))  # tr(F⁻¹ Wᵀ(I − Γ)²W) ≥ 0 by construction
+        schur = float(np.trace(cho_solve((R, True), C - W.T @ W)))
+    else:
+        cross = schur = 0.0
+    ipv_s = float(_ipv_prefixes(L, s, scale, c, v)[-1]) if s.size else 0.0
+    union = np.concatenate([s, t])
+    ipv_u = float(_ipv_prefixes(L, union, scale, c, v)[-1]) if union.size else 0.0
+    tol = roundoff_tolerance(L, union, scale, c, v)
+    if union.size:
+        tol += 100 * union.size**2 * np.finfo(float).eps * kappa * np.abs(L).max() / v[union].min()
+    return Theorem1Decomposition(ipv_s, scale * cross, scale * schur, ipv_u, tol)
