@@ -43,8 +43,9 @@ __all__ = [
     "subnet_diagonal",
 ]
 
-#: Pivots per block of Greedy-Laplace and the number of speculative Schur columns per block.
-_BLOCK, _BATCH = 64, 128
+#: Greedy-Laplace blocking: at most _BLOCK pivots per block; each block adds the _BATCH largest
+#: diagonal entries to the working set, which keeps at most _CAP entries.
+_BLOCK, _BATCH, _CAP = 64, 128, 512
 
 
 def _host_vector(x: Any, name: str) -> np.ndarray:
@@ -254,12 +255,14 @@ def _pivoted_cholesky(JK: Any, d: Any, k: int) -> np.ndarray:
     chosen: list[int] = []
     while len(chosen) < k:
         dh = to_numpy(d)
-        order = np.argsort(-dh, kind="stable")[: m - len(chosen)]
-        ws = np.sort(order[:_BATCH])  # by position, so argmax ties go to the lowest
-        tau, tau_pos = neg_inf, m
-        if order.size > ws.size:
-            tau = float(dh[order[ws.size]])
-            tau_pos = int(order[ws.size])  # the lowest position outside ws with d = τ
+        top = np.argsort(-dh, kind="stable")[: min(_BATCH, m - len(chosen))]
+        ws = np.union1d(members[np.isfinite(dh[members])], top)  # keep the live old entries
+        if ws.size > _CAP:  # drop the smallest d (ties: the highest position)
+            ws = np.sort(ws[np.argsort(-dh[ws], kind="stable")[:_CAP]])
+        outside = dh.copy()
+        outside[ws] = neg_inf
+        tau_pos = int(np.argmax(outside))  # the lowest position with the largest outside d
+        tau = float(outside[tau_pos])
         # carry the working set over: kept entries are current, new ones are projected
         kept = np.isin(ws, members)
         new = ws[~kept]
