@@ -25,7 +25,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from numerics.backend import as_float, namespace, to_numpy
+from numerics.backend import as_float, namespace, serial_blas, to_numpy
 from numerics.ggn import GGN
 from numerics.predictive import marginal_variance
 from theory._validation import subset_size
@@ -219,7 +219,8 @@ def greedy_laplace(
     dev = array_api_compat.device(ggn.Jw)
     JK = xp.take(ggn.Jw, xp.asarray(K, device=dev), axis=1)
     d = xp.sum(JK * JK, axis=0) + xp.take(ggn.prior_precision, xp.asarray(K, device=dev))
-    chosen = _pivoted_cholesky(JK, d, k)
+    with serial_blas(xp):  # skinny panels: threads gain little, oversubscription costs a lot
+        chosen = _pivoted_cholesky(JK, d, k)
     return K[chosen]
 
 
@@ -285,24 +286,7 @@ def _pivoted_cholesky(JK: Any, d: Any, k: int) -> np.ndarray:
         dws = xp.take(d, ix)
         Lb = xp.zeros((_BLOCK, ws.size), dtype=dtype, device=dev)
         Yb = xp.zeros((_BLOCK, n_rows), dtype=dtype, device=dev)
-        j = 0
-        while j < _BLOCK and len(chosen) < k:
-            c = int(xp.argmax(dws))
-            ds = float(dws[c])
-            if not (ds > tau or (ds == tau and int(ws[c]) < tau_pos)):
-                break
-            inv = 1.0 / ds**0.5 if ds > 0.0 else 0.0  # ds ≤ 0 only after total roundoff
-            col, u = G[:, c], W[:, c]
-            if j:
-                col = col - Lb[:j, c] @ Lb[:j, :]
-                u = u - Lb[:j, c] @ Yb[:j, :]  # Lb[i, c] = y_iᵀ j_c
-            lws = col * inv
-            dws = dws - lws * lws
-            dws[c] = neg_inf
-            Lb[j, :] = lws
-            Yb[j, :] = u * inv
-            chosen.append(int(ws[c]))
-            j += 1
+        j = _block_pivots(xp, G, W, dws, ws, tau, tau_pos, Lb, Yb, k, chosen)
         Y = Yb[:j, :]
         L = Y @ JK  # rows l_t = J_Kᵀ y_t of the block (j × m)
         d = d - xp.sum(L * L, axis=0)
@@ -318,3 +302,43 @@ def _pivoted_cholesky(JK: Any, d: Any, k: int) -> np.ndarray:
             if 2 * Yall.shape[0] >= n_rows:
                 M = xp.eye(n_rows, dtype=dtype, device=dev) - Yall.T @ Yall
     return np.asarray(chosen, dtype=np.int64)
+
+
+def _block_pivots(
+    xp: Any,
+    G: Any,
+    W: Any,
+    dws: Any,
+    ws: np.ndarray,
+    tau: float,
+    tau_pos: int,
+    Lb: Any,
+    Yb: Any,
+    k: int,
+    chosen: list[int],
+) -> int:
+    """The pivots of one block (appended to ``chosen``); returns their number j.
+
+    Fills Lb[:j] (the block's l vectors on ws) and Yb[:j] (its y vectors); see
+    :func:`_pivoted_cholesky` for the stopping rule that keeps the pivots exact.
+    """
+    neg_inf = -float("inf")
+    j = 0
+    while j < Lb.shape[0] and len(chosen) < k:
+        c = int(xp.argmax(dws))
+        ds = float(dws[c])
+        if not (ds > tau or (ds == tau and int(ws[c]) < tau_pos)):
+            break
+        inv = 1.0 / ds**0.5 if ds > 0.0 else 0.0  # ds ≤ 0 only after total roundoff
+        col, u = G[:, c], W[:, c]
+        if j:
+            col = col - Lb[:j, c] @ Lb[:j, :]
+            u = u - Lb[:j, c] @ Yb[:j, :]  # Lb[i, c] = y_iᵀ j_c
+        lws = col * inv
+        dws = dws - lws * lws
+        dws[c] = neg_inf
+        Lb[j, :] = lws
+        Yb[j, :] = u * inv
+        chosen.append(int(ws[c]))
+        j += 1
+    return j
