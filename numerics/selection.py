@@ -193,7 +193,11 @@ def greedy_laplace(
     then k pivots by the largest Schur-complement diagonal, ties to the lowest candidate
     position. Ω_KK is never formed: Schur columns come from J_w (module docstring).
 
-    Cost O(N'mk + N'²k) flops in BLAS-3 batches; memory O(N'm + N'² + m·128).
+    Cost O(N'mk + N'²(k + f)) flops, mostly BLAS-3 (f ≈ 1.5k fetched working-set columns on
+    random Jacobians); memory O(N'm + N'² + 64·m + 512·N'). Runs on one BLAS thread on
+    NumPy (its products are skinny panels). Exactly reproducible: the same S for every
+    block size. In float32 the S is the exact greedy order of the float32-rounded Ω, which
+    can leave the float64 order at near-ties.
 
     Parameters
     ----------
