@@ -7,17 +7,19 @@ tested against.
 """
 
 from numerics.backend import (
+    TILE,
     as_float,
     cho_solve,
     cholesky,
     eigh,
     gram_blocks,
     namespace,
+    serial_blas,
     solve_triangular,
     to_numpy,
     weighted_gram,
 )
-from numerics.ggn import GGN
+from numerics.ggn import DENSE_MAX_P, GGN, host_subset, prior_vector
 from numerics.ipv import (
     discrepancy,
     empirical_pv,
@@ -49,7 +51,9 @@ from numerics.selection import (
 )
 
 __all__ = [
+    "DENSE_MAX_P",
     "GGN",
+    "TILE",
     "as_float",
     "cho_solve",
     "cholesky",
@@ -64,6 +68,7 @@ __all__ = [
     "gram_blocks",
     "greedy_laplace",
     "greedy_laplace_reference",
+    "host_subset",
     "ipv",
     "ipv_path",
     "largest_diag_variance",
@@ -74,7 +79,9 @@ __all__ = [
     "namespace",
     "neural_linear",
     "predictive_variance",
+    "prior_vector",
     "random_subset",
+    "serial_blas",
     "solve_triangular",
     "subnet_diagonal",
     "subnetwork_variance",

@@ -31,7 +31,7 @@ from numerics.backend import (
 )
 from theory._validation import positive_scalar, subset
 
-__all__ = ["DENSE_MAX_P", "GGN"]
+__all__ = ["DENSE_MAX_P", "GGN", "host_subset", "prior_vector"]
 
 #: Largest p for which :meth:`GGN.dense` forms Ω (p×p float64 of 16384² is 2 GiB).
 DENSE_MAX_P = 16384
