@@ -80,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
         help="BLAS threads (default 1: stable ratios on a shared machine; 0: no limit)",
     )
     bench.set_defaults(handler=_bench)
+    __import__("studies.cli", fromlist=["add_study_parser"]).add_study_parser(sub)
     return parser
 
 
