@@ -7,12 +7,15 @@ tested against.
 """
 
 from numerics.backend import (
+    TILE,
     as_float,
     cho_solve,
     cholesky,
     eigh,
+    eps,
     gram_blocks,
     namespace,
+    serial_blas,
     solve_triangular,
     to_numpy,
     weighted_gram,
@@ -20,7 +23,7 @@ from numerics.backend import (
 
 # Lanczos family (issue 5): Lanczos / eigsh, low-rank Laplace, FSP-Laplace, kernels, NTK sketch.
 from numerics.fsp import DroppedTerms, FSPLaplace, dropped_terms, fsp_laplace, rkhs_norm_estimate
-from numerics.ggn import GGN
+from numerics.ggn import DENSE_MAX_P, GGN, host_subset, prior_vector
 from numerics.ipv import (
     discrepancy,
     empirical_pv,
@@ -56,7 +59,9 @@ from numerics.selection import (
 )
 
 __all__ = [
+    "DENSE_MAX_P",
     "GGN",
+    "TILE",
     "as_float",
     "cho_solve",
     "cholesky",
@@ -64,6 +69,7 @@ __all__ = [
     "discrepancy",
     "eigh",
     "empirical_pv",
+    "eps",
     "ggn_discrepancy",
     "ggn_ipv",
     "ggn_ipv_path",
@@ -71,6 +77,7 @@ __all__ = [
     "gram_blocks",
     "greedy_laplace",
     "greedy_laplace_reference",
+    "host_subset",
     "ipv",
     "ipv_path",
     "largest_diag_variance",
@@ -81,7 +88,9 @@ __all__ = [
     "namespace",
     "neural_linear",
     "predictive_variance",
+    "prior_vector",
     "random_subset",
+    "serial_blas",
     "solve_triangular",
     "subnet_diagonal",
     "subnetwork_variance",
