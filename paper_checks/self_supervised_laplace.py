@@ -143,8 +143,11 @@ def _rates_figure(exp: dict[str, Any]) -> tuple[Figure, dict[str, Any]]:
                     continue
                 f = _fit(vals, floor=floor)
                 fits[name].setdefault(label, {})[dname] = _fit_json(f)
-                shown = np.where(vals > floor, vals, np.nan)
-                mean = np.exp(np.nanmean(np.log(shown), axis=0))
+                logs = np.log(np.maximum(vals, floor))
+                valid = vals > floor
+                cnt = valid.sum(axis=0)
+                mean = np.full(cnt.shape, np.nan)  # geometric mean over replications
+                mean[cnt > 0] = np.exp((logs * valid).sum(axis=0)[cnt > 0] / cnt[cnt > 0])
                 line = ax.loglog(ns, mean, "o", ms=4)[0]
                 ax.loglog(
                     ns,
