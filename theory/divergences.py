@@ -126,13 +126,21 @@ def _continuous_quad(g, p: Any, q: Any, kink: Any = None) -> float:
         )
 
 
-def kl_divergence(p: Any, q: Any) -> float:
-    """KL(p‖q) = E_p[log p − log q] ≥ 0, for two pmfs on ℕ or two pdfs on ℝ."""
+def _discrete_logs(p: Any, q: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """(log p, log q) on the common truncated support for two pmfs; None for two pdfs."""
     if _is_discrete(p) != _is_discrete(q):
         raise TypeError("p and q must both be discrete (pmf) or both continuous (pdf)")
-    if _is_discrete(p):
-        k = _support(p, q)
-        return float(np.sum(_kl_terms(p.logpmf(k), q.logpmf(k))))
+    if not _is_discrete(p):
+        return None
+    k = _support(p, q)
+    return np.asarray(p.logpmf(k), float), np.asarray(q.logpmf(k), float)
+
+
+def kl_divergence(p: Any, q: Any) -> float:
+    """KL(p‖q) = E_p[log p − log q] ≥ 0, for two pmfs on ℕ or two pdfs on ℝ."""
+    logs = _discrete_logs(p, q)
+    if logs is not None:
+        return float(np.sum(_kl_terms(*logs)))
     a, b = _normal_params(p), _normal_params(q)
     if a is not None and b is not None:
         u = (a[1] / b[1]) ** 2 - 1.0
@@ -142,11 +150,9 @@ def kl_divergence(p: Any, q: Any) -> float:
 
 def total_variation(p: Any, q: Any) -> float:
     """sup_A |P(A) − Q(A)| = ½ Σ|p − q| (or ½∫|p − q|)."""
-    if _is_discrete(p) != _is_discrete(q):
-        raise TypeError("p and q must both be discrete (pmf) or both continuous (pdf)")
-    if _is_discrete(p):
-        k = _support(p, q)
-        lp, lq = p.logpmf(k), q.logpmf(k)
+    logs = _discrete_logs(p, q)
+    if logs is not None:
+        lp, lq = logs
         return float(0.5 * np.sum(np.exp(lq) * np.abs(np.expm1(lp - lq))))
     a, b = _normal_params(p), _normal_params(q)
     if a is not None and b is not None:
@@ -180,11 +186,9 @@ def _tv_normal(a: tuple[float, float], b: tuple[float, float]) -> float:
 
 def wasserstein1(p: Any, q: Any) -> float:
     """W1(p, q) = ∫ |F_p − F_q| (on ℕ: Σ_k |F_p(k) − F_q(k)|)."""
-    if _is_discrete(p) != _is_discrete(q):
-        raise TypeError("p and q must both be discrete (pmf) or both continuous (pdf)")
-    if _is_discrete(p):
-        k = _support(p, q)
-        lp, lq = p.logpmf(k), q.logpmf(k)
+    logs = _discrete_logs(p, q)
+    if logs is not None:
+        lp, lq = logs
         return float(np.sum(np.abs(np.cumsum(np.exp(lq) * np.expm1(lp - lq)))))
     a, b = _normal_params(p), _normal_params(q)
     if a is not None and b is not None:
