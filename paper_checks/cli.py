@@ -1,7 +1,8 @@
 """The ``laplace-lab`` command line.
 
-``laplace-lab check [--paper NAME] [--full] [--out DIR] [--seed S]`` runs every registered
-paper claim and writes the verification report (``report.md``, ``verdicts.json``).
+``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S]`` runs every
+registered paper claim and writes the verification report (``index.html``, ``report.md``,
+``verdicts.json``). It exits 1 if a claim check itself fails (an ERROR verdict).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def _check(args: argparse.Namespace) -> int:
         seconds = time.perf_counter() - start
         print(f"{verdict.status.value} in {seconds:.1f} s", flush=True)
         outcomes.append(Outcome(item, verdict, seconds))
-    md, js = write_report(outcomes, out_dir, full=args.full, seed=args.seed)
-    print(f"wrote {md} and {js}")
+    paths = write_report(outcomes, out_dir, full=args.full, seed=args.seed)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
     errors = [o for o in outcomes if o.verdict.status is Status.ERROR]
     for o in errors:
         print(f"ERROR in {o.claim.key}:\n{o.verdict.evidence}", file=sys.stderr)
