@@ -22,7 +22,7 @@ import numpy as np
 from scipy import integrate, optimize
 from scipy.special import ndtr
 
-from theory.conjugate import log1pmx
+from theory.conjugate_base import log1pmx
 
 __all__ = [
     "Divergences",
