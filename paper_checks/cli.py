@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--out", default="report", help="report folder (default: report)")
     check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
     check.set_defaults(handler=_check, full=False)
+    __import__("studies.cli", fromlist=["add_study_parser"]).add_study_parser(sub)
     return parser
 
 

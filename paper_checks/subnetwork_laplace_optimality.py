@@ -1,24 +1,22 @@
 """Claims of Raha, Khare & Patra, *subnetwork-laplace-optimality*: Theorems 1–3 (§4, App. A).
 
 Population statements are checked exactly against the theory layer (exhaustive search over
-subsets); the finite-N statement of Theorem 2 by Monte Carlo, sampling the empirical second
-moment (1/N)Σ ḡ ḡᵀ exactly from its Wishart law so that N costs nothing.
+subsets); the finite-N statement of Theorem 2 by the replications of the
+``theorem2-consistency`` study.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
 
 import numpy as np
-from scipy.stats import wishart
 
 from paper_checks.registry import Context, Status, Verdict, claim
+from studies.catalog import theorem2_consistency
 from theory import (
     check_monotonicity,
     check_theorem2,
     check_theorem3,
-    cpi_matrix,
-    ipv,
     random_cpi,
     random_diagonally_dominant,
     random_psd,
@@ -114,11 +112,13 @@ def theorem_1_proof_identity(ctx: Context) -> Verdict:
     worst_rel, negative, singular, loose = 0.0, 0, 0, 0
     for _ in range(cases):
         p = int(rng.integers(2, 11))
-        Lam = random_psd(rng, p, rank=int(rng.integers(1, p + 1)), cond=10.0 ** rng.uniform(0, 4))
+        live = rng.permutation(p)[: rng.integers(1, p + 1)]  # the rest are dead parameters
+        Lam = np.zeros((p, p))
+        Lam[np.ix_(live, live)] = random_psd(rng, live.size, cond=10.0 ** rng.uniform(0, 4))
         perm = rng.permutation(p)
         cut = int(rng.integers(1, p))
         S, T = perm[:cut], perm[cut:]
-        n, s2 = float(10 ** rng.uniform(0, 4)), float(10 ** rng.uniform(-1, 1))
+        n, s2 = float(10 ** rng.uniform(0, 2)), float(10 ** rng.uniform(-1, 1))
         singular += np.linalg.matrix_rank(Lam[np.ix_(S, S)]) < cut
         dec = theorem1_decomposition(Lam, S, T, n=n, noise_var=s2)
         total = dec.ipv_S + dec.cross_term + dec.schur_term
@@ -132,7 +132,8 @@ def theorem_1_proof_identity(ctx: Context) -> Verdict:
         expected="≤ 1 (residual / roundoff bound)",
         tolerance=1.0,
         evidence=(
-            f"{cases} random splits S ∪ T of PSD Λ (p ≤ 10, condition ≤ 1e4): the largest "
+            f"{cases} random splits S ∪ T of PSD Λ (p ≤ 10, a PSD block of condition ≤ 1e4 "
+            "among exactly-zero rows and columns: dead parameters; N ≤ 100): the largest "
             f"residual of the identity is {worst_rel:.2e} times its roundoff bound; Schur "
             f"terms below minus that bound: {negative} (the cross term is a squared norm); "
             f"the bound exceeded 1e-6·IPV(S∪T) in {loose} cases (ill-conditioned Λ_SS). "
@@ -157,53 +158,49 @@ def theorem_1_proof_identity(ctx: Context) -> Verdict:
 )
 def theorem_2_population(ctx: Context) -> Verdict:
     rng = ctx.rng("theorem-2-population")
-    cases = 600 if ctx.full else 80
-    failures, worst = [], 0.0
-    for i in range(cases):
+    matrices = 200 if ctx.full else 25
+    failures, worst, cases, premised = [], 0.0, 0, 0
+    for i in range(matrices):
         p = int(rng.integers(2, 13 if ctx.full else 11))
         Lam = random_cpi(rng, p, ties=int(rng.integers(0, p)), negative_b=bool(i % 2))
-        k = int(rng.integers(1, p + 1))
         n, c = float(10 ** rng.uniform(0, 5)), float(10 ** rng.uniform(-1, 1))
-        check = check_theorem2(Lam, k, n=n, prior_precision=c)
-        worst = min(worst, check.margin)
-        if check.refutes:
-            failures.append({"p": p, "k": k, "n": n, "c": c, **check.details})
+        for k in range(1, p + 1):
+            check = check_theorem2(Lam, k, n=n, prior_precision=c)
+            cases += 1
+            premised += check.premises
+            worst = min(worst, check.margin / max(check.details["tolerance"], 1e-300))
+            if check.refutes:
+                failures.append({"p": p, "k": k, "n": n, "c": c, **check.details})
     return Verdict(
-        Status.CONFIRMED if not failures else Status.REFUTED,
+        Status.CONFIRMED if not failures and premised == cases else Status.REFUTED,
         measured=len(failures),
         expected=0,
         tolerance="roundoff bound per case (theory.theorems.roundoff_tolerance)",
         evidence=(
-            f"{cases} random C_PI matrices diag(d) + aI + b11ᵀ (p ≤ 12, half with b < 0 and "
-            f"a + p·b ≥ 0, ties in d), every k, compared by IPV value with the exhaustive "
-            f"search over all C(p, k) subsets: {len(failures)} failures; smallest margin "
-            f"{worst:.3g}. Ties in diag(Λ) make several subsets optimal, all with equal IPV."
+            f"{matrices} random C_PI matrices diag(d) + aI + b11ᵀ (p ≤ 12, half with b < 0 "
+            f"and a + p·b ≥ 0, ties in d), every k = 1..p ({cases} cases, {premised} "
+            "recognised as C_PI by is_cpi), compared by IPV value with the exhaustive search "
+            f"over all C(p, k) subsets: {len(failures)} failures; smallest margin / "
+            f"roundoff bound {worst:.3g}. Ties in diag(Λ) make several subsets optimal, all "
+            "with equal IPV."
         ),
-        details={"cases": cases, "failures": failures[:3]},
+        details={"cases": cases, "premised": premised, "failures": failures[:3]},
     )
 
 
-def _wishart_scores(rng, Lam: np.ndarray, N: int, reps: int) -> np.ndarray:
-    """Diagonals of (1/N)Σ ḡḡᵀ, ḡ ~ N(0, Λ) i.i.d.: exact draws from Wishart(N, Λ)/N."""
-    W = wishart(df=N, scale=Lam).rvs(size=reps, random_state=rng)
-    return np.diagonal(W.reshape(reps, *Lam.shape), axis1=1, axis2=2) / N
-
-
-def _selection_rates(
-    rng: np.random.Generator, Lam: np.ndarray, k: int, Ns: list[int], reps: int
-) -> Iterator[tuple[int, float, float]]:
-    """For each N: P(IPV(S_GrL) = max IPV), P(IPV(S_SubD) = min IPV), by value."""
-    n_ref = 1000.0
-    top = ipv(Lam, np.argsort(-np.diag(Lam))[:k], n=n_ref)
-    bottom = ipv(Lam, np.argsort(np.diag(Lam))[:k], n=n_ref)
-    tol = 1e-12 * top
+@functools.cache
+def _consistency_rows(seed: int, full: bool) -> tuple[dict[str, float], ...]:
+    """Replications of the ``theorem2-consistency`` study (separated diagonal, p = 20,
+    k = 5), per N: the mean of each metric. Shared by the two claims that read it."""
+    Ns = [100, 1000, 10_000, 100_000] + ([1_000_000] if full else [])
+    reps = 1000 if full else 100
+    rng = Context(seed=seed).rng("theorem2-consistency")
+    rows = []
     for N in Ns:
-        s = _wishart_scores(rng, Lam, N, reps)
-        grl = np.argsort(-s, axis=1)[:, :k]
-        subd = np.argsort(s, axis=1)[:, :k]
-        hit_grl = np.mean([abs(ipv(Lam, S, n=n_ref) - top) <= tol for S in grl])
-        hit_subd = np.mean([abs(ipv(Lam, S, n=n_ref) - bottom) <= tol for S in subd])
-        yield N, float(hit_grl), float(hit_subd)
+        params = {"N": N, "scenario": "separated", "p": 20, "k": 5, "a": 0.5, "b": 0.2}
+        runs = [theorem2_consistency.run_one(params, rng) for _ in range(reps)]
+        rows.append({"N": N, **{m: float(np.mean([r[m] for r in runs])) for m in runs[0]}})
+    return tuple(rows)
 
 
 @claim(
@@ -218,36 +215,67 @@ def _selection_rates(
 def theorem_2_finite_n(ctx: Context) -> Verdict:
     import matplotlib.pyplot as plt
 
-    rng = ctx.rng("theorem-2-finite-n")
-    p, k = 20, 5
-    Lam = cpi_matrix(np.linspace(0.5, 4.3, p)[rng.permutation(p)], a=0.5, b=0.1)
-    Ns = [100, 1000, 10_000, 100_000] + ([1_000_000] if ctx.full else [])
-    reps = 1000 if ctx.full else 200
-    rows = list(_selection_rates(rng, Lam, k, Ns, reps))
-    last = rows[-1]
-    se = np.sqrt(max(last[1] * (1 - last[1]), 1.0 / reps) / reps)
-    ok = last[1] >= 0.95 and last[2] >= 0.95 and rows[0][1] < last[1]
+    rows = _consistency_rows(ctx.seed, ctx.full)
+    Ns = [r["N"] for r in rows]
+    grl, subd = [r["select_gradient"] for r in rows], [r["select_subnet_diagonal"] for r in rows]
+    ok = grl[-1] >= 0.95 and subd[-1] >= 0.95 and grl[0] < grl[-1]
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.semilogx(Ns, [r[1] for r in rows], "o-", label="Gradient-Laplace selects S*")
-    ax.semilogx(Ns, [r[2] for r in rows], "s--", label="Subnet-Diagonal selects S̃*")
+    ax.semilogx(Ns, grl, "o-", label="Gradient-Laplace attains max IPV")
+    ax.semilogx(Ns, subd, "s--", label="Subnet-Diagonal attains min IPV")
     ax.axhline(1.0, color="grey", lw=0.5)
-    ax.set(xlabel="N", ylabel="probability", title=f"C_PI, p={p}, k={k}, {reps} reps")
+    ax.set(xlabel="N", ylabel="probability", title="C_PI, p=20, k=5, separated diagonal")
     ax.legend(fontsize=8)
     return Verdict(
         Status.CONFIRMED if ok else Status.REFUTED,
-        measured=last[1],
+        measured=grl[-1],
         expected=1.0,
         tolerance=0.05,
         evidence=(
-            f"Λ = diag(d) + 0.5·I + 0.1·11ᵀ, d equally spaced on [0.5, 4.3] (gap 0.2 ≥ "
-            f"√(log p / N) for N ≥ 75), p = {p}, k = {k}; scores = diagonal of the empirical "
-            f"second moment, drawn exactly from Wishart(N, Λ)/N, {reps} replications per N. "
-            "Success compares IPV values with the population optimum. "
-            + "; ".join(f"N={N}: P(GrL)={g:.3f}, P(SubD)={s:.3f}" for N, g, s in rows)
-            + f". Standard error at the largest N ≈ {se:.3f}."
+            "The theorem2-consistency study's replications (Λ = diag(d) + 0.5·I + 0.2·11ᵀ, "
+            "d equally spaced on [1, 2], p = 20, k = 5, gradients ḡ ~ N(0, Λ), scores = mean "
+            "squared gradients; success compares IPV values with the population optimum): "
+            + "; ".join(
+                f"N={N}: P(GrL)={g:.3f}, P(SubD)={d:.3f}"
+                for N, g, d in zip(Ns, grl, subd, strict=True)
+            )
+            + "."
         ),
-        details={"rows": [{"N": N, "p_grl": g, "p_subd": s} for N, g, s in rows]},
+        details={"rows": rows},
         figures=ctx.save_figure(fig, "theorem2_finite_n.png"),
+    )
+
+
+@claim(
+    paper=PAPER,
+    name="score-concentration-rate",
+    location="App. A.4, display after (A5)",
+    statement=(
+        "sup_i |(1/N)Σ_n g_i(x_n)² − Λ_ii| = o_P(√(log p / N)), so the empirical scores "
+        "order like diag(Λ) once the gaps exceed √(log p / N)."
+    ),
+    expected=Status.REFUTED,
+)
+def score_concentration_rate(ctx: Context) -> Verdict:
+    rows = _consistency_rows(ctx.seed, ctx.full)
+    scaled = [r["score_error_scaled"] for r in rows]
+    shrinks = scaled[-1] < 0.5 * scaled[0]
+    return Verdict(
+        Status.CONFIRMED if shrinks else Status.REFUTED,
+        measured=scaled[-1],
+        expected="→ 0 (o_P)",
+        tolerance="must fall below half its value at N = 100",
+        evidence=(
+            "E[sup_i |s_i − Λ_ii|] / √(log p / N) for Gaussian gradients (the setting of "
+            "theorem-2-finite-n): "
+            + ", ".join(f"N={r['N']}: {v:.3f}" for r, v in zip(rows, scaled, strict=True))
+            + ". The ratio stays of order one instead of vanishing: the maximum of p "
+            "sub-exponential deviations is Θ_P(√(log p / N)), so the bound holds as O_P, not "
+            "o_P. The proof of Theorem 2 survives with O_P if the separation in (A6) carries "
+            "a large enough constant, which is also what the finite-N study shows."
+        ),
+        details={
+            "rows": [{"N": r["N"], "scaled_error": v} for r, v in zip(rows, scaled, strict=True)]
+        },
     )
 
 
