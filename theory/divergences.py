@@ -166,22 +166,30 @@ def total_variation(p: Any, q: Any) -> float:
 
 
 def _tv_normal(a: tuple[float, float], b: tuple[float, float]) -> float:
-    """TV of two normals from the crossing points of their densities (exact)."""
+    """TV of two normals from the crossing points of their densities (exact).
+
+    In z = (y − m2)/s2 the densities are N(δ, ρ²) and N(0, 1), δ = (m1 − m2)/s2, ρ = s1/s2;
+    they cross where u z² + 2δ z − δ² − (1 + u) log1p(u) = 0 with u = ρ² − 1 computed as
+    (s1 − s2)(s1 + s2)/s2², so nearly equal normals stay well conditioned.
+    """
     (m1, s1), (m2, s2) = a, b
-    if s1 == s2:
-        h = abs(m1 - m2) / (2.0 * s1)
+    d = (m1 - m2) / s2
+    u = (s1 - s2) * (s1 + s2) / s2**2
+    if u == 0.0:  # equal variances: one crossing at the midpoint
+        h = abs(d) / 2.0
         return float(_phi_diff(-h, h))
-    # log N(y; m1, s1) = log N(y; m2, s2) ⇔ A y² + B y + C = 0
-    A = 0.5 / s2**2 - 0.5 / s1**2
-    B = m1 / s1**2 - m2 / s2**2
-    C = 0.5 * m2**2 / s2**2 - 0.5 * m1**2 / s1**2 + np.log(s2 / s1)
-    disc = np.sqrt(max(B * B - 4.0 * A * C, 0.0))
-    q1 = -0.5 * (B + np.copysign(disc, B))
-    r = sorted([q1 / A, C / q1])
-    inside_1 = _phi_diff((r[0] - m1) / s1, (r[1] - m1) / s1)
-    inside_2 = _phi_diff((r[0] - m2) / s2, (r[1] - m2) / s2)
-    # the difference of the two masses is taken in one accurate step where possible
-    return float(abs(inside_1 - inside_2))
+    c = -(d * d + (1.0 + u) * float(np.log1p(u)))
+    disc = np.sqrt(4.0 * d * d - 4.0 * u * c)  # ≥ 0: u·log1p(u) ≥ 0
+    qq = -0.5 * (2.0 * d + np.copysign(disc, d))
+    if qq == 0.0:  # d = 0 and u·log1p(u) underflows: the normals coincide to roundoff
+        return 0.0
+    r = np.clip(sorted([qq / u, c / qq]), -1e300, 1e300)
+    rho = s1 / s2
+    z2 = np.clip(r, -40.0, 40.0)  # Φ is 0 or 1 to double precision beyond ±40
+    z1 = np.clip((r - d) / rho, -40.0, 40.0)
+    # P(r0 < Y < r1) − Q(r0 < Y < r1) = [Φ(z1₁) − Φ(z2₁)] − [Φ(z1₀) − Φ(z2₀)]: each bracket
+    # spans nearby arguments, so it is computed without cancellation
+    return float(abs(_phi_diff(z2[1], z1[1]) - _phi_diff(z2[0], z1[0])))
 
 
 def wasserstein1(p: Any, q: Any) -> float:
