@@ -15,7 +15,7 @@ from scipy import stats
 from scipy.special import gammaln
 
 from theory._validation import positive_scalar
-from theory.conjugate import ConjugateModel, data_vector
+from theory.conjugate_base import ConjugateModel, data_vector
 
 __all__ = ["BayesianLinearRegression", "NormalInverseGammaRegression", "RegressionStats"]
 

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import integrate, optimize
 from scipy.special import ndtr
 
-from theory.conjugate import log1pmx
+from theory.conjugate_base import log1pmx
 
 __all__ = [
     "Divergences",
@@ -126,13 +126,21 @@ def _continuous_quad(g, p: Any, q: Any, kink: Any = None) -> float:
         )
 
 
-def kl_divergence(p: Any, q: Any) -> float:
-    """KL(p‖q) = E_p[log p − log q] ≥ 0, for two pmfs on ℕ or two pdfs on ℝ."""
+def _discrete_logs(p: Any, q: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """(log p, log q) on the common truncated support for two pmfs; None for two pdfs."""
     if _is_discrete(p) != _is_discrete(q):
         raise TypeError("p and q must both be discrete (pmf) or both continuous (pdf)")
-    if _is_discrete(p):
-        k = _support(p, q)
-        return float(np.sum(_kl_terms(p.logpmf(k), q.logpmf(k))))
+    if not _is_discrete(p):
+        return None
+    k = _support(p, q)
+    return np.asarray(p.logpmf(k), float), np.asarray(q.logpmf(k), float)
+
+
+def kl_divergence(p: Any, q: Any) -> float:
+    """KL(p‖q) = E_p[log p − log q] ≥ 0, for two pmfs on ℕ or two pdfs on ℝ."""
+    logs = _discrete_logs(p, q)
+    if logs is not None:
+        return float(np.sum(_kl_terms(*logs)))
     a, b = _normal_params(p), _normal_params(q)
     if a is not None and b is not None:
         u = (a[1] / b[1]) ** 2 - 1.0
@@ -142,11 +150,9 @@ def kl_divergence(p: Any, q: Any) -> float:
 
 def total_variation(p: Any, q: Any) -> float:
     """sup_A |P(A) − Q(A)| = ½ Σ|p − q| (or ½∫|p − q|)."""
-    if _is_discrete(p) != _is_discrete(q):
-        raise TypeError("p and q must both be discrete (pmf) or both continuous (pdf)")
-    if _is_discrete(p):
-        k = _support(p, q)
-        lp, lq = p.logpmf(k), q.logpmf(k)
+    logs = _discrete_logs(p, q)
+    if logs is not None:
+        lp, lq = logs
         return float(0.5 * np.sum(np.exp(lq) * np.abs(np.expm1(lp - lq))))
     a, b = _normal_params(p), _normal_params(q)
     if a is not None and b is not None:
@@ -160,31 +166,37 @@ def total_variation(p: Any, q: Any) -> float:
 
 
 def _tv_normal(a: tuple[float, float], b: tuple[float, float]) -> float:
-    """TV of two normals from the crossing points of their densities (exact)."""
+    """TV of two normals from the crossing points of their densities (exact).
+
+    In z = (y − m2)/s2 the densities are N(δ, ρ²) and N(0, 1), δ = (m1 − m2)/s2, ρ = s1/s2;
+    they cross where u z² + 2δ z − δ² − (1 + u) log1p(u) = 0 with u = ρ² − 1 computed as
+    (s1 − s2)(s1 + s2)/s2², so nearly equal normals stay well conditioned.
+    """
     (m1, s1), (m2, s2) = a, b
-    if s1 == s2:
-        h = abs(m1 - m2) / (2.0 * s1)
+    d = (m1 - m2) / s2
+    u = (s1 - s2) * (s1 + s2) / s2**2
+    if u == 0.0:  # equal variances: one crossing at the midpoint
+        h = abs(d) / 2.0
         return float(_phi_diff(-h, h))
-    # log N(y; m1, s1) = log N(y; m2, s2) ⇔ A y² + B y + C = 0
-    A = 0.5 / s2**2 - 0.5 / s1**2
-    B = m1 / s1**2 - m2 / s2**2
-    C = 0.5 * m2**2 / s2**2 - 0.5 * m1**2 / s1**2 + np.log(s2 / s1)
-    disc = np.sqrt(max(B * B - 4.0 * A * C, 0.0))
-    q1 = -0.5 * (B + np.copysign(disc, B))
-    r = sorted([q1 / A, C / q1])
-    inside_1 = _phi_diff((r[0] - m1) / s1, (r[1] - m1) / s1)
-    inside_2 = _phi_diff((r[0] - m2) / s2, (r[1] - m2) / s2)
-    # the difference of the two masses is taken in one accurate step where possible
-    return float(abs(inside_1 - inside_2))
+    c = -(d * d + (1.0 + u) * float(np.log1p(u)))
+    disc = np.sqrt(4.0 * d * d - 4.0 * u * c)  # ≥ 0: u·log1p(u) ≥ 0
+    qq = -0.5 * (2.0 * d + np.copysign(disc, d))
+    if qq == 0.0:  # d = 0 and u·log1p(u) underflows: the normals coincide to roundoff
+        return 0.0
+    r = np.clip(sorted([qq / u, c / qq]), -1e300, 1e300)
+    rho = s1 / s2
+    z2 = np.clip(r, -40.0, 40.0)  # Φ is 0 or 1 to double precision beyond ±40
+    z1 = np.clip((r - d) / rho, -40.0, 40.0)
+    # P(r0 < Y < r1) − Q(r0 < Y < r1) = [Φ(z1₁) − Φ(z2₁)] − [Φ(z1₀) − Φ(z2₀)]: each bracket
+    # spans nearby arguments, so it is computed without cancellation
+    return float(abs(_phi_diff(z2[1], z1[1]) - _phi_diff(z2[0], z1[0])))
 
 
 def wasserstein1(p: Any, q: Any) -> float:
     """W1(p, q) = ∫ |F_p − F_q| (on ℕ: Σ_k |F_p(k) − F_q(k)|)."""
-    if _is_discrete(p) != _is_discrete(q):
-        raise TypeError("p and q must both be discrete (pmf) or both continuous (pdf)")
-    if _is_discrete(p):
-        k = _support(p, q)
-        lp, lq = p.logpmf(k), q.logpmf(k)
+    logs = _discrete_logs(p, q)
+    if logs is not None:
+        lp, lq = logs
         return float(np.sum(np.abs(np.cumsum(np.exp(lq) * np.expm1(lp - lq)))))
     a, b = _normal_params(p), _normal_params(q)
     if a is not None and b is not None:

@@ -29,7 +29,27 @@ TAIL_MASS = 1e-12
 _MAX_SUPPORT = 1 << 24
 
 
-class DiscretePredictive:
+class _Moments:
+    """std and the equal-tailed interval from ``var`` and ``ppf`` (as scipy.stats)."""
+
+    def var(self) -> float:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def ppf(self, q: float) -> float:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def std(self) -> float:
+        return float(np.sqrt(self.var()))
+
+    def interval(self, confidence: float) -> tuple[float, float]:
+        """Equal-tailed interval as in scipy.stats: (ppf((1−c)/2), ppf((1+c)/2))."""
+        if not 0.0 < confidence < 1.0:
+            raise ValueError(f"confidence must be in (0, 1); got {confidence}")
+        a = (1.0 - confidence) / 2.0
+        return float(self.ppf(a)), float(self.ppf(1.0 - a))
+
+
+class DiscretePredictive(_Moments):
     """A pmf on the non-negative integers from a vectorised unnormalised log-pmf.
 
     Parameters
@@ -91,18 +111,8 @@ class DiscretePredictive:
         k = np.arange(self.support_max + 1)
         return float(np.sum((k - self.mean()) ** 2 * self._p))
 
-    def std(self) -> float:
-        return float(np.sqrt(self.var()))
 
-    def interval(self, confidence: float) -> tuple[float, float]:
-        """Equal-tailed interval as in scipy.stats: (ppf((1−c)/2), ppf((1+c)/2))."""
-        if not 0.0 < confidence < 1.0:
-            raise ValueError(f"confidence must be in (0, 1); got {confidence}")
-        a = (1.0 - confidence) / 2.0
-        return float(self.ppf(a)), float(self.ppf(1.0 - a))
-
-
-class QuadraturePredictive:
+class QuadraturePredictive(_Moments):
     """A pdf on ℝ from a vectorised unnormalised log-density, normalised by quadrature.
 
     Parameters
@@ -175,12 +185,3 @@ class QuadraturePredictive:
     def var(self) -> float:
         m = self.mean()
         return self._integrate(lambda t: (t - m) ** 2 * float(self.pdf(t)))
-
-    def std(self) -> float:
-        return float(np.sqrt(self.var()))
-
-    def interval(self, confidence: float) -> tuple[float, float]:
-        if not 0.0 < confidence < 1.0:
-            raise ValueError(f"confidence must be in (0, 1); got {confidence}")
-        a = (1.0 - confidence) / 2.0
-        return self.ppf(a), self.ppf(1.0 - a)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
-from theory.conjugate import ConjugateModel
+from theory.conjugate_base import ConjugateModel
 from theory.predictive_dists import DiscretePredictive, QuadraturePredictive
 
 __all__ = ["ssla_log_predictive", "ssla_predictive"]

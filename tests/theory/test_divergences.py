@@ -153,3 +153,15 @@ def test_fit_rate_recovers_an_exact_power_law_and_a_noisy_one():
 def test_fit_rate_bad_input(n, err, match):
     with pytest.raises(ValueError, match=match):
         fit_rate(n, err)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_tv_of_nearly_equal_normals_is_accurate_and_warning_free():
+    # reference: 50-digit mpmath, crossing points by bisection, masses by ncdf
+    p, q = stats.norm(4.0000000001, 1.0), stats.norm(4.0, 1.0000000001)
+    assert total_variation(p, q) == pytest.approx(5.9987167185727468e-11, rel=1e-6)
+    # variances equal to 1 ulp, equal means (the exact posterior variant): 0, not NaN
+    assert (
+        total_variation(stats.norm(4.0, 1.4142135623730951), stats.norm(4.0, 1.4142135623730954))
+        < 1e-15
+    )

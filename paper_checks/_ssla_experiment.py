@@ -1,0 +1,200 @@
+"""The conjugate experiments of self-supervised-laplace.txt (App. B.1) shared by the claims in
+:mod:`paper_checks.self_supervised_laplace`: one cached run per (seed, mode), OLS rate fits
+and the figures (the paper's Figures 1 and 3, divergence and refit-gap rates, float32 eq. 16).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from paper_checks.registry import Context
+from theory.conjugate_base import ConjugateModel
+from theory.rates import RateFit, fit_rate
+from theory.ssla import ssla_predictive
+from theory.ssla_rates import (
+    PAPER_NS,
+    divergence_curve,
+    exact_predictive,
+    paper_model,
+    prefix_statistics,
+    refit_gaps,
+)
+
+PAPER = "self-supervised-laplace"
+MODELS = ("normal-normal", "poisson-gamma")
+#: (label, variant, hessian): the paper's SSLA (eq. 12) and ASSLA (eq. 17), and the
+#: log-joint ("posterior") variants of SPEC §6.
+METHODS = (
+    ("SSLA", "refit", "likelihood"),
+    ("ASSLA", "approx", "likelihood"),
+    ("SSLA-post", "refit", "posterior"),
+    ("ASSLA-post", "approx", "posterior"),
+)
+DIVERGENCES = ("KL(approx||exact)", "KL(exact||approx)", "TV", "W1")
+#: fixed self-predicted value for Lemma 1 / Theorem 1 (≈ 2 sd above both true means)
+Y_FIXED = 7.0
+#: "close to perfect" (§5): at most 5 % of the probability mass misplaced
+TV_CLOSE = 0.05
+
+
+@functools.lru_cache(maxsize=4)
+def experiment(seed: int, full: bool) -> dict[str, Any]:
+    """Divergences (R × n × 4) per model and method, refit gaps (R × n × 5) per model."""
+    rng = Context(seed=seed).rng("conjugate-experiment")
+    reps = 30 if full else 1
+    out: dict[str, Any] = {}
+    for name in MODELS:
+        model, truth = paper_model(name)
+        divs = {label: [] for label, _, _ in METHODS}
+        gaps, first = [], None
+        for _ in range(reps):
+            st = prefix_statistics(model, rng, PAPER_NS, theta_true=truth)
+            first = first or st
+            for label, variant, hessian in METHODS:
+                curve = divergence_curve(model, st, variant=variant, hessian=hessian)
+                divs[label].append(np.array(curve))
+            gaps.append(np.array([refit_gaps(model, s, Y_FIXED) for s in st]))
+        out[name] = {
+            "model": model,
+            "stats": first,
+            "div": {k: np.stack(v) for k, v in divs.items()},
+            "gaps": np.stack(gaps),
+        }
+    return out
+
+
+#: below these a divergence is roundoff (float64 means ~4 carry errors ~1e-15)
+ROUNDOFF_FLOOR = {0: 1e-26, 1: 1e-26, 2: 1e-13, 3: 1e-13}
+
+
+def fit(values: np.ndarray, ns: tuple[int, ...] = PAPER_NS, floor: float = 0.0) -> RateFit:
+    """Pooled OLS rate over replications (values: R × len(ns)); points below ``floor``
+    (roundoff) are left out."""
+    n = np.tile(np.asarray(ns, float), values.shape[0])
+    v = values.reshape(-1)
+    keep = v > floor
+    return fit_rate(n[keep], v[keep])
+
+
+def fit_json(f: RateFit) -> dict[str, float]:
+    return {"slope": round(f.slope, 4), "ci95": [round(f.ci_low, 4), round(f.ci_high, 4)]}
+
+
+#: tolerance on a fitted exponent (finite-n curvature, e.g. 1/(n + 1) against 1/n at n = 20)
+SLOPE_TOL = 0.05
+
+
+def at_least_as_fast(f: RateFit, rate: float) -> bool:
+    """Consistent with error = O(n^rate): the slope CI reaches ``rate`` + SLOPE_TOL or below."""
+    return f.ci_low <= rate + SLOPE_TOL
+
+
+def slopes_text(fits: dict[str, RateFit]) -> str:
+    return "; ".join(
+        f"{m} {f.slope:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]" for m, f in fits.items()
+    )
+
+
+# --------------------------------------------------------------------------- figures
+def predictive_figure(name: str, exp: dict[str, Any]) -> Figure:
+    model: ConjugateModel = exp["model"]
+    fig = Figure(figsize=(13, 7), layout="constrained")
+    axes = fig.subplots(2, 3).ravel()
+    for ax, n, s in zip(axes, PAPER_NS, exp["stats"], strict=True):
+        exact = exact_predictive(model, s)
+        ssla = ssla_predictive(model, s, variant="refit", hessian="likelihood")
+        assla = ssla_predictive(model, s, variant="approx", hessian="likelihood")
+        if model.discrete:
+            k = np.arange(0, 13)
+            ax.plot(k, exact.pmf(k), "o-", color="green", label="analytic", lw=3, alpha=0.5)
+            ax.plot(k, ssla.pmf(k), "s--", color="red", label="SSLA", ms=4)
+            ax.plot(k, assla.pmf(k), "x:", color="black", label="ASSLA")
+        else:
+            m, sd = exact.mean(), exact.std()
+            y = np.linspace(m - 4 * sd, m + 4 * sd, 400)
+            ax.plot(y, exact.pdf(y), color="green", label="analytic", lw=3, alpha=0.5)
+            ax.plot(y, ssla.pdf(y), "--", color="red", label="SSLA")
+            ax.plot(y, assla.pdf(y), ":", color="black", label="ASSLA")
+        i = PAPER_NS.index(n)
+        kl_s, kl_a = exp["div"]["SSLA"][0, i, 0], exp["div"]["ASSLA"][0, i, 0]
+        ax.set_title(f"n = {n:,}\nKL: SSLA {kl_s:.1e}, ASSLA {kl_a:.1e}", fontsize=9)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{name}: analytic vs SSLA (eq. 12) vs ASSLA (eq. 17) predictive")
+    return fig
+
+
+def rates_figure(exp: dict[str, Any]) -> tuple[Figure, dict[str, Any]]:
+    fig = Figure(figsize=(12, 8), layout="constrained")
+    axes = fig.subplots(2, 2)
+    fits: dict[str, Any] = {}
+    ns = np.asarray(PAPER_NS, float)
+    for row, name in enumerate(MODELS):
+        fits[name] = {}
+        for col, (j, dname) in enumerate(((0, "KL(approx||exact)"), (2, "TV"))):
+            ax = axes[row, col]
+            for label, _, _ in METHODS:
+                vals = exp[name]["div"][label][:, :, j]
+                floor = ROUNDOFF_FLOOR[j]
+                if np.sum(np.all(vals > floor, axis=0)) < 3:  # exact up to roundoff
+                    fits[name].setdefault(label, {})[dname] = f"exact (<= {floor:g}, roundoff)"
+                    continue
+                f = fit(vals, floor=floor)
+                fits[name].setdefault(label, {})[dname] = fit_json(f)
+                logs = np.log(np.maximum(vals, floor))
+                valid = vals > floor
+                cnt = valid.sum(axis=0)
+                mean = np.full(cnt.shape, np.nan)  # geometric mean over replications
+                mean[cnt > 0] = np.exp((logs * valid).sum(axis=0)[cnt > 0] / cnt[cnt > 0])
+                line = ax.loglog(ns, mean, "o", ms=4)[0]
+                ax.loglog(
+                    ns,
+                    np.exp(f.intercept) * ns**f.slope,
+                    "-",
+                    color=line.get_color(),
+                    label=f"{label}: slope {f.slope:.2f} [{f.ci_low:.2f}, {f.ci_high:.2f}]",
+                )
+            ax.set_title(f"{name}: {dname}", fontsize=10)
+            ax.set_xlabel("n")
+            ax.legend(fontsize=7)
+    fig.suptitle("Divergence from the analytic predictive vs n (OLS on log-log, 95% CI)")
+    return fig, fits
+
+
+def gaps_figure(exp: dict[str, Any]) -> Figure:
+    fig = Figure(figsize=(12, 4.5), layout="constrained")
+    axes = fig.subplots(1, 2)
+    ns = np.asarray(PAPER_NS, float)
+    labels = ("|θ̃ − θ̂| (Lemma 1)", "ℓ̃(θ̃) − ℓ̃(θ̂) (Thm 1)", "ℓ_D(θ̂) − ℓ_D(θ̃) (eq. 19)")
+    for ax, name in zip(axes, MODELS, strict=True):
+        g = exp[name]["gaps"]
+        for j, lab in enumerate(labels):
+            f = fit(g[:, :, j])
+            ax.loglog(
+                ns,
+                np.exp(np.mean(np.log(g[:, :, j]), axis=0)),
+                "o-",
+                label=f"{lab}: slope {f.slope:.2f}",
+            )
+        ax.loglog(ns, 0.5 * ns**-2.0, "k:", label="n^-2 (what eq. 19 claims)")
+        ax.set_title(f"{name}, fixed ŷ = {Y_FIXED}", fontsize=10)
+        ax.set_xlabel("n")
+        ax.legend(fontsize=7)
+    return fig
+
+
+def float32_eq16(model: ConjugateModel, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """ASSLA by eq. (16), ℓ̃(θ̂) − ℓ_D(θ̂) + ½log J − ½log J̃, with the log-likelihoods
+    accumulated in float32 (as a float32 deep-learning loss would be)."""
+    f32 = np.float32
+    x32 = x.astype(f32)
+    th = f32(np.mean(x, dtype=np.float64))
+    s2 = f32(model.noise_var)
+    c = f32(-0.5) * f32(np.log(2 * np.pi * model.noise_var))
+    ld = np.sum(c - (x32 - th) ** 2 / (f32(2) * s2), dtype=f32)
+    lnew = c - (grid.astype(f32) - th) ** 2 / (f32(2) * s2)
+    lt = (ld + lnew).astype(f32)  # ℓ̃(θ̂) = ℓ_D(θ̂) + ℓ_new(θ̂), rounded to float32
+    return (lt - ld).astype(np.float64)  # J = J̃ = n/σ²: the log-det terms cancel
