@@ -1,0 +1,371 @@
+"""Per-sample Jacobians, Gradient-Laplace scores and the parameter layout of torch models.
+
+DESIGN "Real network Jacobians come from torch.func": g(x) = ∇_θ f_θ(x) at θ̂ for every row
+of X, by ``vmap`` over ``jacrev`` of a single-input ``functional_call``, in chunks of rows
+under a memory budget. Columns are flattened in ``model.named_parameters()`` order, first
+layer first (SPEC §0).
+
+- :func:`per_sample_jacobian` returns J (N, p) for one output or (N, C, p) for C outputs; with
+  ``subset`` it returns only the columns S, slicing each chunk as it is computed, so the peak
+  memory is O(N·k + chunk·C·p) — never the full N×p Jacobian (laplace-torch computes the
+  full Jacobian and slices it afterwards, its issues #217 and #232).
+- :func:`gradient_scores` streams s_i = (1/N) Σ_n w_n g_i(x_n)² (SPEC §4) without storing J.
+- :func:`parameter_layout` names the slice and layer of every parameter tensor (NeuralLinear,
+  Last-k, KFAC need it).
+
+torch is imported lazily so that :mod:`numerics` works without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "JACOBIAN_BUDGET_BYTES",
+    "ParameterBlock",
+    "ParameterLayout",
+    "gradient_scores",
+    "jacobian_chunks",
+    "parameter_layout",
+    "per_sample_jacobian",
+    "to_cupy",
+]
+
+#: Default memory budget of one chunk of per-sample Jacobians (bytes): 256 MiB.
+JACOBIAN_BUDGET_BYTES = 1 << 28
+
+_LIKELIHOODS = ("regression", "binary", "multiclass")
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as err:  # pragma: no cover - torch is a test dependency
+        raise ImportError("numerics.jacobians needs torch (pip install laplace-lab[torch])") from err
+    return torch
+
+
+# --------------------------------------------------------------------------------- layout
+@dataclass(frozen=True)
+class ParameterBlock:
+    """One parameter tensor in the flat vector θ: ``theta[slice]`` reshaped to ``shape``."""
+
+    name: str
+    slice: slice
+    shape: tuple[int, ...]
+    layer: int
+    module: str
+
+    @property
+    def size(self) -> int:
+        """Number of scalar parameters in the block."""
+        return self.slice.stop - self.slice.start
+
+
+@dataclass(frozen=True)
+class ParameterLayout:
+    """The flat parameter layout of a model (SPEC §0: ``parameters()`` order, first layer first).
+
+    A *layer* is a module owning parameters directly (Linear, Conv2d, BatchNorm2d, ...);
+    layers are numbered in order of first appearance in ``named_parameters()``.
+    """
+
+    blocks: tuple[ParameterBlock, ...]
+
+    @property
+    def p(self) -> int:
+        """Total number of trainable parameters."""
+        return self.blocks[-1].slice.stop if self.blocks else 0
+
+    @property
+    def n_layers(self) -> int:
+        """Number of parameterised layers."""
+        return self.blocks[-1].layer + 1 if self.blocks else 0
+
+    def layer_sizes(self) -> list[int]:
+        """Parameter count per layer, first layer first (the ``layout`` of ``neural_linear``)."""
+        sizes = [0] * self.n_layers
+        for b in self.blocks:
+            sizes[b.layer] += b.size
+        return sizes
+
+    def layer_indices(self, layer: int) -> np.ndarray:
+        """Flat indices of every parameter of ``layer`` (negative counts from the end)."""
+        n = self.n_layers
+        if isinstance(layer, bool) or not isinstance(layer, int | np.integer) or not -n <= layer < n:
+            raise ValueError(f"layer must be an integer in [-{n}, {n}); got layer={layer!r}")
+        layer = int(layer) % n
+        parts = [np.arange(b.slice.start, b.slice.stop) for b in self.blocks if b.layer == layer]
+        return np.concatenate(parts).astype(np.int64)
+
+    def block(self, name: str) -> ParameterBlock:
+        """The block of the parameter called ``name``."""
+        for b in self.blocks:
+            if b.name == name:
+                return b
+        raise ValueError(f"name must be a parameter of the model; got {name!r}")
+
+
+def _check_model(model: Any) -> Any:
+    torch = _torch()
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+    return model
+
+
+def _trainable(model: Any) -> dict[str, Any]:
+    params = {n: t for n, t in model.named_parameters() if t.requires_grad}
+    if not params:
+        raise ValueError("model must have at least one trainable parameter")
+    return params
+
+
+def parameter_layout(model: Any) -> ParameterLayout:
+    """Name, flat slice, shape and layer index of every trainable parameter of ``model``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+
+    Returns
+    -------
+    ParameterLayout
+        ``layout.layer_sizes()`` is the per-layer count list that NeuralLinear takes
+        (subnetwork-laplace-optimality.txt App. B); Last-k uses ``layout.p``.
+    """
+    _check_model(model)
+    blocks, start, layers = [], 0, {}
+    for name, t in _trainable(model).items():
+        module = name.rpartition(".")[0]
+        layer = layers.setdefault(module, len(layers))
+        n = int(t.numel())
+        blocks.append(ParameterBlock(name, slice(start, start + n), tuple(t.shape), layer, module))
+        start += n
+    return ParameterLayout(tuple(blocks))
+
+
+# ------------------------------------------------------------------------------ Jacobians
+def _check_bn_eval(model: Any) -> None:
+    torch = _torch()
+    norm = (torch.nn.modules.batchnorm._BatchNorm,)
+    for name, m in model.named_modules():
+        if isinstance(m, norm) and m.training:
+            raise ValueError(
+                f"model must be in eval mode for per-sample Jacobians: batch-norm layer "
+                f"{name!r} is in training mode (call model.eval())"
+            )
+
+
+def _as_input(model: Any, X: Any) -> Any:
+    torch = _torch()
+    ref = next(iter(_trainable(model).values()))
+    if not isinstance(X, torch.Tensor):
+        try:
+            X = torch.as_tensor(np.asarray(X))
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"X must be a tensor or an array; got {type(X).__name__}") from err
+    if X.ndim < 1 or X.shape[0] == 0:
+        raise ValueError(f"X must have at least one row (shape (N, ...)); got {tuple(X.shape)}")
+    if X.is_floating_point():
+        X = X.to(dtype=ref.dtype)
+    if X.is_floating_point() and not bool(torch.isfinite(X).all()):
+        raise ValueError("X must be finite; it contains NaN or Inf")
+    return X.to(device=ref.device)
+
+
+def _chunk(chunk_size: Any, row_bytes: int, n: int) -> int:
+    if chunk_size is None:
+        return max(1, min(n, JACOBIAN_BUDGET_BYTES // max(row_bytes, 1)))
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer):
+        raise TypeError(f"chunk_size must be a positive integer; got {chunk_size!r}")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer; got chunk_size={chunk_size}")
+    return int(min(chunk_size, n))
+
+
+def _subset_index(subset: Any, p: int) -> np.ndarray:
+    idx = np.asarray(subset)
+    if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError(f"subset must be a non-empty 1-D sequence of integers; got {subset!r}")
+    if idx.min() < 0 or idx.max() >= p:
+        raise ValueError(f"subset must contain indices in [0, p={p}); got {idx.min()}..{idx.max()}")
+    if np.unique(idx).size != idx.size:
+        raise ValueError("subset must not contain duplicate indices")
+    return idx.astype(np.int64)
+
+
+def _output_shape(model: Any, X: Any) -> tuple[int, ...]:
+    torch = _torch()
+    with torch.no_grad():
+        out = model(X[:1])
+    shape = tuple(out.shape[1:])
+    if len(shape) > 1:
+        raise ValueError(f"model must return (N,), (N, 1) or (N, C) outputs; got {tuple(out.shape)}")
+    return shape
+
+
+def jacobian_chunks(
+    model: Any, X: Any, *, chunk_size: int | None = None
+) -> Iterator[tuple[int, Any, Any]]:
+    """Yield ``(start, J_chunk, f_chunk)`` over row chunks of X: the per-sample Jacobian.
+
+    ``J_chunk`` is (B, p) for a scalar output (model returning (N,) or (N, 1)) and
+    (B, C, p) for C outputs; ``f_chunk`` is the model output (B,) or (B, C). Only one chunk
+    is alive at a time (the caller decides what to keep). ``chunk_size`` defaults to the
+    largest number of rows whose Jacobian fits in :data:`JACOBIAN_BUDGET_BYTES`.
+    """
+    torch = _torch()
+    from torch.func import functional_call, jacrev, vmap
+
+    _check_model(model)
+    _check_bn_eval(model)
+    params = {n: t.detach() for n, t in _trainable(model).items()}
+    frozen = {n: t.detach() for n, t in model.named_parameters() if not t.requires_grad}
+    buffers = {n: b for n, b in model.named_buffers()}
+    X = _as_input(model, X)
+    out_shape = _output_shape(model, X)
+    n_out = int(np.prod(out_shape)) if out_shape else 1
+    squeeze = n_out == 1
+    names = list(params)
+    p = sum(int(t.numel()) for t in params.values())
+    item = next(iter(params.values())).element_size()
+    B = _chunk(chunk_size, n_out * p * item, X.shape[0])
+
+    def f(prm: dict[str, Any], x: Any) -> tuple[Any, Any]:
+        out = functional_call(model, ({**prm, **frozen}, buffers), (x.unsqueeze(0),))
+        out = out.reshape(-1) if not squeeze else out.reshape(())
+        return out, out
+
+    jac = vmap(jacrev(f, has_aux=True), in_dims=(None, 0))
+    for start in range(0, X.shape[0], B):
+        xb = X[start : start + B]
+        grads, fb = jac(params, xb)
+        lead = (xb.shape[0],) if squeeze else (xb.shape[0], n_out)
+        J = torch.cat([grads[n].reshape(*lead, -1) for n in names], dim=-1)
+        yield start, J, fb.detach()
+
+
+def per_sample_jacobian(
+    model: Any, X: Any, *, subset: Any = None, chunk_size: int | None = None
+) -> Any:
+    """Per-sample Jacobian J[n] = ∇_θ f_θ(x_n) at the model's current θ (SPEC §0, g(x)).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Returns (N,), (N, 1) or (N, C) outputs; batch-norm layers must be in eval mode.
+    X : (N, ...) tensor or array
+        Inputs (cast to the parameters' floating dtype and device).
+    subset : sequence of int, optional
+        Distinct flat parameter indices S; only these columns are returned, in this order.
+        Each chunk is sliced as it is computed: memory O(N·k + chunk·C·p).
+    chunk_size : int, optional
+        Rows per vmapped chunk; default from :data:`JACOBIAN_BUDGET_BYTES`.
+
+    Returns
+    -------
+    torch.Tensor
+        (N, p) or (N, k) for one output; (N, C, p) or (N, C, k) for C outputs; on the
+        model's device, in the parameters' dtype.
+    """
+    torch = _torch()
+    _check_model(model)
+    p = parameter_layout(model).p
+    idx = None if subset is None else _subset_index(subset, p)
+    X = _as_input(model, X)
+    cols = p if idx is None else idx.size
+    out = None
+    tidx = None
+    for start, J, _ in jacobian_chunks(model, X, chunk_size=chunk_size):
+        if idx is not None:
+            if tidx is None:
+                tidx = torch.as_tensor(idx, device=J.device)
+            J = J.index_select(-1, tidx)
+        if out is None:
+            out = torch.empty((X.shape[0], *J.shape[1:-1], cols), dtype=J.dtype, device=J.device)
+        out[start : start + J.shape[0]] = J
+        del J
+    return out
+
+
+def _weights(f: Any, likelihood: str, eps: float) -> Any:
+    """Square-root weights W_n with H_n = W_n W_nᵀ: (B,) for one output, (B, C, C) for C."""
+    torch = _torch()
+    if likelihood == "regression":
+        return torch.ones_like(f)
+    if likelihood == "binary":
+        prob = torch.sigmoid(f)
+        return torch.sqrt(prob * (1.0 - prob))
+    pi = torch.softmax(f, dim=-1)
+    H = torch.diag_embed(pi) - pi[:, :, None] * pi[:, None, :]
+    H = H + eps * torch.eye(pi.shape[-1], dtype=pi.dtype, device=pi.device)
+    lam, U = torch.linalg.eigh(H)
+    return U * torch.sqrt(torch.clamp(lam, min=0.0))[:, None, :]
+
+
+def gradient_scores(
+    model: Any,
+    X: Any,
+    *,
+    likelihood: str,
+    chunk_size: int | None = None,
+    eps: float = 1e-6,
+) -> Any:
+    """Gradient-Laplace scores s_i = (1/N) Σ_n w_n g_i(x_n)², streamed without storing J.
+
+    subnetwork-laplace-optimality.txt Alg. 1 and App. C.3; SPEC §4: w = 1 (regression),
+    w = p_n(1 − p_n) with p_n = σ(f(x_n)) (binary), and for C classes the squared column
+    norms of the weighted Jacobian, (1/N) Σ_n ‖W_nᵀ J_n[:, i]‖² with
+    W_n W_nᵀ = diag(π_n) − π_n π_nᵀ + εI (the rows of ``GGN.multiclass``'s J_w).
+    So ``gradient_scores`` equals ``GGN.scores()`` of the matching GGN.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    X : (N, ...) tensor or array
+        The reference set R (training inputs for the paper's scores).
+    likelihood : {"regression", "binary", "multiclass"}
+    chunk_size : int, optional
+    eps : float
+        Multiclass Hessian jitter ε ≥ 0 (default 1e-6, as ``GGN.multiclass``).
+
+    Returns
+    -------
+    torch.Tensor
+        (p,) scores on the model's device.
+    """
+    if likelihood not in _LIKELIHOODS:
+        raise ValueError(f"likelihood must be one of {_LIKELIHOODS}; got {likelihood!r}")
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps >= 0.0:
+        raise ValueError(f"eps must be a non-negative number; got eps={eps!r}")
+    total, n = None, 0
+    for _, J, f in jacobian_chunks(model, X, chunk_size=chunk_size):
+        if (J.ndim == 3) != (likelihood == "multiclass"):
+            raise ValueError(
+                f"likelihood={likelihood!r} does not match the model's output: per-sample "
+                f"Jacobian chunk of shape {tuple(J.shape)}"
+            )
+        W = _weights(f, likelihood, float(eps))
+        if J.ndim == 2:
+            part = ((W[:, None] * J) ** 2).sum(0)
+        else:
+            part = (W.transpose(1, 2) @ J).pow(2).sum((0, 1))
+        total = part if total is None else total + part
+        n += J.shape[0]
+    return total / n
+
+
+def to_cupy(tensor: Any) -> Any:
+    """Hand a torch CUDA tensor to CuPy without a copy (DLPack; DESIGN "Backends")."""
+    torch = _torch()
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor must be a torch.Tensor; got {type(tensor).__name__}")
+    if tensor.device.type != "cuda":
+        raise ValueError(f"tensor must live on a CUDA device for CuPy; got {tensor.device}")
+    import cupy
+
+    return cupy.from_dlpack(tensor.detach())
