@@ -1,0 +1,240 @@
+"""Array backends: namespace lookup, dtype policy, linear-algebra dispatch and tiled products.
+
+Kernels in :mod:`numerics` are written against the array API standard and obtain their
+namespace with :func:`namespace` (``array_api_compat.array_namespace``). The few operations
+outside the standard go through this module only:
+
+- :func:`cholesky`, :func:`solve_triangular`, :func:`cho_solve`, :func:`eigh` dispatch to
+  ``scipy.linalg`` (NumPy), ``cupyx.scipy.linalg`` (CuPy) and ``torch.linalg`` (torch), with
+  a standard-only fallback (``xp.linalg``) for every other namespace, e.g. ``array_api_strict``.
+- :func:`gram_blocks` forms JᵀJ-type products in tiles of at most :data:`TILE` columns:
+  NumPy 2.4's bundled OpenBLAS 0.3.31 on 2 threads was measured to segfault on ``J.T @ J``
+  (the syrk path) for J of shape (2000, m), m ≥ ~18000 (SPEC §0, "environment hazard").
+
+Dtype policy: floating inputs keep their dtype (float32 or float64); integer and boolean
+inputs are promoted to the namespace's default float64. Mixed float32/float64 inputs follow
+the standard's type promotion (to float64).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import array_api_compat
+import numpy as np
+
+__all__ = [
+    "TILE",
+    "as_float",
+    "cho_solve",
+    "cholesky",
+    "eigh",
+    "eps",
+    "gram_blocks",
+    "namespace",
+    "solve_triangular",
+    "to_numpy",
+]
+
+#: Largest number of columns in one tile of a JᵀJ-type product (SPEC §0: ≤ 5000 works).
+TILE = 4096
+
+Array = Any
+
+
+def namespace(*arrays: Array) -> ModuleType:
+    """The array-API namespace shared by ``arrays`` (raises TypeError on a mix)."""
+    return array_api_compat.array_namespace(*arrays)
+
+
+def _kind(xp: ModuleType) -> str:
+    if array_api_compat.is_numpy_namespace(xp):
+        return "numpy"
+    if array_api_compat.is_torch_namespace(xp):
+        return "torch"
+    if array_api_compat.is_cupy_namespace(xp):
+        return "cupy"
+    return "generic"
+
+
+def as_float(x: Array, name: str, xp: ModuleType | None = None) -> Array:
+    """``x`` as a real floating array of its own namespace, validated finite.
+
+    Floating dtypes are kept; integer and boolean arrays become the default float64.
+    Python lists and scalars are converted with ``numpy``.
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is complex or not numeric.
+    ValueError
+        If ``x`` contains NaN or Inf.
+    """
+    if xp is None:
+        try:
+            xp = namespace(x)
+        except TypeError:
+            x = np.asarray(x)
+            if x.dtype == object:
+                raise TypeError(
+                    f"{name} must be a numeric array; got {type(x).__name__}"
+                ) from None
+            xp = namespace(x)
+    if xp.isdtype(x.dtype, "real floating"):
+        pass
+    elif xp.isdtype(x.dtype, ("integral", "bool")):
+        x = xp.astype(x, xp.float64)
+    else:
+        raise TypeError(f"{name} must be a real array; got dtype {x.dtype}")
+    if not bool(xp.all(xp.isfinite(x))):
+        raise ValueError(f"{name} must be finite; it contains NaN or Inf")
+    return x
+
+
+def eps(x: Array) -> float:
+    """Machine epsilon of the floating dtype of ``x``."""
+    return float(namespace(x).finfo(x.dtype).eps)
+
+
+def to_numpy(x: Array) -> np.ndarray:
+    """A host NumPy copy (or view) of any backend array (CuPy via ``.get()``, others DLPack)."""
+    xp = namespace(x)
+    kind = _kind(xp)
+    if kind == "numpy":
+        return np.asarray(x)
+    if kind == "cupy":
+        return x.get()
+    if kind == "torch":
+        return x.detach().cpu().numpy()
+    return np.from_dlpack(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear algebra outside the standard
+# ---------------------------------------------------------------------------------------------
+
+
+def cholesky(A: Array) -> Array:
+    """Lower Cholesky factor L of a symmetric positive-definite A (A = L Lᵀ).
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError / torch.linalg.LinAlgError
+        If A is not positive definite (as reported by the backend).
+    """
+    xp = namespace(A)
+    kind = _kind(xp)
+    if kind == "numpy":
+        import scipy.linalg
+
+        return scipy.linalg.cholesky(A, lower=True, check_finite=False)
+    if kind == "torch":
+        import torch
+
+        return torch.linalg.cholesky(A)
+    if kind == "cupy":
+        import cupy
+
+        return cupy.linalg.cholesky(A)
+    return xp.linalg.cholesky(A)
+
+
+def solve_triangular(L: Array, B: Array, *, lower: bool = True, trans: bool = False) -> Array:
+    """Solve L X = B (``trans=False``) or Lᵀ X = B (``trans=True``) for triangular L.
+
+    ``B`` may be a vector (n,) or a matrix (n, r). The generic fallback uses the standard's
+    ``xp.linalg.solve`` (exact but O(n³)); the named backends use triangular solvers.
+    """
+    xp = namespace(L, B)
+    kind = _kind(xp)
+    vec = B.ndim == 1
+    if kind == "numpy":
+        import scipy.linalg
+
+        return scipy.linalg.solve_triangular(
+            L, B, lower=lower, trans=1 if trans else 0, check_finite=False
+        )
+    if kind == "cupy":
+        import cupyx.scipy.linalg
+
+        return cupyx.scipy.linalg.solve_triangular(L, B, lower=lower, trans=1 if trans else 0)
+    B2 = B[:, None] if vec else B
+    if kind == "torch":
+        import torch
+
+        A = L.mT if trans else L
+        X = torch.linalg.solve_triangular(A, B2, upper=(lower == trans))
+    else:
+        A = xp.matrix_transpose(L) if trans else L
+        X = xp.linalg.solve(A, B2)
+    return X[:, 0] if vec else X
+
+
+def cho_solve(L: Array, B: Array) -> Array:
+    """Solve (L Lᵀ) X = B from the lower Cholesky factor L (two triangular solves)."""
+    xp = namespace(L, B)
+    kind = _kind(xp)
+    if kind == "numpy":
+        import scipy.linalg
+
+        return scipy.linalg.cho_solve((L, True), B, check_finite=False)
+    if kind == "torch":
+        import torch
+
+        vec = B.ndim == 1
+        X = torch.cholesky_solve(B[:, None] if vec else B, L, upper=False)
+        return X[:, 0] if vec else X
+    return solve_triangular(L, solve_triangular(L, B, lower=True), lower=True, trans=True)
+
+
+def eigh(A: Array) -> tuple[Array, Array]:
+    """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric A (or a stack)."""
+    xp = namespace(A)
+    kind = _kind(xp)
+    if kind == "numpy":
+        w, V = np.linalg.eigh(A)  # batched over leading dimensions, LAPACK syevd
+        return w, V
+    if kind == "torch":
+        import torch
+
+        w, V = torch.linalg.eigh(A)
+        return w, V
+    w, V = xp.linalg.eigh(A)
+    return w, V
+
+
+# ---------------------------------------------------------------------------------------------
+# Tiled products (SPEC §0 environment hazard)
+# ---------------------------------------------------------------------------------------------
+
+
+def _tiles(n: int, tile: int) -> list[tuple[int, int]]:
+    return [(a, min(a + tile, n)) for a in range(0, n, tile)]
+
+
+def gram_blocks(B: Array, *, diag: Array | None = None, tile: int = TILE) -> Array:
+    """Bᵀ B + diag(``diag``) (m × m) assembled from column tiles of at most ``tile`` columns.
+
+    Only the blocks on and above the diagonal are computed; the lower blocks are their exact
+    transposes, so the result is exactly symmetric. Each product involves ≤ ``tile`` columns,
+    which avoids the OpenBLAS syrk crash at m ≥ ~18000 (SPEC §0). The output is the only
+    m × m allocation.
+    """
+    xp = namespace(B)
+    m = B.shape[1]
+    dev = array_api_compat.device(B)
+    tiles = _tiles(m, tile)
+    out = xp.empty((m, m), dtype=B.dtype, device=dev) if len(tiles) > 1 else None
+    for i, (a, b) in enumerate(tiles):
+        Bi = B[:, a:b]
+        for c, d in tiles[i:]:
+            blk = Bi.T @ B[:, c:d]
+            if c == a and diag is not None:
+                blk = blk + xp.eye(b - a, dtype=B.dtype, device=dev) * diag[a:b]
+            if out is None:
+                return blk
+            out[a:b, c:d] = blk
+            if c != a:
+                out[c:d, a:b] = blk.T
+    return out

@@ -1,0 +1,289 @@
+"""The GGN factor: weighted Jacobian J_w and diagonal prior precision V (Ω = J_wᵀ J_w + V).
+
+SPEC §0 ("Gauss–Newton (GGN) precision"): regression, binary and multiclass precisions are
+all "weighted Jacobian + diagonal prior" — one core (:class:`GGN`), three front doors:
+
+- regression (subnetwork-laplace-optimality.txt eq. 2): Ω = JᵀJ/σ0² + V, so J_w = J/σ0;
+- binary (eq. 4): Ω = Jᵀ diag(p_n(1−p_n)) J + V, so J_w = diag(√(p_n(1−p_n))) J;
+- C classes (App. C, "proper multi-class softmax-Hessian"): Ω = Σ_n J_nᵀ H_n J_n + V with
+  H_n = diag(π_n) − π_n π_nᵀ + εI = W_n W_nᵀ (eigh), J_w stacks W_nᵀ J_n (N·C rows).
+
+No method forms the p×p matrix except :meth:`GGN.dense` (small p only). Products of the
+type BᵀB are tiled (SPEC §0 environment hazard, :func:`numerics.backend.gram_blocks`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
+
+import array_api_compat
+import numpy as np
+
+from numerics.backend import TILE, as_float, eigh, gram_blocks, namespace
+from theory._validation import positive_scalar, subset
+
+__all__ = ["DENSE_MAX_P", "GGN"]
+
+#: Largest p for which :meth:`GGN.dense` forms Ω (p×p float64 of 16384² is 2 GiB).
+DENSE_MAX_P = 16384
+
+Array = Any
+
+
+def _prior_vector(prior_precision: Any, p: int, like: Array) -> Array:
+    """V as a length-p vector in the namespace, dtype and device of ``like``."""
+    xp = namespace(like)
+    dev = array_api_compat.device(like)
+    if isinstance(prior_precision, int | float | np.floating | np.integer) and not isinstance(
+        prior_precision, bool
+    ):
+        val = positive_scalar(prior_precision, "prior_precision")
+        return xp.full((p,), val, dtype=like.dtype, device=dev)
+    try:
+        v = as_float(prior_precision, "prior_precision")
+    except TypeError:
+        v = as_float(np.asarray(prior_precision), "prior_precision")
+    if v.ndim == 0:
+        return _prior_vector(float(v), p, like)
+    if tuple(v.shape) != (p,):
+        raise ValueError(
+            f"prior_precision must be a scalar or a vector of length p={p}; got shape "
+            f"{tuple(v.shape)}"
+        )
+    vxp = namespace(v)
+    if not bool(vxp.all(v > 0)):
+        raise ValueError("prior_precision must be positive in every entry")
+    if vxp is not xp:
+        v = xp.asarray(np.asarray(v), device=dev)
+    return xp.astype(v, like.dtype)
+
+
+def _jacobian(J: Any, ndim: int, name: str = "J") -> Array:
+    J = as_float(J, name)
+    if J.ndim != ndim or any(s == 0 for s in J.shape):
+        want = "(N, p)" if ndim == 2 else "(N, C, p)"
+        raise ValueError(f"{name} must be a non-empty array of shape {want}; got {tuple(J.shape)}")
+    return J
+
+
+@dataclass(frozen=True)
+class GGN:
+    """Generalised Gauss–Newton precision Ω = J_wᵀ J_w + diag(prior_precision).
+
+    Parameters
+    ----------
+    Jw : (N', p) array
+        The weighted Jacobian (any array-API backend; float32 or float64).
+    prior_precision : (p,) array
+        The diagonal V of the prior precision (V = diag(1/v_i), SPEC §0), same backend.
+    noise_var : float
+        σ0² for regression (J_w = J/σ0); 1 for classification. Used by :meth:`scores`.
+    n_data : int
+        N, the number of training points (N' = N for one output, N·C for C classes).
+    likelihood : str
+        "regression", "binary", "multiclass" or "custom".
+
+    Use the constructors :meth:`regression`, :meth:`binary`, :meth:`multiclass`; the plain
+    constructor validates its arguments too.
+    """
+
+    Jw: Array
+    prior_precision: Array
+    _: KW_ONLY
+    noise_var: float = 1.0
+    n_data: int | None = None
+    likelihood: str = "custom"
+
+    def __post_init__(self) -> None:
+        Jw = _jacobian(self.Jw, 2, "Jw")
+        object.__setattr__(self, "Jw", Jw)
+        object.__setattr__(
+            self, "prior_precision", _prior_vector(self.prior_precision, Jw.shape[1], Jw)
+        )
+        object.__setattr__(self, "noise_var", positive_scalar(self.noise_var, "noise_var"))
+        n = Jw.shape[0] if self.n_data is None else self.n_data
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n <= 0:
+            raise ValueError(f"n_data must be a positive integer; got {self.n_data!r}")
+        object.__setattr__(self, "n_data", int(n))
+
+    # ----------------------------------------------------------------------------- builders
+    @classmethod
+    def regression(cls, J: Array, *, noise_var: float, prior_precision: Any) -> GGN:
+        """Ω = JᵀJ/σ0² + V (eq. 2): J_w = J/σ0.
+
+        Parameters
+        ----------
+        J : (N, p) array
+            Rows g(x_n)ᵀ, the output gradients at the MAP.
+        noise_var : float
+            σ0² > 0.
+        prior_precision : float or (p,) array
+            V (a scalar means αI), every entry > 0.
+        """
+        J = _jacobian(J, 2)
+        s2 = positive_scalar(noise_var, "noise_var")
+        return cls(
+            J / s2**0.5,
+            prior_precision,
+            noise_var=s2,
+            n_data=J.shape[0],
+            likelihood="regression",
+        )
+
+    @classmethod
+    def binary(cls, J: Array, logits: Array, *, prior_precision: Any) -> GGN:
+        """Ω = Jᵀ diag(p_n(1−p_n)) J + V, p_n = σ(f(x_n)) (eq. 4, App. C.3).
+
+        Parameters
+        ----------
+        J : (N, p) array
+            Gradients of the logit.
+        logits : (N,) array
+            f_θ̂(x_n), the MAP logits.
+        prior_precision : float or (p,) array
+        """
+        J = _jacobian(J, 2)
+        xp = namespace(J)
+        f = _logits(logits, (J.shape[0],), J)
+        prob = 1.0 / (1.0 + xp.exp(-f))
+        w = prob * (1.0 - prob)
+        return cls(
+            J * xp.sqrt(w)[:, None], prior_precision, n_data=J.shape[0], likelihood="binary"
+        )
+
+    @classmethod
+    def multiclass(
+        cls, J: Array, logits: Array, *, prior_precision: Any, eps: float = 1e-6
+    ) -> GGN:
+        """Ω = Σ_n J_nᵀ H_n J_n + V, H_n = diag(π_n) − π_nπ_nᵀ + εI (SPEC §0).
+
+        H_n = W_n W_nᵀ from its eigendecomposition; J_w stacks the C rows W_nᵀ J_n of every
+        point (row n·C + c).
+
+        Parameters
+        ----------
+        J : (N, C, p) array
+            Per-point Jacobians of the C logits.
+        logits : (N, C) array
+            The MAP logits; π_n = softmax(logits_n).
+        prior_precision : float or (p,) array
+        eps : float
+            The jitter ε ≥ 0 added to every H_n (default 1e-6).
+        """
+        J = _jacobian(J, 3)
+        xp = namespace(J)
+        N, C, p = J.shape
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps >= 0.0:
+            raise ValueError(f"eps must be a non-negative number; got eps={eps!r}")
+        f = _logits(logits, (N, C), J)
+        f = f - xp.max(f, axis=1, keepdims=True)
+        e = xp.exp(f)
+        pi = e / xp.sum(e, axis=1, keepdims=True)
+        eye = xp.eye(C, dtype=J.dtype, device=array_api_compat.device(J))
+        H = pi[:, :, None] * eye - pi[:, :, None] * pi[:, None, :] + eps * eye
+        lam, U = eigh(H)
+        W = U * xp.sqrt(xp.clip(lam, 0.0, None))[:, None, :]  # H_n = W_n W_nᵀ
+        Jw = xp.matmul(xp.matrix_transpose(W), J)  # (N, C, p): W_nᵀ J_n
+        return cls(xp.reshape(Jw, (N * C, p)), prior_precision, n_data=N, likelihood="multiclass")
+
+    # ----------------------------------------------------------------------------- shapes
+    @property
+    def p(self) -> int:
+        """Number of parameters."""
+        return int(self.Jw.shape[1])
+
+    @property
+    def n_rows(self) -> int:
+        """N', the number of rows of J_w."""
+        return int(self.Jw.shape[0])
+
+    @property
+    def xp(self) -> Any:
+        """The array namespace of J_w."""
+        return namespace(self.Jw)
+
+    def _col_tiles(self) -> list[tuple[int, int]]:
+        width = max(256, min(TILE, (1 << 22) // max(self.n_rows, 1)))
+        return [(a, min(a + width, self.p)) for a in range(0, self.p, width)]
+
+    def _index(self, idx: Any, name: str) -> Array:
+        host = subset(np.asarray(idx) if not isinstance(idx, np.ndarray) else idx, self.p, name)
+        if host.size == 0:
+            raise ValueError(f"{name} must contain at least one index")
+        return self.xp.asarray(host, device=array_api_compat.device(self.Jw))
+
+    # ----------------------------------------------------------------------------- operators
+    def diagonal(self) -> Array:
+        """diag(Ω) = column sums of J_w² + V, without forming Ω (tiled over p)."""
+        xp = self.xp
+        parts = [xp.sum(self.Jw[:, a:b] ** 2, axis=0) for a, b in self._col_tiles()]
+        return xp.concat(parts) + self.prior_precision
+
+    def scores(self) -> Array:
+        """Gradient-Laplace scores s_i = (1/N) Σ_n w_n g_i(x_n)² over the training set (SPEC §4).
+
+        Regression (w = 1): s = σ0² · colsum(J_w²)/N; binary (w = p(1−p)) and multiclass
+        (squared column norms of the weighted Jacobian): s = colsum(J_w²)/N. With an isotropic
+        prior the ranking equals that of diag(Ω).
+        """
+        d = self.diagonal() - self.prior_precision
+        return d * (self.noise_var / self.n_data)
+
+    def columns(self, idx: Any) -> Array:
+        """Ω[:, idx] (p × |idx|) = J_wᵀ J_w[:, idx] + V e_idx, tiled over the rows."""
+        xp = self.xp
+        ix = self._index(idx, "idx")
+        B = xp.take(self.Jw, ix, axis=1)
+        blocks = [self.Jw[:, a:b].T @ B for a, b in self._col_tiles()]
+        out = xp.concat(blocks, axis=0)
+        rows = xp.arange(self.p, device=array_api_compat.device(self.Jw))
+        hit = xp.astype(rows[:, None] == ix[None, :], out.dtype)
+        return out + hit * xp.take(self.prior_precision, ix)[None, :]
+
+    def submatrix(self, S: Any) -> Array:
+        """Ω_SS (k × k) = J_w[:, S]ᵀ J_w[:, S] + V_S, in tiles of ≤ TILE columns (SPEC §0)."""
+        xp = self.xp
+        ix = self._index(S, "S")
+        B = xp.take(self.Jw, ix, axis=1)
+        return gram_blocks(B, diag=xp.take(self.prior_precision, ix))
+
+    def matvec(self, v: Array) -> Array:
+        """Ω v = J_wᵀ (J_w v) + V v for v of shape (p,) or (p, r)."""
+        if tuple(v.shape[:1]) != (self.p,) or v.ndim not in (1, 2):
+            raise ValueError(f"v must have shape (p,) or (p, r) with p={self.p}; got {v.shape}")
+        V = self.prior_precision if v.ndim == 1 else self.prior_precision[:, None]
+        return self.Jw.T @ (self.Jw @ v) + V * v
+
+    def gram(self) -> Array:
+        """The Woodbury kernel J_w D J_wᵀ (N' × N'), D = V⁻¹ (SPEC §1), tiled over p."""
+        xp = self.xp
+        root = 1.0 / xp.sqrt(self.prior_precision)
+        K = None
+        for a, b in self._col_tiles():
+            X = self.Jw[:, a:b] * root[a:b]
+            blk = X @ X.T
+            K = blk if K is None else K + blk
+        return K
+
+    def dense(self) -> Array:
+        """Ω as a dense p × p array (small p only: p ≤ DENSE_MAX_P)."""
+        if self.p > DENSE_MAX_P:
+            raise ValueError(
+                f"dense() forms a p×p matrix; p={self.p} exceeds DENSE_MAX_P={DENSE_MAX_P}; "
+                "use matvec, columns or submatrix"
+            )
+        return gram_blocks(self.Jw, diag=self.prior_precision)
+
+
+def _logits(logits: Any, shape: tuple[int, ...], like: Array) -> Array:
+    xp = namespace(like)
+    try:
+        f = as_float(logits, "logits")
+    except TypeError:
+        f = as_float(np.asarray(logits), "logits")
+    if tuple(f.shape) != shape:
+        raise ValueError(f"logits must have shape {shape} to match J; got {tuple(f.shape)}")
+    if namespace(f) is not xp:
+        f = xp.asarray(np.asarray(f), device=array_api_compat.device(like))
+    return xp.astype(f, like.dtype)
