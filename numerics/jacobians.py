@@ -45,7 +45,9 @@ def _torch() -> Any:
     try:
         import torch
     except ImportError as err:  # pragma: no cover - torch is a test dependency
-        raise ImportError("numerics.jacobians needs torch (pip install laplace-lab[torch])") from err
+        raise ImportError(
+            "numerics.jacobians needs torch (pip install laplace-lab[torch])"
+        ) from err
     return torch
 
 
@@ -96,7 +98,11 @@ class ParameterLayout:
     def layer_indices(self, layer: int) -> np.ndarray:
         """Flat indices of every parameter of ``layer`` (negative counts from the end)."""
         n = self.n_layers
-        if isinstance(layer, bool) or not isinstance(layer, int | np.integer) or not -n <= layer < n:
+        if (
+            isinstance(layer, bool)
+            or not isinstance(layer, int | np.integer)
+            or not -n <= layer < n
+        ):
             raise ValueError(f"layer must be an integer in [-{n}, {n}); got layer={layer!r}")
         layer = int(layer) % n
         parts = [np.arange(b.slice.start, b.slice.stop) for b in self.blocks if b.layer == layer]
@@ -192,7 +198,9 @@ def _subset_index(subset: Any, p: int) -> np.ndarray:
     if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
         raise ValueError(f"subset must be a non-empty 1-D sequence of integers; got {subset!r}")
     if idx.min() < 0 or idx.max() >= p:
-        raise ValueError(f"subset must contain indices in [0, p={p}); got {idx.min()}..{idx.max()}")
+        raise ValueError(
+            f"subset must contain indices in [0, p={p}); got {idx.min()}..{idx.max()}"
+        )
     if np.unique(idx).size != idx.size:
         raise ValueError("subset must not contain duplicate indices")
     return idx.astype(np.int64)
@@ -204,7 +212,9 @@ def _output_shape(model: Any, X: Any) -> tuple[int, ...]:
         out = model(X[:1])
     shape = tuple(out.shape[1:])
     if len(shape) > 1:
-        raise ValueError(f"model must return (N,), (N, 1) or (N, C) outputs; got {tuple(out.shape)}")
+        raise ValueError(
+            f"model must return (N,), (N, 1) or (N, C) outputs; got {tuple(out.shape)}"
+        )
     return shape
 
 
