@@ -6,15 +6,80 @@ from it without forming the p×p precision. ``theory`` is the oracle these kerne
 tested against.
 """
 
-from numerics.backend import cho_solve, cholesky, eigh, namespace, solve_triangular, to_numpy
+from numerics.backend import (
+    as_float,
+    cho_solve,
+    cholesky,
+    eigh,
+    gram_blocks,
+    namespace,
+    solve_triangular,
+    to_numpy,
+    weighted_gram,
+)
 from numerics.ggn import GGN
+from numerics.ipv import (
+    discrepancy,
+    empirical_pv,
+    ggn_discrepancy,
+    ggn_ipv,
+    ggn_ipv_path,
+    ipv,
+    ipv_path,
+)
+from numerics.predictive import (
+    coverage,
+    marginal_variance,
+    predictive_variance,
+    subnetwork_variance,
+    subnetwork_variance_path,
+    wasserstein_gap,
+)
+from numerics.selection import (
+    gradient_laplace,
+    greedy_laplace,
+    greedy_laplace_reference,
+    largest_diag_variance,
+    largest_magnitude,
+    largest_marginal_variance,
+    last_k,
+    neural_linear,
+    random_subset,
+    subnet_diagonal,
+)
 
 __all__ = [
     "GGN",
+    "as_float",
     "cho_solve",
     "cholesky",
+    "coverage",
+    "discrepancy",
     "eigh",
+    "empirical_pv",
+    "ggn_discrepancy",
+    "ggn_ipv",
+    "ggn_ipv_path",
+    "gradient_laplace",
+    "gram_blocks",
+    "greedy_laplace",
+    "greedy_laplace_reference",
+    "ipv",
+    "ipv_path",
+    "largest_diag_variance",
+    "largest_magnitude",
+    "largest_marginal_variance",
+    "last_k",
+    "marginal_variance",
     "namespace",
+    "neural_linear",
+    "predictive_variance",
+    "random_subset",
     "solve_triangular",
+    "subnet_diagonal",
+    "subnetwork_variance",
+    "subnetwork_variance_path",
     "to_numpy",
+    "wasserstein_gap",
+    "weighted_gram",
 ]

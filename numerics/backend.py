@@ -35,6 +35,7 @@ __all__ = [
     "namespace",
     "solve_triangular",
     "to_numpy",
+    "weighted_gram",
 ]
 
 #: Largest number of columns in one tile of a JᵀJ-type product (SPEC §0: ≤ 5000 works).
@@ -237,4 +238,20 @@ def gram_blocks(B: Array, *, diag: Array | None = None, tile: int = TILE) -> Arr
             out[a:b, c:d] = blk
             if c != a:
                 out[c:d, a:b] = blk.T
+    return out
+
+
+def weighted_gram(B: Array, d: Array, *, tile: int = TILE) -> Array:
+    """B diag(d) Bᵀ (n × n) summed over column tiles of at most ``tile`` columns of B.
+
+    The Woodbury kernel J_w D J_wᵀ of SPEC §1 (``d`` = D = V⁻¹ ≥ 0); no p-sized square, and
+    the n × n output is itself assembled from tiles (n = N·C can exceed 18000).
+    """
+    xp = namespace(B, d)
+    root = xp.sqrt(d)
+    out = None
+    for a, b in _tiles(B.shape[1], tile):
+        X = B[:, a:b] * root[a:b]
+        blk = gram_blocks(X.T, tile=tile)  # n may itself be ≥ 18000 (N·C rows)
+        out = blk if out is None else out + blk
     return out

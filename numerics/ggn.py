@@ -20,7 +20,15 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from numerics.backend import TILE, as_float, eigh, gram_blocks, namespace
+from numerics.backend import (
+    TILE,
+    as_float,
+    eigh,
+    gram_blocks,
+    namespace,
+    to_numpy,
+    weighted_gram,
+)
 from theory._validation import positive_scalar, subset
 
 __all__ = ["DENSE_MAX_P", "GGN"]
@@ -31,8 +39,9 @@ DENSE_MAX_P = 16384
 Array = Any
 
 
-def _prior_vector(prior_precision: Any, p: int, like: Array) -> Array:
-    """V as a length-p vector in the namespace, dtype and device of ``like``."""
+def prior_vector(prior_precision: Any, p: int, like: Array) -> Array:
+    """The prior precision V as a positive length-p vector in the namespace, dtype and device
+    of ``like`` (a scalar means αI); a ValueError naming ``prior_precision`` otherwise."""
     xp = namespace(like)
     dev = array_api_compat.device(like)
     if isinstance(prior_precision, int | float | np.floating | np.integer) and not isinstance(
@@ -45,7 +54,7 @@ def _prior_vector(prior_precision: Any, p: int, like: Array) -> Array:
     except TypeError:
         v = as_float(np.asarray(prior_precision), "prior_precision")
     if v.ndim == 0:
-        return _prior_vector(float(v), p, like)
+        return prior_vector(float(v), p, like)
     if tuple(v.shape) != (p,):
         raise ValueError(
             f"prior_precision must be a scalar or a vector of length p={p}; got shape "
@@ -99,7 +108,7 @@ class GGN:
         Jw = _jacobian(self.Jw, 2, "Jw")
         object.__setattr__(self, "Jw", Jw)
         object.__setattr__(
-            self, "prior_precision", _prior_vector(self.prior_precision, Jw.shape[1], Jw)
+            self, "prior_precision", prior_vector(self.prior_precision, Jw.shape[1], Jw)
         )
         object.__setattr__(self, "noise_var", positive_scalar(self.noise_var, "noise_var"))
         n = Jw.shape[0] if self.n_data is None else self.n_data
@@ -208,9 +217,7 @@ class GGN:
         return [(a, min(a + width, self.p)) for a in range(0, self.p, width)]
 
     def _index(self, idx: Any, name: str) -> Array:
-        host = subset(np.asarray(idx) if not isinstance(idx, np.ndarray) else idx, self.p, name)
-        if host.size == 0:
-            raise ValueError(f"{name} must contain at least one index")
+        host = host_subset(idx, self.p, name)
         return self.xp.asarray(host, device=array_api_compat.device(self.Jw))
 
     # ----------------------------------------------------------------------------- operators
@@ -257,14 +264,7 @@ class GGN:
 
     def gram(self) -> Array:
         """The Woodbury kernel J_w D J_wᵀ (N' × N'), D = V⁻¹ (SPEC §1), tiled over p."""
-        xp = self.xp
-        root = 1.0 / xp.sqrt(self.prior_precision)
-        K = None
-        for a, b in self._col_tiles():
-            X = self.Jw[:, a:b] * root[a:b]
-            blk = X @ X.T
-            K = blk if K is None else K + blk
-        return K
+        return weighted_gram(self.Jw, 1.0 / self.prior_precision)
 
     def dense(self) -> Array:
         """Ω as a dense p × p array (small p only: p ≤ DENSE_MAX_P)."""
@@ -274,6 +274,18 @@ class GGN:
                 "use matvec, columns or submatrix"
             )
         return gram_blocks(self.Jw, diag=self.prior_precision)
+
+
+def host_subset(S: Any, p: int, name: str = "S") -> np.ndarray:
+    """``S`` (list or any backend array) as a non-empty int64 host array of distinct indices.
+
+    Raises a ValueError naming ``name`` for duplicates, out-of-range or empty index sets.
+    """
+    host = to_numpy(S) if hasattr(S, "__dlpack__") else np.asarray(S)
+    idx = subset(host, p, name)
+    if idx.size == 0:
+        raise ValueError(f"{name} must contain at least one index")
+    return idx
 
 
 def _logits(logits: Any, shape: tuple[int, ...], like: Array) -> Array:

@@ -1,0 +1,163 @@
+"""IPV, its prefix path and the discrepancy on any backend; empirical PV(S) from a GGN.
+
+Raha, Khare & Patra (*subnetwork-laplace-optimality*), §4 eq. (8), App. A.2 eq. (18), SPEC §2:
+
+    IPV(S) = (σ0²/N) · (k − c · tr((Λ_SS + cV_SS)⁻¹ V_SS)),   c = σ0²/N,
+
+and for every prefix of an order from one Cholesky factor R of Λ_oo + cV_oo:
+tr(A_k⁻¹V_k) = Σ_{i≤k} Σ_{j≤i} (R⁻¹)_ij² v_j. These agree with :mod:`theory.ipv` (the
+float64 NumPy oracle) and run on NumPy, CuPy, torch or any array-API namespace.
+
+From a GGN, the empirical Λ̂ = (σ0²/N) J_wᵀJ_w (regression: J_w = J/σ0, so Λ̂ = JᵀJ/N;
+classification: Λ̂^C = Σ p(1−p) g gᵀ/N with σ0² = 1) gives Λ̂_SS + cV_SS = c Ω_SS, hence
+
+    IPV̂(S) = (σ0²/N) · (k − tr(Ω_SS⁻¹ V_S)) = mean over the training x of PV(S)(x),
+
+the empirical counterpart of SPEC §2. The full IPV̂ uses Woodbury:
+tr(Ω⁻¹V) = Σ_i v_i [Ω⁻¹]_ii.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import array_api_compat
+import numpy as np
+
+from numerics.backend import as_float, cholesky, namespace, solve_triangular
+from numerics.ggn import GGN, host_subset, prior_vector
+from numerics.predictive import marginal_variance, predictive_variance, subnetwork_variance
+from theory._validation import SYMMETRY_RTOL, positive_scalar
+
+__all__ = [
+    "discrepancy",
+    "empirical_pv",
+    "ggn_discrepancy",
+    "ggn_ipv",
+    "ggn_ipv_path",
+    "ipv",
+    "ipv_path",
+]
+
+Array = Any
+
+
+def _prefix_traces(A: Array, v: Array) -> Array:
+    """Σ_{i≤k} Σ_{j≤i} (R⁻¹)_ij² v_j for k = 1..n, R = chol(A) (SPEC §2)."""
+    xp = namespace(A)
+    n = A.shape[0]
+    try:
+        R = cholesky(A)
+    except Exception as err:  # backends raise their own LinAlgError types
+        raise ValueError(
+            "Lam + c·V is not positive definite: Lam must be positive semi-definite"
+        ) from err
+    if not bool(xp.all(xp.isfinite(R))):
+        raise ValueError("Lam + c·V is not positive definite: Lam must be positive semi-definite")
+    Rinv = solve_triangular(R, xp.eye(n, dtype=A.dtype, device=array_api_compat.device(A)))
+    return xp.cumulative_sum((Rinv * Rinv) @ v)
+
+
+def _lam_setup(
+    Lam: Any, n: float, noise_var: float, prior_precision: Any
+) -> tuple[Array, float, Array]:
+    L = as_float(Lam, "Lam")
+    xp = namespace(L)
+    if L.ndim != 2 or L.shape[0] != L.shape[1] or L.shape[0] == 0:
+        raise ValueError(f"Lam must be a non-empty square matrix; got shape {tuple(L.shape)}")
+    scale = float(xp.max(xp.abs(L)))
+    if float(xp.max(xp.abs(L - L.T))) > SYMMETRY_RTOL * max(scale, 1e-300):
+        raise ValueError("Lam must be symmetric")
+    c = positive_scalar(noise_var, "noise_var") / positive_scalar(n, "n")
+    return L, c, prior_vector(prior_precision, L.shape[0], L)
+
+
+def _ipv_prefixes(L: Array, o: Array, c: float, v: Array) -> Array:
+    xp = namespace(L)
+    Loo = xp.take(xp.take(L, o, axis=0), o, axis=1)
+    vo = xp.take(v, o)
+    eye = xp.eye(o.shape[0], dtype=L.dtype, device=array_api_compat.device(L))
+    k = xp.arange(1, o.shape[0] + 1, dtype=L.dtype, device=array_api_compat.device(L))
+    return c * (k - c * _prefix_traces(Loo + eye * (c * vo), vo))
+
+
+def ipv_path(
+    Lam: Any,
+    order: Any,
+    *,
+    n: float,
+    noise_var: float = 1.0,
+    prior_precision: Any = 1.0,
+) -> Array:
+    """IPV(order[:k]) for k = 1..len(order) from one Cholesky factor (SPEC §2; eq. 18).
+
+    Backend version of :func:`theory.ipv_path`; returns an array of Lam's namespace.
+    """
+    L, c, v = _lam_setup(Lam, n, noise_var, prior_precision)
+    xp = namespace(L)
+    o = xp.asarray(host_subset(order, L.shape[0], "order"), device=array_api_compat.device(L))
+    return _ipv_prefixes(L, o, c, v)
+
+
+def ipv(
+    Lam: Any, S: Any, *, n: float, noise_var: float = 1.0, prior_precision: Any = 1.0
+) -> float:
+    """IPV(S) = (σ0²/N) tr((Λ_SS + cV_SS)⁻¹ Λ_SS), c = σ0²/N (eq. 8); backend :func:`theory.ipv`.
+
+    An empty S gives 0.0.
+    """
+    if np.size(S) == 0 and not hasattr(S, "__dlpack__"):
+        _lam_setup(Lam, n, noise_var, prior_precision)
+        return 0.0
+    path = ipv_path(Lam, S, n=n, noise_var=noise_var, prior_precision=prior_precision)
+    return float(path[-1])
+
+
+def discrepancy(
+    Lam: Any, S: Any, *, n: float, noise_var: float = 1.0, prior_precision: Any = 1.0
+) -> float:
+    """Dis(S) = IPV_full − IPV(S) (§4; ≥ 0 by Theorem 1); backend :func:`theory.discrepancy`."""
+    kw = {"n": n, "noise_var": noise_var, "prior_precision": prior_precision}
+    p = int(Lam.shape[0]) if hasattr(Lam, "shape") else len(Lam)
+    return ipv(Lam, np.arange(p), **kw) - ipv(Lam, S, **kw)
+
+
+def _ggn_scale(ggn: GGN) -> float:
+    if not isinstance(ggn, GGN):
+        raise TypeError(f"ggn must be a GGN; got {type(ggn).__name__}")
+    return ggn.noise_var / ggn.n_data
+
+
+def ggn_ipv_path(ggn: GGN, order: Any) -> Array:
+    """Empirical IPV̂(order[:k]) = (σ0²/N)(k − tr(Ω_kk⁻¹V_k)) for every prefix (module doc)."""
+    scale = _ggn_scale(ggn)
+    xp = ggn.xp
+    dev = array_api_compat.device(ggn.Jw)
+    o = xp.asarray(host_subset(order, ggn.p, "order"), device=dev)
+    k = xp.arange(1, o.shape[0] + 1, dtype=ggn.Jw.dtype, device=dev)
+    return scale * (k - _prefix_traces(ggn.submatrix(o), xp.take(ggn.prior_precision, o)))
+
+
+def ggn_ipv(ggn: GGN, S: Any = None) -> float:
+    """Empirical IPV̂(S) from a GGN (S = None: all p parameters, by Woodbury)."""
+    scale = _ggn_scale(ggn)
+    if S is None:
+        xp = ggn.xp
+        trace = float(xp.sum(ggn.prior_precision * marginal_variance(ggn)))
+        return scale * (ggn.p - trace)
+    return float(ggn_ipv_path(ggn, S)[-1])
+
+
+def ggn_discrepancy(ggn: GGN, S: Any) -> float:
+    """Empirical Diŝ(S) = IPV̂_full − IPV̂(S) from a GGN."""
+    return ggn_ipv(ggn) - ggn_ipv(ggn, S)
+
+
+def empirical_pv(ggn: GGN, G_test: Any, S: Any = None) -> float:
+    """Mean over test points of PV(S)(x*) = g_Sᵀ Ω_SS⁻¹ g_S (S = None: the full PV).
+
+    With G_test = √σ0² · J_w (the training gradients J for regression, the ū-weighted
+    gradients √(p(1−p)) g for binary classification) this equals :func:`ggn_ipv`.
+    """
+    pv = predictive_variance(ggn, G_test) if S is None else subnetwork_variance(ggn, G_test, S)
+    return float(ggn.xp.mean(pv))

@@ -1,0 +1,227 @@
+"""Linearized-Laplace predictive variances, full and sub-network, and their metrics (SPEC §1).
+
+All variances are epistemic, gᵀΩ⁻¹g (callers add σ0² for y*): subnetwork-laplace-optimality.txt
+eq. (3). Full Ω⁻¹ via Woodbury when N' < p (SPEC §1):
+
+    gᵀΩ⁻¹g = gᵀDg − ‖L⁻¹ J_w D g‖²,   L = chol(I + J_w D J_wᵀ),   D = V⁻¹,
+
+and a dense Cholesky otherwise; never an explicit inverse, never a p×p matrix when N' < p.
+A sub-network S uses Ω_SS = J_w[:, S]ᵀ J_w[:, S] + V_S the same way (Woodbury when N' < |S|).
+Nested prefixes S_k = order[:k] share one Cholesky: PV(S_k) = Σ_{i≤k} z_i², z = L⁻¹ g_order.
+
+Test gradients ``G_test`` are (M, p) for one output or (M, C, p) for C classes; the
+multiclass result is the per-class diagonal of J Ω⁻¹ Jᵀ, shape (M, C).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import array_api_compat
+import numpy as np
+
+from numerics.backend import (
+    as_float,
+    cholesky,
+    gram_blocks,
+    namespace,
+    solve_triangular,
+    weighted_gram,
+)
+from numerics.ggn import GGN, host_subset
+from theory._validation import subset_size
+
+__all__ = [
+    "coverage",
+    "marginal_variance",
+    "predictive_variance",
+    "subnetwork_variance",
+    "subnetwork_variance_path",
+    "wasserstein_gap",
+]
+
+Array = Any
+
+
+def _check_ggn(ggn: Any) -> GGN:
+    if not isinstance(ggn, GGN):
+        raise TypeError(f"ggn must be a GGN; got {type(ggn).__name__}")
+    return ggn
+
+
+def _test_rows(ggn: GGN, G_test: Any) -> tuple[Array, tuple[int, ...]]:
+    """G_test as (R, p) rows in the GGN's namespace and dtype, plus the output shape."""
+    G = as_float(G_test, "G_test")
+    if G.ndim not in (2, 3) or G.shape[-1] != ggn.p or G.shape[0] == 0:
+        raise ValueError(
+            f"G_test must have shape (M, p) or (M, C, p) with p={ggn.p}; got {tuple(G.shape)}"
+        )
+    xp = ggn.xp
+    if namespace(G) is not xp:
+        raise TypeError("G_test must be an array of the same backend as the GGN's Jw")
+    G = xp.astype(G, ggn.Jw.dtype)
+    out_shape = tuple(G.shape[:-1])
+    return xp.reshape(G, (-1, ggn.p)), out_shape
+
+
+def _epistemic(Jw: Array, V: Array, G: Array) -> Array:
+    """Row-wise gᵀ(J_wᵀJ_w + diag V)⁻¹g for the rows g of G (R × p) → (R,)."""
+    xp = namespace(Jw)
+    n, p = Jw.shape
+    if n < p:  # Woodbury on the n × n kernel
+        D = 1.0 / V
+        K = weighted_gram(Jw, D)
+        K = K + xp.eye(n, dtype=K.dtype, device=array_api_compat.device(K))
+        L = cholesky(K)
+        Z = solve_triangular(L, Jw @ (G * D).T)
+        return xp.sum(G * G * D, axis=1) - xp.sum(Z * Z, axis=0)
+    L = cholesky(gram_blocks(Jw, diag=V))
+    Z = solve_triangular(L, G.T)
+    return xp.sum(Z * Z, axis=0)
+
+
+def predictive_variance(ggn: GGN, G_test: Any) -> Array:
+    """Full linearized-Laplace epistemic variance g(x*)ᵀ Ω⁻¹ g(x*) (eq. 3, SPEC §1).
+
+    Parameters
+    ----------
+    ggn : GGN
+        Ω = J_wᵀJ_w + V.
+    G_test : (M, p) or (M, C, p) array
+        Test gradients g(x*) (per class for C outputs).
+
+    Returns
+    -------
+    (M,) or (M, C) array
+        Woodbury when N' < p (memory O(N'p + N'² + Mp)), dense Cholesky otherwise.
+    """
+    ggn = _check_ggn(ggn)
+    G, shape = _test_rows(ggn, G_test)
+    return ggn.xp.reshape(_epistemic(ggn.Jw, ggn.prior_precision, G), shape)
+
+
+def marginal_variance(ggn: GGN) -> Array:
+    """diag(Ω⁻¹) (p,) by Woodbury, D − colsum((L⁻¹ J_w D)²), in column tiles (SPEC §4).
+
+    The exact marginal variances of Daxberger's Wasserstein rule (subnetwork-inference.txt
+    eq. 23); no p×p matrix when N' < p.
+    """
+    ggn = _check_ggn(ggn)
+    xp, Jw, V = ggn.xp, ggn.Jw, ggn.prior_precision
+    dev = array_api_compat.device(Jw)
+    n, p = Jw.shape
+    if n >= p:
+        L = cholesky(ggn.dense())
+        Linv = solve_triangular(L, xp.eye(p, dtype=Jw.dtype, device=dev))
+        return xp.sum(Linv * Linv, axis=0)
+    D = 1.0 / V
+    L = cholesky(weighted_gram(Jw, D) + xp.eye(n, dtype=Jw.dtype, device=dev))
+    parts = []
+    for a, b in ggn._col_tiles():
+        Z = solve_triangular(L, Jw[:, a:b] * D[a:b])
+        parts.append(D[a:b] - xp.sum(Z * Z, axis=0))
+    return xp.concat(parts)
+
+
+def subnetwork_variance(ggn: GGN, G_test: Any, S: Any) -> Array:
+    """Sub-network epistemic variance g_S(x*)ᵀ Ω_SS⁻¹ g_S(x*) (SPEC §1; §3 of the paper).
+
+    The surrogate [Ω_SS]⁰ has pseudo-inverse Ω_SS⁻¹ on S × S and 0 elsewhere. Cholesky of
+    Ω_SS when |S| ≤ N', Woodbury on J_w[:, S] otherwise.
+
+    Parameters
+    ----------
+    ggn : GGN
+    G_test : (M, p) or (M, C, p) array
+    S : sequence of int
+        Distinct indices in [0, p).
+
+    Returns
+    -------
+    (M,) or (M, C) array
+    """
+    ggn = _check_ggn(ggn)
+    G, shape = _test_rows(ggn, G_test)
+    xp = ggn.xp
+    ix = xp.asarray(host_subset(S, ggn.p, "S"), device=array_api_compat.device(ggn.Jw))
+    JS = xp.take(ggn.Jw, ix, axis=1)
+    out = _epistemic(JS, xp.take(ggn.prior_precision, ix), xp.take(G, ix, axis=1))
+    return xp.reshape(out, shape)
+
+
+def subnetwork_variance_path(ggn: GGN, G_test: Any, order: Any, ks: Any) -> Array:
+    """PV(order[:k]) for every k in ``ks`` from one Cholesky factor (SPEC §1, nested prefixes).
+
+    With L = chol(Ω_oo), o = order[:max(ks)], and z = L⁻¹ g_o(x*): PV(o[:k]) = Σ_{i≤k} z_i².
+
+    Returns
+    -------
+    (len(ks), M) or (len(ks), M, C) array
+        Row i is the sub-network variance for the prefix of length ks[i].
+    """
+    ggn = _check_ggn(ggn)
+    G, shape = _test_rows(ggn, G_test)
+    xp = ggn.xp
+    dev = array_api_compat.device(ggn.Jw)
+    o = host_subset(order, ggn.p, "order")
+    k_arr = np.asarray(ks)
+    if k_arr.ndim != 1 or k_arr.size == 0 or not np.issubdtype(k_arr.dtype, np.integer):
+        raise ValueError(f"ks must be a non-empty 1-D sequence of integer sizes; got {ks!r}")
+    k_list = [subset_size(int(k), o.size, "ks", low=1) for k in k_arr]
+    o = xp.asarray(o[: max(k_list)], device=dev)
+    L = cholesky(ggn.submatrix(o))
+    Z = solve_triangular(L, xp.take(G, o, axis=1).T)
+    cum = xp.cumulative_sum(Z * Z, axis=0)
+    rows = xp.take(cum, xp.asarray(np.asarray(k_list) - 1, device=dev), axis=0)
+    return xp.reshape(rows, (len(k_list), *shape))
+
+
+def _std(var: Array, name: str) -> Array:
+    """√var after checking var ≥ 0 up to roundoff (tiny negatives from Woodbury are clipped)."""
+    xp = namespace(var)
+    scale = max(1.0, float(xp.max(xp.abs(var))))
+    tol = float(xp.finfo(var.dtype).eps) ** 0.5 * scale
+    if float(xp.min(var)) < -tol:
+        raise ValueError(f"{name} must be non-negative variances; min is {float(xp.min(var)):.3g}")
+    return xp.sqrt(xp.clip(var, 0.0, None))
+
+
+def wasserstein_gap(var_full: Any, var_sub: Any, *, noise_var: float = 0.0) -> Array:
+    """Per-point W2(x*) = |σ_full(x*) − σ_S(x*)|, σ² = noise_var + variance (SPEC §1).
+
+    Use ``noise_var = σ0²`` for the regression target y* and 0 for logits. For (M, C)
+    multiclass variances the result is the mean over classes of |σ_full,c − σ_S,c|. The
+    paper's metric is the mean of the returned (M,) array over test points.
+    """
+    vf = as_float(var_full, "var_full")
+    vs = as_float(var_sub, "var_sub")
+    if tuple(vf.shape) != tuple(vs.shape) or vf.ndim not in (1, 2):
+        raise ValueError(
+            f"var_full and var_sub must have the same shape (M,) or (M, C); got "
+            f"{tuple(vf.shape)} and {tuple(vs.shape)}"
+        )
+    if isinstance(noise_var, bool) or not float(noise_var) >= 0.0:
+        raise ValueError(f"noise_var must be non-negative; got noise_var={noise_var!r}")
+    xp = namespace(vf, vs)
+    gap = xp.abs(_std(vf + noise_var, "var_full") - _std(vs + noise_var, "var_sub"))
+    return xp.mean(gap, axis=1) if gap.ndim == 2 else gap
+
+
+def coverage(f_ref: Any, f_map: Any, variance: Any, *, z: float = 1.96) -> float:
+    """Empirical credible-interval coverage: mean of 1{|f_ref − f_MAP| ≤ z σ} (SPEC §1).
+
+    subnetwork-laplace-optimality.txt App. C.1 (z = 1.96 for 95%, epistemic σ = √variance).
+    """
+    a = as_float(f_ref, "f_ref")
+    b = as_float(f_map, "f_map")
+    v = as_float(variance, "variance")
+    if not (tuple(a.shape) == tuple(b.shape) == tuple(v.shape)) or a.ndim == 0:
+        raise ValueError(
+            "f_ref, f_map and variance must have the same non-scalar shape; got "
+            f"{tuple(a.shape)}, {tuple(b.shape)}, {tuple(v.shape)}"
+        )
+    if isinstance(z, bool) or not float(z) > 0.0:
+        raise ValueError(f"z must be positive; got z={z!r}")
+    xp = namespace(a, b, v)
+    inside = xp.abs(a - b) <= z * _std(v, "variance")
+    return float(xp.mean(xp.astype(inside, xp.float64)))
