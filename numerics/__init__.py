@@ -83,3 +83,30 @@ __all__ = [
     "wasserstein_gap",
     "weighted_gram",
 ]
+
+# Real-network Jacobians (torch imported lazily inside) and network SSLA/ASSLA.
+from numerics.jacobians import (
+    ParameterLayout,
+    gradient_scores,
+    parameter_layout,
+    per_sample_jacobian,
+)
+from numerics.network_ssla import (
+    assla_log_density,
+    assla_predictive,
+    gaussian_scores,
+    ssla_log_density,
+    ssla_predictive,
+)
+
+__all__ += [
+    "ParameterLayout",
+    "assla_log_density",
+    "assla_predictive",
+    "gaussian_scores",
+    "gradient_scores",
+    "parameter_layout",
+    "per_sample_jacobian",
+    "ssla_log_density",
+    "ssla_predictive",
+]
