@@ -106,11 +106,12 @@ def ipv(
 
     An empty S gives 0.0.
     """
+    L, c, v = _lam_setup(Lam, n, noise_var, prior_precision)
     if np.size(S) == 0 and not hasattr(S, "__dlpack__"):
-        _lam_setup(Lam, n, noise_var, prior_precision)
         return 0.0
-    path = ipv_path(Lam, S, n=n, noise_var=noise_var, prior_precision=prior_precision)
-    return float(path[-1])
+    xp = namespace(L)
+    o = xp.asarray(host_subset(S, L.shape[0], "S"), device=array_api_compat.device(L))
+    return float(_ipv_prefixes(L, o, c, v)[-1])
 
 
 def discrepancy(

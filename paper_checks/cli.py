@@ -2,6 +2,7 @@
 
 ``laplace-lab check [--paper NAME] [--full] [--out DIR] [--seed S]`` runs every registered
 paper claim and writes the verification report (``report.md``, ``verdicts.json``).
+``laplace-lab bench [--full] [--only TOPIC]`` runs ``benchmarks/bench_*.py`` and prints ratios.
 """
 
 from __future__ import annotations
@@ -38,6 +39,21 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from paper_checks.bench import benchmark_dir, format_table, run_benchmarks
+
+    threads = None if args.threads == 0 else args.threads
+    print(f"BLAS threads: {threads or 'unlimited'}", flush=True)
+    rows, errors = run_benchmarks(benchmark_dir(), full=args.full, only=args.only, threads=threads)
+    if rows:
+        print(format_table(rows))
+        met = sum(bool(r["passed"]) for r in rows)
+        print(f"{met}/{len(rows)} targets met (ratios measured side by side in this run)")
+    for err in errors:
+        print(f"ERROR in {err}", file=sys.stderr)
+    return 1 if errors else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="laplace-lab",
@@ -52,6 +68,16 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--out", default="report", help="report folder (default: report)")
     check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
     check.set_defaults(handler=_check, full=False)
+    bench = sub.add_parser("bench", help="run benchmarks/bench_*.py and print speed-up ratios")
+    bench.add_argument("--full", action="store_true", help="the issues' full sizes (slow)")
+    bench.add_argument("--only", metavar="TOPIC", help="only benchmarks/bench_TOPIC.py")
+    bench.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="BLAS threads (default 1: stable ratios on a shared machine; 0: no limit)",
+    )
+    bench.set_defaults(handler=_bench)
     return parser
 
 

@@ -1,0 +1,87 @@
+"""Backend dispatch and tiled products (SPEC §0 environment hazard)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numerics import GGN
+from numerics import backend as bk
+from tests.numerics.conftest import host
+
+
+def _spd(rng: np.random.Generator, n: int) -> np.ndarray:
+    A = rng.standard_normal((n, n))
+    return A @ A.T + n * np.eye(n)
+
+
+def test_linear_algebra_dispatch_matches_numpy(backend):
+    rng = np.random.default_rng(0)
+    A = _spd(rng, 7)
+    B = rng.standard_normal((7, 3))
+    L = bk.cholesky(backend(A))
+    Lh = host(L)
+    np.testing.assert_allclose(Lh @ Lh.T, A, rtol=0, atol=1e-12 * np.abs(A).max())
+    np.testing.assert_array_equal(Lh, np.tril(Lh))
+    X = host(bk.solve_triangular(L, backend(B)))
+    np.testing.assert_allclose(Lh @ X, B, rtol=0, atol=1e-12)
+    Xt = host(bk.solve_triangular(L, backend(B[:, 0]), trans=True))
+    np.testing.assert_allclose(Lh.T @ Xt, B[:, 0], rtol=0, atol=1e-12)
+    U = host(bk.solve_triangular(backend(Lh.T.copy()), backend(B), lower=False))
+    np.testing.assert_allclose(Lh.T @ U, B, rtol=0, atol=1e-12)
+    ref = np.linalg.solve(A, B)
+    np.testing.assert_allclose(host(bk.cho_solve(L, backend(B))), ref, rtol=1e-12)
+    np.testing.assert_allclose(host(bk.cho_solve(L, backend(B[:, 1]))), ref[:, 1], rtol=1e-12)
+    w, V = bk.eigh(backend(A))
+    np.testing.assert_allclose(host(w), np.linalg.eigvalsh(A), rtol=1e-12)
+    Vh = host(V)
+    np.testing.assert_allclose(Vh @ np.diag(host(w)) @ Vh.T, A, rtol=0, atol=1e-10)
+
+
+def test_batched_eigh(backend):
+    rng = np.random.default_rng(1)
+    A = np.stack([_spd(rng, 4) for _ in range(3)])
+    w, _V = bk.eigh(backend(A))
+    np.testing.assert_allclose(host(w), np.linalg.eigvalsh(A), rtol=1e-12)
+
+
+def test_tiled_products_equal_direct_products(backend):
+    rng = np.random.default_rng(2)
+    B = rng.standard_normal((4, 11))
+    diag = rng.uniform(1, 2, 11)
+    G = host(bk.gram_blocks(backend(B), diag=backend(diag), tile=3))
+    np.testing.assert_allclose(G, B.T @ B + np.diag(diag), rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(G, G.T)  # lower blocks are exact transposes
+    K = host(bk.weighted_gram(backend(B.T.copy()), backend(diag[:4]), tile=2))
+    np.testing.assert_allclose(K, (B.T * diag[:4]) @ B, rtol=0, atol=1e-13)
+
+
+def test_as_float_policy(backend):
+    x = bk.as_float(backend(np.arange(3)), "x")
+    assert host(x).dtype == np.float64
+    y = bk.as_float(backend(np.ones(2, dtype=np.float32)), "y")
+    assert host(y).dtype == np.float32
+    with pytest.raises(ValueError, match="z must be finite"):
+        bk.as_float(backend(np.array([1.0, np.nan])), "z")
+    with pytest.raises(TypeError, match="w must be"):
+        bk.as_float(["a"], "w")
+
+
+def test_gram_and_submatrix_at_20000_columns_do_not_crash():
+    """SPEC §0: OpenBLAS 0.3.31 on 2 threads segfaulted on J.T @ J for m ≥ ~18000.
+
+    The GGN forms Ω_SS and J_w D J_wᵀ in tiles; a crash would kill the test process.
+    N = 2 and float32 keep it cheap (the 20000² output is 1.6 GB).
+    """
+    m = 20000
+    rng = np.random.default_rng(3)
+    J = rng.standard_normal((2, m)).astype(np.float32)
+    ggn = GGN.regression(J, noise_var=1.0, prior_precision=1.0)
+    K = ggn.gram()
+    np.testing.assert_allclose(K, J @ J.T, rtol=1e-4)
+    omega = ggn.submatrix(np.arange(m))
+    assert omega.shape == (m, m)
+    for i, j in [(0, 0), (17, 19999), (19999, 4096), (8191, 8192)]:
+        ref = float(J[:, i] @ J[:, j]) + (i == j)
+        assert abs(float(omega[i, j]) - ref) <= 1e-5 * max(1.0, abs(ref))
+    assert float(omega[19999, 17]) == float(omega[17, 19999])

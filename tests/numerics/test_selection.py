@@ -1,0 +1,157 @@
+"""Sub-network selection methods (SPEC §4) against their definitions and the literal Alg. 2."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numerics import (
+    GGN,
+    gradient_laplace,
+    greedy_laplace,
+    greedy_laplace_reference,
+    largest_diag_variance,
+    largest_magnitude,
+    largest_marginal_variance,
+    last_k,
+    neural_linear,
+    random_subset,
+    subnet_diagonal,
+)
+from numerics import selection as sel
+from tests.numerics.conftest import random_problem
+
+FEW = min(settings.default.max_examples, 25)
+
+
+@st.composite
+def greedy_problems(draw):
+    seed = draw(st.integers(0, 2**32 - 1))
+    n = draw(st.integers(1, 12))
+    p = draw(st.integers(1, 40))
+    k = draw(st.integers(1, p))
+    m = draw(st.one_of(st.none(), st.integers(k, p)))
+    block = draw(st.sampled_from([(64, 128), (1, 1), (2, 3), (3, 7)]))
+    return seed, n, p, k, m, block
+
+
+@settings(max_examples=max(FEW, 10))
+@given(greedy_problems())
+def test_greedy_equals_literal_algorithm(problem):
+    """Same ordered S as the literal Algorithm 2, for every block/batch size of the kernel."""
+    seed, n, p, k, m, (block, batch) = problem
+    rng = np.random.default_rng(seed)
+    J, V = random_problem(rng, n, p)
+    ggn = GGN.regression(J, noise_var=rng.uniform(0.1, 2.0), prior_precision=V)
+    ref = greedy_laplace_reference(ggn.dense(), ggn.scores(), k, n_candidates=m)
+    with mock.patch.object(sel, "_BLOCK", block), mock.patch.object(sel, "_BATCH", batch):
+        got = greedy_laplace(ggn, k, n_candidates=m)
+    np.testing.assert_array_equal(got, ref)
+    assert got.dtype == np.int64 and np.unique(got).size == k
+
+
+@pytest.mark.parametrize("which", ["regression", "binary", "multiclass"])
+def test_greedy_on_every_backend(backend, which):
+    rng = np.random.default_rng(5)
+    n, p, k = 15, 120, 50
+    J, V = random_problem(rng, n, p)
+    if which == "regression":
+        ggn = GGN.regression(backend(J), noise_var=0.3, prior_precision=backend(V))
+    elif which == "binary":
+        f = backend(rng.standard_normal(n))
+        ggn = GGN.binary(backend(J), f, prior_precision=backend(V))
+    else:
+        J3, F = rng.standard_normal((n, 3, p)), rng.standard_normal((n, 3))
+        ggn = GGN.multiclass(backend(J3), backend(F), prior_precision=backend(V))
+    from tests.numerics.conftest import host
+
+    omega = host(ggn.dense())
+    scores = host(ggn.scores())
+    ref = greedy_laplace_reference(omega, scores, k, n_candidates=90)
+    with mock.patch.object(sel, "_BLOCK", 8), mock.patch.object(sel, "_BATCH", 12):
+        got = greedy_laplace(ggn, k, n_candidates=90)
+    np.testing.assert_array_equal(got, ref)
+    # a separate reference set's scores rank the candidates instead
+    other = rng.uniform(size=p)
+    np.testing.assert_array_equal(
+        greedy_laplace(ggn, k, scores=backend(other)),
+        greedy_laplace_reference(omega, other, k),
+    )
+
+
+def test_greedy_closed_forms_and_ties():
+    # J = 0: Ω = V is diagonal, Schur complements never change: S = the k largest v_i,
+    # ties to the lowest candidate position (the candidates are ordered by score: all 0).
+    V = np.array([1.0, 3.0, 2.0, 3.0, 1.0, 3.0])
+    ggn = GGN(np.zeros((2, 6)), V)
+    np.testing.assert_array_equal(greedy_laplace(ggn, 4, n_candidates=6), [1, 3, 5, 2])
+    np.testing.assert_array_equal(
+        greedy_laplace_reference(np.diag(V), np.zeros(6), 4, n_candidates=6), [1, 3, 5, 2]
+    )
+    # orthogonal columns: Ω diagonal again with d = ‖j_i‖² + v_i
+    J = np.diag([1.0, 3.0, 2.0])
+    np.testing.assert_array_equal(greedy_laplace(GGN(J, 1.0), 3), [1, 2, 0])
+    # two identical columns (d = 5, 5, 4.61): after the first, the duplicate's Schur diagonal
+    # drops to 5 − 4²/5 = 1.8, below the orthogonal column's 4.61
+    J = np.array([[2.0, 2.0, 0.0], [0.0, 0.0, 1.9]])
+    got = greedy_laplace(GGN(J, 1.0), 2, n_candidates=3)
+    np.testing.assert_array_equal(got, [0, 2])
+
+
+def test_gradient_laplace_and_baselines():
+    s = np.array([1.0, 3.0, 3.0, 2.0, 0.5])
+    np.testing.assert_array_equal(gradient_laplace(s, 3), [1, 2, 3])
+    np.testing.assert_array_equal(gradient_laplace(list(s), 5), [1, 2, 3, 0, 4])
+    np.testing.assert_array_equal(last_k(5, 2), [4, 3])
+    np.testing.assert_array_equal(neural_linear([6, 4, 3]), [10, 11, 12])
+    np.testing.assert_array_equal(largest_magnitude(np.array([0.1, -5.0, 2.0, 5.0]), 3), [1, 3, 2])
+    a = random_subset(10, 4, np.random.default_rng(7))
+    np.testing.assert_array_equal(a, np.random.default_rng(7).permutation(10)[:4])
+    np.testing.assert_array_equal(random_subset(10, 10, np.random.default_rng(7))[:4], a)
+
+
+def test_diagonal_rules(backend):
+    rng = np.random.default_rng(8)
+    J, V = random_problem(rng, 6, 30)
+    ggn = GGN.regression(backend(J), noise_var=0.5, prior_precision=backend(V))
+    omega = J.T @ J / 0.5 + np.diag(V)
+    order = np.argsort(np.diag(omega), kind="stable")
+    np.testing.assert_array_equal(subnet_diagonal(ggn, 7), order[:7])
+    np.testing.assert_array_equal(largest_diag_variance(ggn, 7), order[:7])
+    marg = np.diag(np.linalg.inv(omega))
+    np.testing.assert_array_equal(
+        largest_marginal_variance(ggn, 7), np.argsort(-marg, kind="stable")[:7]
+    )
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "name"),
+    [
+        (lambda g: greedy_laplace(g, 0), ValueError, "k"),
+        (lambda g: greedy_laplace(g, 11), ValueError, "k"),
+        (lambda g: greedy_laplace(g, 2.0), TypeError, "k"),
+        (lambda g: greedy_laplace(g, 3, n_candidates=2), ValueError, "n_candidates"),
+        (lambda g: greedy_laplace(g, 3, n_candidates=11), ValueError, "n_candidates"),
+        (lambda g: greedy_laplace(g, 3, scores=np.ones(9)), ValueError, "scores"),
+        (lambda g: greedy_laplace(g, 3, scores=np.full(10, np.nan)), ValueError, "scores"),
+        (lambda g: greedy_laplace(g.dense(), 3), TypeError, "ggn"),
+        (lambda g: greedy_laplace_reference(g.dense(), np.ones(9), 3), ValueError, "scores"),
+        (lambda g: greedy_laplace_reference(np.ones((3, 4)), np.ones(3), 1), ValueError, "omega"),
+        (lambda g: gradient_laplace(np.ones(4), 5), ValueError, "k"),
+        (lambda g: gradient_laplace(np.ones((2, 2)), 1), ValueError, "scores"),
+        (lambda g: subnet_diagonal(g, -1), ValueError, "k"),
+        (lambda g: last_k(3, 4), ValueError, "k"),
+        (lambda g: random_subset(5, 2, 0), TypeError, "rng"),
+        (lambda g: neural_linear([]), ValueError, "layout"),
+        (lambda g: neural_linear([3, 0]), ValueError, "layout"),
+        (lambda g: largest_magnitude([1.0, np.inf], 1), ValueError, "theta"),
+    ],
+)
+def test_bad_input(call, exc, name):
+    ggn = GGN(np.ones((2, 10)), 1.0)
+    with pytest.raises(exc, match=name):
+        call(ggn)
