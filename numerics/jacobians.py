@@ -218,8 +218,87 @@ def _output_shape(model: Any, X: Any) -> tuple[int, ...]:
     return shape
 
 
+_METHODS = ("auto", "vmap", "linear")
+
+
+def _method(method: Any) -> str:
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
+    return method
+
+
+def _vmap_chunks(model: Any, X: Any, B: int, n_out: int) -> Iterator[tuple[int, Any, Any]]:
+    """(start, J (b, C, p), f (b, C)) by torch.func: vmap over jacrev of one-sample calls."""
+    torch = _torch()
+    from torch.func import functional_call, jacrev, vmap
+
+    params = {n: t.detach() for n, t in _trainable(model).items()}
+    frozen = {n: t.detach() for n, t in model.named_parameters() if not t.requires_grad}
+    buffers = dict(model.named_buffers())
+    names = list(params)
+
+    def f(prm: dict[str, Any], x: Any) -> tuple[Any, Any]:
+        out = functional_call(model, ({**prm, **frozen}, buffers), (x.unsqueeze(0),))
+        return out.reshape(-1), out.reshape(-1)
+
+    jac = vmap(jacrev(f, has_aux=True), in_dims=(None, 0))
+    for start in range(0, X.shape[0], B):
+        xb = X[start : start + B]
+        grads, fb = jac(params, xb)
+        J = torch.cat([grads[n].reshape(xb.shape[0], n_out, -1) for n in names], dim=-1)
+        yield start, J, fb.detach()
+
+
+def _chunks(
+    model: Any, X: Any, *, chunk_size: int | None, method: str
+) -> Iterator[tuple[int, Any, Any, Any]]:
+    """(start, f (b, C), signals or None, J (b, C, p) or None) over row chunks of X.
+
+    ``method="linear"`` (or ``"auto"`` when every trainable parameter sits in an
+    ``nn.Linear``) yields the layer signals of :mod:`numerics._linear_jacobians` (one forward,
+    C backward passes per chunk); ``"auto"`` first checks row 0 against torch.func and falls
+    back to ``vmap(jacrev)`` on any mismatch. Otherwise J comes from torch.func.
+    """
+    from numerics._linear_jacobians import LinearSignals, linear_plan, linear_signals
+
+    _check_model(model)
+    _check_bn_eval(model)
+    method = _method(method)
+    X = _as_input(model, X)
+    out_shape = _output_shape(model, X)
+    n_out = int(np.prod(out_shape)) if out_shape else 1
+    layout = parameter_layout(model)
+    item = next(iter(_trainable(model).values())).element_size()
+    B = _chunk(chunk_size, n_out * layout.p * item, X.shape[0])
+    plan = None if method == "vmap" else linear_plan(model, layout)
+    if method == "linear" and plan is None:
+        raise ValueError("method='linear' needs every trainable parameter in a torch.nn.Linear")
+    if plan is not None:
+        first = linear_signals(model, plan, X[:B])
+        ok = first is not None
+        if ok and method == "auto":  # one-row check against torch.func
+            _, ref, _ = next(_vmap_chunks(model, X[:1], 1, n_out))
+            one = LinearSignals(
+                plan, tuple(a[:1] for a in first[1].a), tuple(d[:1] for d in first[1].delta)
+            ).full()
+            scale = float(ref.abs().max()) or 1.0
+            tol = 1e-4 if ref.dtype == _torch().float32 else 1e-9
+            ok = float((one - ref).abs().max()) <= tol * scale
+        if not ok and method == "linear":
+            raise ValueError("method='linear': a Linear layer is not applied once per sample")
+        if ok:
+            for start in range(0, X.shape[0], B):
+                fb, sig = (
+                    first if start == 0 else linear_signals(model, plan, X[start : start + B])
+                )
+                yield start, fb, sig, None
+            return
+    for start, J, fb in _vmap_chunks(model, X, B, n_out):
+        yield start, fb, None, J
+
+
 def jacobian_chunks(
-    model: Any, X: Any, *, chunk_size: int | None = None
+    model: Any, X: Any, *, chunk_size: int | None = None, method: str = "auto"
 ) -> Iterator[tuple[int, Any, Any]]:
     """Yield ``(start, J_chunk, f_chunk)`` over row chunks of X: the per-sample Jacobian.
 
@@ -227,40 +306,24 @@ def jacobian_chunks(
     (B, C, p) for C outputs; ``f_chunk`` is the model output (B,) or (B, C). Only one chunk
     is alive at a time (the caller decides what to keep). ``chunk_size`` defaults to the
     largest number of rows whose Jacobian fits in :data:`JACOBIAN_BUDGET_BYTES`.
+    ``method``: "vmap" (torch.func, any model), "linear" (outer products δ aᵀ, SPEC §4;
+    Linear-layer networks only) or "auto" (linear when applicable and verified on row 0).
     """
-    torch = _torch()
-    from torch.func import functional_call, jacrev, vmap
-
-    _check_model(model)
-    _check_bn_eval(model)
-    params = {n: t.detach() for n, t in _trainable(model).items()}
-    frozen = {n: t.detach() for n, t in model.named_parameters() if not t.requires_grad}
-    buffers = {n: b for n, b in model.named_buffers()}
-    X = _as_input(model, X)
-    out_shape = _output_shape(model, X)
-    n_out = int(np.prod(out_shape)) if out_shape else 1
-    squeeze = n_out == 1
-    names = list(params)
-    p = sum(int(t.numel()) for t in params.values())
-    item = next(iter(params.values())).element_size()
-    B = _chunk(chunk_size, n_out * p * item, X.shape[0])
-
-    def f(prm: dict[str, Any], x: Any) -> tuple[Any, Any]:
-        out = functional_call(model, ({**prm, **frozen}, buffers), (x.unsqueeze(0),))
-        out = out.reshape(-1) if not squeeze else out.reshape(())
-        return out, out
-
-    jac = vmap(jacrev(f, has_aux=True), in_dims=(None, 0))
-    for start in range(0, X.shape[0], B):
-        xb = X[start : start + B]
-        grads, fb = jac(params, xb)
-        lead = (xb.shape[0],) if squeeze else (xb.shape[0], n_out)
-        J = torch.cat([grads[n].reshape(*lead, -1) for n in names], dim=-1)
-        yield start, J, fb.detach()
+    for start, fb, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
+        J = sig.full() if J is None else J
+        if J.shape[1] == 1:
+            yield start, J[:, 0], fb[:, 0]
+        else:
+            yield start, J, fb
 
 
 def per_sample_jacobian(
-    model: Any, X: Any, *, subset: Any = None, chunk_size: int | None = None
+    model: Any,
+    X: Any,
+    *,
+    subset: Any = None,
+    chunk_size: int | None = None,
+    method: str = "auto",
 ) -> Any:
     """Per-sample Jacobian J[n] = ∇_θ f_θ(x_n) at the model's current θ (SPEC §0, g(x)).
 
@@ -272,9 +335,12 @@ def per_sample_jacobian(
         Inputs (cast to the parameters' floating dtype and device).
     subset : sequence of int, optional
         Distinct flat parameter indices S; only these columns are returned, in this order.
-        Each chunk is sliced as it is computed: memory O(N·k + chunk·C·p).
+        torch.func path: each chunk is sliced as it is computed, memory O(N·k + chunk·C·p);
+        Linear path: columns δ_i a_j are formed directly, memory O(N·k + chunk·widths).
     chunk_size : int, optional
-        Rows per vmapped chunk; default from :data:`JACOBIAN_BUDGET_BYTES`.
+        Rows per chunk; default from :data:`JACOBIAN_BUDGET_BYTES`.
+    method : {"auto", "vmap", "linear"}
+        See :func:`jacobian_chunks`.
 
     Returns
     -------
@@ -290,26 +356,33 @@ def per_sample_jacobian(
     cols = p if idx is None else idx.size
     out = None
     tidx = None
-    for start, J, _ in jacobian_chunks(model, X, chunk_size=chunk_size):
-        if idx is not None:
+    for start, fb, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
+        if out is None:
+            ref = fb if J is None else J
+            out = torch.empty((X.shape[0], fb.shape[1], cols), dtype=ref.dtype, device=ref.device)
+        dest = out[start : start + fb.shape[0]]
+        if sig is not None and idx is None:
+            sig.full(out=dest)  # written in place: no chunk copy
+            continue
+        if sig is not None:
+            J = sig.columns(idx)
+        elif idx is not None:
             if tidx is None:
                 tidx = torch.as_tensor(idx, device=J.device)
             J = J.index_select(-1, tidx)
-        if out is None:
-            out = torch.empty((X.shape[0], *J.shape[1:-1], cols), dtype=J.dtype, device=J.device)
-        out[start : start + J.shape[0]] = J
+        dest.copy_(J)
         del J
-    return out
+    return out[:, 0] if out.shape[1] == 1 else out
 
 
 def _weights(f: Any, likelihood: str, eps: float) -> Any:
-    """Square-root weights W_n with H_n = W_n W_nᵀ: (B,) for one output, (B, C, C) for C."""
+    """Square-root weights W_n with H_n = W_n W_nᵀ, (B, C, K): K = 1 for one output, C for C."""
     torch = _torch()
     if likelihood == "regression":
-        return torch.ones_like(f)
+        return torch.ones_like(f)[:, :, None]
     if likelihood == "binary":
         prob = torch.sigmoid(f)
-        return torch.sqrt(prob * (1.0 - prob))
+        return torch.sqrt(prob * (1.0 - prob))[:, :, None]
     pi = torch.softmax(f, dim=-1)
     H = torch.diag_embed(pi) - pi[:, :, None] * pi[:, None, :]
     H = H + eps * torch.eye(pi.shape[-1], dtype=pi.dtype, device=pi.device)
@@ -324,6 +397,7 @@ def gradient_scores(
     likelihood: str,
     chunk_size: int | None = None,
     eps: float = 1e-6,
+    method: str = "auto",
 ) -> Any:
     """Gradient-Laplace scores s_i = (1/N) Σ_n w_n g_i(x_n)², streamed without storing J.
 
@@ -342,6 +416,9 @@ def gradient_scores(
     chunk_size : int, optional
     eps : float
         Multiclass Hessian jitter ε ≥ 0 (default 1e-6, as ``GGN.multiclass``).
+    method : {"auto", "vmap", "linear"}
+        "linear" streams (δ̃∘δ̃)ᵀ(a∘a) per Linear layer — no Jacobian at all (SPEC §4,
+        BackPACK's sum of squared gradients); see :func:`jacobian_chunks`.
 
     Returns
     -------
@@ -353,19 +430,19 @@ def gradient_scores(
     if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps >= 0.0:
         raise ValueError(f"eps must be a non-negative number; got eps={eps!r}")
     total, n = None, 0
-    for _, J, f in jacobian_chunks(model, X, chunk_size=chunk_size):
-        if (J.ndim == 3) != (likelihood == "multiclass"):
+    for _, f, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
+        if (f.shape[1] > 1) != (likelihood == "multiclass"):
             raise ValueError(
-                f"likelihood={likelihood!r} does not match the model's output: per-sample "
-                f"Jacobian chunk of shape {tuple(J.shape)}"
+                f"likelihood={likelihood!r} does not match the model's output of shape "
+                f"{tuple(f.shape)}"
             )
-        W = _weights(f, likelihood, float(eps))
-        if J.ndim == 2:
-            part = ((W[:, None] * J) ** 2).sum(0)
+        W = _weights(f, likelihood, float(eps))  # (b, C, K)
+        if sig is not None:
+            part = sig.weighted_square_sums(W)
         else:
             part = (W.transpose(1, 2) @ J).pow(2).sum((0, 1))
         total = part if total is None else total + part
-        n += J.shape[0]
+        n += f.shape[0]
     return total / n
 
 

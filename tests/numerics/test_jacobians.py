@@ -78,11 +78,12 @@ def _fd_jacobian(model: torch.nn.Module, X: torch.Tensor, h: float = 1e-6) -> to
     return J[:, 0] if J.shape[1] == 1 else J
 
 
+@pytest.mark.parametrize("method", ["vmap", "linear"])
 @pytest.mark.parametrize("d_out", [1, 3])
-def test_jacobian_equals_autograd_loop_and_finite_differences(d_out):
+def test_jacobian_equals_autograd_loop_and_finite_differences(d_out, method):
     model = _mlp(3, d_out)
     X = torch.randn(7, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    J = per_sample_jacobian(model, X, chunk_size=3)
+    J = per_sample_jacobian(model, X, chunk_size=3, method=method)
     p = sum(t.numel() for t in model.parameters())
     assert J.shape == ((7, p) if d_out == 1 else (7, d_out, p))
     torch.testing.assert_close(J, _loop_jacobian(model, X), rtol=1e-12, atol=1e-13)
@@ -99,17 +100,19 @@ def test_conv_batchnorm_jacobian_and_eval_mode_required():
         per_sample_jacobian(model, X)
 
 
-def test_subset_columns_equal_full_columns_in_order():
+@pytest.mark.parametrize("method", ["vmap", "linear"])
+def test_subset_columns_equal_full_columns_in_order(method):
     model = _mlp(3, 3)
     X = torch.randn(9, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
-    full = per_sample_jacobian(model, X)
-    S = [40, 2, 17, 0, 58]
-    sub = per_sample_jacobian(model, X, subset=S, chunk_size=4)
-    assert sub.shape == (9, 3, 5)
+    full = per_sample_jacobian(model, X, method="vmap")
+    S = [40, 2, 17, 0, 58, 19, 20]  # weights and biases of several layers
+    sub = per_sample_jacobian(model, X, subset=S, chunk_size=4, method=method)
+    assert sub.shape == (9, 3, 7)
     torch.testing.assert_close(sub, full[..., S], rtol=1e-13, atol=1e-15)
 
 
-def test_subset_memory_is_n_k_plus_chunk_p():
+@pytest.mark.parametrize("method", ["vmap", "linear"])
+def test_subset_memory_is_n_k_plus_chunk_p(method):
     """Sizes allocated by the subset path: no tensor as large as N×p is ever created."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(30, 60), torch.nn.ReLU(), torch.nn.Linear(60, 1))
@@ -119,7 +122,7 @@ def test_subset_memory_is_n_k_plus_chunk_p():
     with torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True
     ) as prof:
-        sub = per_sample_jacobian(model, X, subset=np.arange(k), chunk_size=chunk)
+        sub = per_sample_jacobian(model, X, subset=np.arange(k), chunk_size=chunk, method=method)
     assert sub.shape == (N, k)
     sizes = [e.cpu_memory_usage for e in prof.events() if e.cpu_memory_usage > 0]
     item = 4
@@ -128,11 +131,12 @@ def test_subset_memory_is_n_k_plus_chunk_p():
     assert max(sizes) < N * p * item / 8
 
 
-def test_gradient_scores_equal_column_mean_squares_and_ggn_scores():
+@pytest.mark.parametrize("method", ["vmap", "linear"])
+def test_gradient_scores_equal_column_mean_squares_and_ggn_scores(method):
     X = torch.randn(11, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
     reg = _mlp(3, 1)
-    J = per_sample_jacobian(reg, X).numpy()
-    s = gradient_scores(reg, X, likelihood="regression", chunk_size=4).numpy()
+    J = per_sample_jacobian(reg, X, method="vmap").numpy()
+    s = gradient_scores(reg, X, likelihood="regression", chunk_size=4, method=method).numpy()
     np.testing.assert_allclose(s, (J**2).mean(0), rtol=1e-12)
     ggn = GGN.regression(J, noise_var=0.3, prior_precision=2.0)
     np.testing.assert_allclose(s, ggn.scores(), rtol=1e-12)
@@ -140,14 +144,14 @@ def test_gradient_scores_equal_column_mean_squares_and_ggn_scores():
     f = reg(X).detach().numpy()[:, 0]
     w = 1 / (1 + np.exp(-f))
     w = w * (1 - w)
-    sb = gradient_scores(reg, X, likelihood="binary", chunk_size=5).numpy()
+    sb = gradient_scores(reg, X, likelihood="binary", chunk_size=5, method=method).numpy()
     np.testing.assert_allclose(sb, (w[:, None] * J**2).mean(0), rtol=1e-12)
     np.testing.assert_allclose(sb, GGN.binary(J, f, prior_precision=1.0).scores(), rtol=1e-12)
 
     mc = _mlp(3, 4)
-    Jm = per_sample_jacobian(mc, X).numpy()
+    Jm = per_sample_jacobian(mc, X, method="vmap").numpy()
     logits = mc(X).detach().numpy()
-    sm = gradient_scores(mc, X, likelihood="multiclass", chunk_size=3).numpy()
+    sm = gradient_scores(mc, X, likelihood="multiclass", chunk_size=3, method=method).numpy()
     pi = np.exp(logits - logits.max(1, keepdims=True))
     pi /= pi.sum(1, keepdims=True)
     H = np.stack([np.diag(q) - np.outer(q, q) + 1e-6 * np.eye(4) for q in pi])
@@ -191,6 +195,44 @@ def test_ggn_of_real_model_equals_dense_jt_h_j_plus_v(likelihood):
         Jflat = Jt.reshape(8 * C, -1)
         dense = Jflat.T @ hess @ Jflat
     np.testing.assert_allclose(ggn.dense(), dense.numpy() + np.diag(V), rtol=1e-10, atol=1e-12)
+
+
+class _Shared(torch.nn.Module):
+    """One Linear applied twice (weight sharing): not a per-sample outer product."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.head = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.head(torch.tanh(self.lin(torch.tanh(self.lin(x)))))
+
+
+class _Coupled(torch.nn.Module):
+    """Centres the batch: samples interact, so one backward does not give per-sample δ."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.lin(x - x.mean(0, keepdim=True) + torch.sin(x))
+
+
+@pytest.mark.parametrize("cls", [_Shared, _Coupled])
+def test_auto_falls_back_to_torch_func_when_outer_products_do_not_apply(cls):
+    torch.manual_seed(0)
+    model = cls().double()
+    X = torch.randn(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    J = per_sample_jacobian(model, X)  # auto
+    ref = torch.stack(
+        [per_sample_jacobian(model, X[i : i + 1], method="vmap")[0] for i in range(6)]
+    )
+    torch.testing.assert_close(J, ref, rtol=1e-12, atol=1e-13)
+    if cls is _Shared:
+        with pytest.raises(ValueError, match="once per sample"):
+            per_sample_jacobian(model, X, method="linear")
 
 
 def test_parameter_layout_slices_and_layers():
@@ -243,6 +285,10 @@ def test_bad_input_raises_naming_the_argument():
         per_sample_jacobian(torch.nn.ReLU(), X)
     with pytest.raises(ValueError, match="CUDA"):
         to_cupy(X)
+    with pytest.raises(ValueError, match="method"):
+        per_sample_jacobian(model, X, method="jvp")
+    with pytest.raises(ValueError, match="Linear"):
+        per_sample_jacobian(_cnn(), torch.zeros(2, 1, 5, 5, dtype=torch.float64), method="linear")
 
 
 def test_dlpack_handoff_to_cupy():
