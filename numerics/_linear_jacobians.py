@@ -71,6 +71,11 @@ class LinearSignals:
     a: tuple[Any, ...]
     delta: tuple[Any, ...]
 
+    def _layers(self) -> Any:
+        """(module, weight offset, bias offset, a, δ) per Linear layer."""
+        p = self.plan
+        return zip(p.modules, p.weight_start, p.bias_start, self.a, self.delta, strict=True)
+
     def full(self, out: Any = None) -> Any:
         """The (B, C, p) Jacobian chunk from outer products, written into ``out`` if given."""
         import torch
@@ -78,14 +83,7 @@ class LinearSignals:
         B, C = self.delta[0].shape[:2]
         if out is None:
             out = torch.empty((B, C, self.plan.p), dtype=self.a[0].dtype, device=self.a[0].device)
-        for m, ws, bs, a, d in zip(
-            self.plan.modules,
-            self.plan.weight_start,
-            self.plan.bias_start,
-            self.a,
-            self.delta,
-            strict=True,
-        ):
+        for m, ws, bs, a, d in self._layers():
             n_o, n_i = m.weight.shape
             view = out[:, :, ws : ws + n_o * n_i].unflatten(-1, (n_o, n_i))
             torch.mul(d[:, :, :, None], a[:, None, None, :], out=view)
@@ -99,14 +97,7 @@ class LinearSignals:
 
         B, C = self.delta[0].shape[:2]
         out = torch.zeros((B, C, idx.size), dtype=self.a[0].dtype, device=self.a[0].device)
-        for m, ws, bs, a, d in zip(
-            self.plan.modules,
-            self.plan.weight_start,
-            self.plan.bias_start,
-            self.a,
-            self.delta,
-            strict=True,
-        ):
+        for m, ws, bs, a, d in self._layers():
             n_out, n_in = m.weight.shape
             pos = np.flatnonzero((idx >= ws) & (idx < ws + n_out * n_in))
             if pos.size:
@@ -127,14 +118,7 @@ class LinearSignals:
         import torch
 
         s = torch.empty(self.plan.p, dtype=self.a[0].dtype, device=self.a[0].device)
-        for m, ws, bs, a, d in zip(
-            self.plan.modules,
-            self.plan.weight_start,
-            self.plan.bias_start,
-            self.a,
-            self.delta,
-            strict=True,
-        ):
+        for m, ws, bs, a, d in self._layers():
             dw = torch.einsum("bck,bco->bko", W, d)  # (B, K, out)
             d2 = (dw * dw).sum(1)  # (B, out)
             s[ws : ws + m.weight.numel()] = (d2.T @ (a * a)).reshape(-1)

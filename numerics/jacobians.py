@@ -288,10 +288,11 @@ def _chunks(
             raise ValueError("method='linear': a Linear layer is not applied once per sample")
         if ok:
             for start in range(0, X.shape[0], B):
-                fb, sig = (
-                    first if start == 0 else linear_signals(model, plan, X[start : start + B])
-                )
-                yield start, fb, sig, None
+                xb = X[start : start + B]
+                res = first if start == 0 else linear_signals(model, plan, xb)
+                if res is None:  # cannot happen for a model that passed on the first chunk
+                    raise RuntimeError("a Linear layer stopped being applied once per sample")
+                yield start, res[0], res[1], None
             return
     for start, J, fb in _vmap_chunks(model, X, B, n_out):
         yield start, fb, None, J

@@ -88,27 +88,25 @@ def _resnet_claim(
         return _verdict_count(stated, r, faithful, f"ResNet-{depth}, {head} head")
 
 
-_resnet_claim(
-    "resnet20-binary-parameter-count", 20, 1, 271_889, "App. C.2, Fig. 4", Status.CONFIRMED
+#: (name, depth, outputs, stated p, location, recorded verdict) of every ResNet figure.
+_RESNET_FIGURES = (
+    ("resnet20-binary-parameter-count", 20, 1, 271_889, "App. C.2, Fig. 4", Status.CONFIRMED),
+    ("resnet32-binary-parameter-count", 32, 1, 466_906, "App. C.2, Fig. 4", Status.REFUTED),
+    ("resnet56-binary-parameter-count", 56, 1, 855_930, "App. C.2, Fig. 4", Status.REFUTED),
+    ("resnet110-binary-parameter-count", 110, 1, 1_730_129, "§5.1, Fig. 2", Status.CONFIRMED),
+    ("resnet20-10class-parameter-count", 20, 10, 272_474, "App. C.5, Fig. 5", Status.CONFIRMED),
+    ("resnet32-10class-parameter-count", 32, 10, 466_906, "App. C.5 (text)", Status.CONFIRMED),
+    (
+        "resnet32-10class-figure5-parameter-count",
+        32,
+        10,
+        467_556,
+        "App. C.5, Fig. 5",
+        Status.REFUTED,
+    ),
 )
-_resnet_claim(
-    "resnet32-binary-parameter-count", 32, 1, 466_906, "App. C.2, Fig. 4", Status.REFUTED
-)
-_resnet_claim(
-    "resnet56-binary-parameter-count", 56, 1, 855_930, "App. C.2, Fig. 4", Status.REFUTED
-)
-_resnet_claim(
-    "resnet110-binary-parameter-count", 110, 1, 1_730_129, "§5.1 Setup B, Fig. 2", Status.CONFIRMED
-)
-_resnet_claim(
-    "resnet20-10class-parameter-count", 20, 10, 272_474, "App. C.5, Fig. 5", Status.CONFIRMED
-)
-_resnet_claim(
-    "resnet32-10class-parameter-count", 32, 10, 466_906, "App. C.5 (text)", Status.CONFIRMED
-)
-_resnet_claim(
-    "resnet32-10class-figure5-parameter-count", 32, 10, 467_556, "App. C.5, Fig. 5", Status.REFUTED
-)
+for _figure_args in _RESNET_FIGURES:
+    _resnet_claim(*_figure_args)
 
 
 @claim(

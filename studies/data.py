@@ -181,34 +181,28 @@ def load_diabetes_data(rng: np.random.Generator, **split: Any) -> Dataset:
     )
 
 
-def load_fair(rng: np.random.Generator, **split: Any) -> Dataset:
-    """statsmodels ``fair`` (6,366 × 8 → ``affairs``, regression)."""
+def _statsmodels(name: str, rng: np.random.Generator, split: dict[str, Any]) -> Dataset:
     import statsmodels.api as sm
 
-    d = sm.datasets.fair.load_pandas()
+    d = getattr(sm.datasets, name).load_pandas()
     return split_standardise(
         d.exog.to_numpy(float),
         d.endog.to_numpy(float),
-        name="fair",
+        name=name,
         task="regression",
         rng=rng,
         **split,
     )
+
+
+def load_fair(rng: np.random.Generator, **split: Any) -> Dataset:
+    """statsmodels ``fair`` (6,366 × 8 → ``affairs``, regression)."""
+    return _statsmodels("fair", rng, split)
 
 
 def load_randhie(rng: np.random.Generator, **split: Any) -> Dataset:
     """statsmodels ``randhie`` (20,190 × 9 → ``mdvis``, regression): enough rows for N = 2,000."""
-    import statsmodels.api as sm
-
-    d = sm.datasets.randhie.load_pandas()
-    return split_standardise(
-        d.exog.to_numpy(float),
-        d.endog.to_numpy(float),
-        name="randhie",
-        task="regression",
-        rng=rng,
-        **split,
-    )
+    return _statsmodels("randhie", rng, split)
 
 
 def load_breast_cancer_data(rng: np.random.Generator, **split: Any) -> Dataset:

@@ -27,6 +27,9 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from numerics.ggn import GGN
+from numerics.jacobians import parameter_layout, per_sample_jacobian
 from numerics.predictive import (
     coverage,
     predictive_variance,
@@ -44,9 +47,6 @@ from numerics.selection import (
     random_subset,
     subnet_diagonal,
 )
-
-from numerics.ggn import GGN
-from numerics.jacobians import parameter_layout, per_sample_jacobian
 from studies import data as data_mod
 from studies import models
 from studies.kfac import fit_kfac
@@ -184,12 +184,40 @@ def _ggn(task: str, J: np.ndarray, f: np.ndarray, noise_var: float, alpha: float
 
 
 def _variance_along(ggn: GGN, G: np.ndarray, order: np.ndarray, ks: list[int]) -> np.ndarray:
-    """PV(order[:k]) for k in ks: one Cholesky for k ≤ N', Woodbury per k beyond."""
-    small = [k for k in ks if k <= ggn.n_rows]
-    out = []
-    if small:
-        out.extend(subnetwork_variance_path(ggn, G, order, small))
-    out.extend(subnetwork_variance(ggn, G, order[:k]) for k in ks if k > ggn.n_rows)
+    """PV(order[:k]) for k in ks (host NumPy GGN): nested prefixes share their work.
+
+    k ≤ N': one Cholesky of Ω_oo (SPEC §1, cumulative sums). k > N': Woodbury on the
+    N'×N' kernel I + J_S D J_Sᵀ, whose Gram K and cross term R = J_S D G_Sᵀ are accumulated
+    along the order (each column block is touched once for all larger k), so the cost is
+    O(N'² k_max + N' k_max M) plus one N'×N' Cholesky per k.
+    """
+    from scipy.linalg import cho_factor, solve_triangular
+
+    n = ggn.n_rows
+    small = [k for k in ks if k <= n]
+    out = list(subnetwork_variance_path(ggn, G, order, small)) if small else []
+    big = [k for k in ks if k > n]
+    if not big:
+        return np.stack(out)
+    shape = G.shape[:-1]
+    Gr = G.reshape(-1, G.shape[-1])
+    Jw, D = np.asarray(ggn.Jw), 1.0 / np.asarray(ggn.prior_precision)
+    K = np.zeros((n, n))
+    R = np.zeros((n, Gr.shape[0]))
+    gdg = np.zeros(Gr.shape[0])
+    done = 0
+    for k in big:
+        for a in range(done, k, 4096):  # blocks of ≤ 4096 columns (SPEC §0 BLAS hazard)
+            idx = order[a : min(a + 4096, k)]
+            JD = Jw[:, idx] * D[idx]
+            Gb = Gr[:, idx]
+            K += JD @ Jw[:, idx].T
+            R += JD @ Gb.T
+            gdg += (Gb * Gb) @ D[idx]
+        done = k
+        L, _ = cho_factor(np.eye(n) + K, lower=True)
+        Z = solve_triangular(L, R, lower=True, check_finite=False)
+        out.append((gdg - np.sum(Z * Z, axis=0)).reshape(shape))
     return np.stack(out)
 
 
