@@ -1,7 +1,8 @@
 """The ``laplace-lab`` command line.
 
-``laplace-lab check [--paper NAME] [--full] [--out DIR] [--seed S]`` runs every registered
-paper claim and writes the verification report (``report.md``, ``verdicts.json``).
+``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S]`` runs every
+registered paper claim and writes the verification report (``index.html``, ``report.md``,
+``verdicts.json``). It exits 1 if a claim check itself fails (an ERROR verdict).
 ``laplace-lab bench [--full] [--only TOPIC]`` runs ``benchmarks/bench_*.py`` and prints ratios.
 """
 
@@ -31,8 +32,8 @@ def _check(args: argparse.Namespace) -> int:
         seconds = time.perf_counter() - start
         print(f"{verdict.status.value} in {seconds:.1f} s", flush=True)
         outcomes.append(Outcome(item, verdict, seconds))
-    md, js = write_report(outcomes, out_dir, full=args.full, seed=args.seed)
-    print(f"wrote {md} and {js}")
+    paths = write_report(outcomes, out_dir, full=args.full, seed=args.seed)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
     errors = [o for o in outcomes if o.verdict.status is Status.ERROR]
     for o in errors:
         print(f"ERROR in {o.claim.key}:\n{o.verdict.evidence}", file=sys.stderr)
@@ -78,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
         help="BLAS threads (default 1: stable ratios on a shared machine; 0: no limit)",
     )
     bench.set_defaults(handler=_bench)
+    __import__("studies.cli", fromlist=["add_study_parser"]).add_study_parser(sub)
     return parser
 
 

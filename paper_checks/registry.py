@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: Modules of this package that hold infrastructure, not claims.
-_INFRASTRUCTURE = frozenset({"registry", "report", "cli"})
+_INFRASTRUCTURE = frozenset({"registry", "report", "cli", "errata"})
 
 
 class Status(enum.StrEnum):
@@ -184,12 +184,21 @@ def papers() -> list[str]:
     return sorted({c.paper for c in _REGISTRY.values()})
 
 
-def _json_number(value: Any) -> Any:
+def _jsonable(value: Any) -> Any:
+    """``value`` made JSON-serialisable: NumPy to Python, non-finite floats to strings."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    return str(value)
 
 
 def run_claim(item: Claim, ctx: Context) -> Verdict:
@@ -202,10 +211,10 @@ def run_claim(item: Claim, ctx: Context) -> Verdict:
         return Verdict(Status.ERROR, evidence=traceback.format_exc())
     return Verdict(
         verdict.status,
-        _json_number(verdict.measured),
-        _json_number(verdict.expected),
-        _json_number(verdict.tolerance),
+        _jsonable(verdict.measured),
+        _jsonable(verdict.expected),
+        _jsonable(verdict.tolerance),
         verdict.evidence,
-        verdict.details,
-        verdict.figures,
+        _jsonable(verdict.details),
+        tuple(verdict.figures),
     )

@@ -1,1 +1,39 @@
-"""placeholder"""
+"""Monte Carlo studies: a parameter grid × replications of a pure ``run_one(params, rng)``.
+
+DESIGN "studies own the loops, not the maths". A :class:`Study` declares its grids,
+replications and metrics; :func:`run_study` seeds every replication from
+(study, parameters, replication), runs it serially, in a process pool or on Dask, and
+commits it to an SQLite :class:`Store` as it finishes (resumable, no duplicates);
+:func:`summarise` gives means, standard errors and Wilson intervals; :mod:`studies.output`
+plots and exports. The CLI is ``laplace-lab study list | run | status | plot | export``.
+"""
+
+from studies.output import export_rows_csv, export_summary_csv, plot_summary
+from studies.registry import get_study, register, studies
+from studies.runner import RunReport, default_store_path, run_study
+from studies.seeding import replication_rng, replication_seed
+from studies.spec import Study, expand_grid
+from studies.store import SCHEMA_VERSION, Row, Store, StoreError
+from studies.summary import SummaryRow, summarise
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Row",
+    "RunReport",
+    "Store",
+    "StoreError",
+    "Study",
+    "SummaryRow",
+    "default_store_path",
+    "expand_grid",
+    "export_rows_csv",
+    "export_summary_csv",
+    "get_study",
+    "plot_summary",
+    "register",
+    "replication_rng",
+    "replication_seed",
+    "run_study",
+    "studies",
+    "summarise",
+]

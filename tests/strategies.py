@@ -72,3 +72,17 @@ def dominant_with_ratio(draw, min_p: int = 2, max_p: int = 10):
     perm = rng.permutation(p)
     fill = draw(st.floats(0.05, 0.99))
     return random_diagonally_dominant(rng, p, eps, diag=diag[perm], fill=fill), k, eps
+
+
+@st.composite
+def psd_with_dead_parameters(draw, max_p: int = 9):
+    """Λ with exact zero rows/columns ("dead" parameters, e.g. inactive ReLU units) around a
+    PSD block of condition ≤ 1e4: Λ_SS is exactly singular whenever S holds a dead index."""
+    p = draw(st.integers(2, max_p))
+    live = draw(st.integers(1, p))
+    rng = np.random.default_rng(draw(seeds))
+    block = random_psd(rng, live, cond=10.0 ** draw(st.integers(0, 4)))
+    idx = rng.permutation(p)[:live]
+    Lam = np.zeros((p, p))
+    Lam[np.ix_(idx, idx)] = block
+    return Lam

@@ -26,6 +26,23 @@ from theory.theorems import (
     theorem1_decomposition,
 )
 
+# --- self-supervised Laplace (SSLA / ASSLA) on conjugate models: issue #3 ---------------
+# isort: split
+from theory.conjugate import NormalNormal, PoissonGamma
+from theory.conjugate_regression import BayesianLinearRegression, NormalInverseGammaRegression
+from theory.divergences import (
+    Divergences,
+    divergences,
+    kl_divergence,
+    total_variation,
+    wasserstein1,
+)
+from theory.predictive_dists import DiscretePredictive, QuadraturePredictive
+from theory.rates import RateFit, fit_rate
+from theory.ssla import ssla_log_predictive, ssla_predictive
+
+# --- end of issue #3 block --------------------------------------------------------------
+
 __all__ = [
     "CPIDecomposition",
     "Check",
@@ -48,4 +65,23 @@ __all__ = [
     "random_diagonally_dominant",
     "random_psd",
     "theorem1_decomposition",
+]
+
+# self-supervised Laplace (issue #3)
+__all__ += [
+    "BayesianLinearRegression",
+    "DiscretePredictive",
+    "Divergences",
+    "NormalInverseGammaRegression",
+    "NormalNormal",
+    "PoissonGamma",
+    "QuadraturePredictive",
+    "RateFit",
+    "divergences",
+    "fit_rate",
+    "kl_divergence",
+    "ssla_log_predictive",
+    "ssla_predictive",
+    "total_variation",
+    "wasserstein1",
 ]

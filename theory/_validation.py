@@ -19,10 +19,8 @@ def as_psd_matrix(Lam: object, name: str = "Lam") -> np.ndarray:
     Symmetric and PSD are checked up to roundoff (``SYMMETRY_RTOL``, ``PSD_RTOL``); the
     returned matrix is the exact symmetrisation (Λ + Λᵀ)/2.
     """
-    A = np.asarray(Lam)
-    if A.dtype == object or not (
-        np.issubdtype(A.dtype, np.floating) or np.issubdtype(A.dtype, np.integer)
-    ):
+    A = real_array(Lam, name)
+    if not (np.issubdtype(A.dtype, np.floating) or np.issubdtype(A.dtype, np.integer)):
         raise TypeError(f"{name} must be a real numeric array; got dtype {A.dtype}")
     A = A.astype(np.float64, copy=False)
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
@@ -48,9 +46,25 @@ def as_psd_matrix(Lam: object, name: str = "Lam") -> np.ndarray:
     return A
 
 
+def real_array(value: object, name: str) -> np.ndarray:
+    """``value`` as a NumPy array of real numbers (bool, complex, strings and ragged nested
+    sequences are rejected with an error naming the argument)."""
+    try:
+        A = np.asarray(value)
+    except ValueError as err:
+        raise ValueError(f"{name} must be a rectangular array; got a ragged sequence") from err
+    if A.dtype == bool or not (
+        np.issubdtype(A.dtype, np.floating) or np.issubdtype(A.dtype, np.integer)
+    ):
+        raise TypeError(f"{name} must be a real numeric array; got dtype {A.dtype}")
+    return A
+
+
 def positive_scalar(value: object, name: str) -> float:
     """Return ``value`` as a float > 0, or raise a ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
+    if isinstance(value, bool | np.bool_) or not isinstance(
+        value, Real | np.floating | np.integer
+    ):
         raise TypeError(f"{name} must be a real number; got {type(value).__name__}")
     x = float(value)
     if not np.isfinite(x) or x <= 0.0:
@@ -60,7 +74,7 @@ def positive_scalar(value: object, name: str) -> float:
 
 def prior_precision_vector(value: object, p: int, name: str = "prior_precision") -> np.ndarray:
     """The prior precision V as a length-p vector of positive reals (V = diag(vector))."""
-    v = np.asarray(value, dtype=np.float64)
+    v = real_array(value, name).astype(np.float64)
     if v.ndim == 0:
         v = np.full(p, positive_scalar(float(v), name))
     if v.shape != (p,):
@@ -80,16 +94,16 @@ def isotropic_prior(value: object, p: int, name: str = "prior_precision") -> flo
 
 def subset(S: object, p: int, name: str = "S") -> np.ndarray:
     """``S`` as an int64 array of distinct indices in [0, p), order kept."""
-    idx = np.asarray(S)
-    if idx.size == 0:
-        return np.zeros(0, dtype=np.int64)
+    try:
+        idx = np.asarray(S)
+    except ValueError as err:
+        raise ValueError(f"{name} must be a 1-D sequence of indices; got a ragged one") from err
     if idx.ndim != 1:
         raise ValueError(f"{name} must be a 1-D sequence of indices; got shape {idx.shape}")
-    if not np.issubdtype(idx.dtype, np.integer):
-        if np.issubdtype(idx.dtype, np.floating) and np.all(idx == np.round(idx)):
-            idx = idx.astype(np.int64)
-        else:
-            raise TypeError(f"{name} must contain integer indices; got dtype {idx.dtype}")
+    if idx.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if idx.dtype == bool or not np.issubdtype(idx.dtype, np.integer):
+        raise TypeError(f"{name} must contain integer indices; got dtype {idx.dtype}")
     idx = idx.astype(np.int64)
     if idx.min() < 0 or idx.max() >= p:
         raise ValueError(
@@ -107,6 +121,18 @@ def subset_size(k: object, p: int, name: str = "k", *, low: int = 0) -> int:
     if not low <= int(k) <= p:
         raise ValueError(f"{name} must be in [{low}, p]; got {name}={k}, p={p}")
     return int(k)
+
+
+def scaled_prior(scale: float, v: np.ndarray) -> np.ndarray:
+    """c·v with c = σ0²/N, or a ValueError when it under- or overflows."""
+    with np.errstate(over="ignore", under="ignore"):
+        cv = scale * v
+    if not (np.isfinite(scale) and scale > 0 and np.all(np.isfinite(cv)) and np.all(cv > 0)):
+        raise ValueError(
+            "noise_var / n * prior_precision must be positive and finite in float64; got "
+            f"noise_var/n = {scale:.3g} and prior_precision in [{v.min():.3g}, {v.max():.3g}]"
+        )
+    return cv
 
 
 def check_nested(S: np.ndarray, S_sup: np.ndarray, names: Sequence[str] = ("S", "S_sup")) -> None:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from theory._validation import as_psd_matrix, positive_scalar, subset_size
+from theory._validation import as_psd_matrix, positive_scalar, real_array, subset_size
 
 __all__ = [
     "CPIDecomposition",
@@ -50,7 +50,7 @@ def cpi_matrix(d: object, a: float, b: float) -> np.ndarray:
     a, b : float
         The permutation-invariant part C = a·I + b·11ᵀ; needs a ≥ 0 and a + p·b ≥ 0.
     """
-    d = np.asarray(d, dtype=np.float64)
+    d = real_array(d, "d").astype(np.float64)
     if d.ndim != 1 or d.size == 0:
         raise ValueError(f"d must be a non-empty vector; got shape {d.shape}")
     if not np.all(np.isfinite(d)) or np.any(d <= 0):
@@ -66,19 +66,38 @@ def cpi_matrix(d: object, a: float, b: float) -> np.ndarray:
     return np.diag(d) + a * np.eye(p) + b * np.ones((p, p))
 
 
-def is_cpi(Lam: object, *, atol: float = 1e-10) -> CPIDecomposition | None:
+def is_cpi(
+    Lam: object, *, rtol: float = 1e-10, atol: float | None = None
+) -> CPIDecomposition | None:
     """Decompose Λ as a C_PI matrix, or return None when it is not one.
 
-    Λ ∈ C_PI iff all off-diagonal entries equal one value b (up to ``atol``) and some
-    a ≥ max(0, −p·b) leaves d = diag(Λ) − a − b > 0. The decomposition is not unique
-    (mass can move between D and a·I); the one returned has the smallest a = max(0, −p·b).
+    Λ ∈ C_PI iff all off-diagonal entries equal one value b and some a ≥ max(0, −p·b)
+    leaves d = diag(Λ) − a − b > 0. The decomposition is not unique (mass can move between
+    D and a·I); the one returned has the smallest a = max(0, −p·b).
+
+    Parameters
+    ----------
+    Lam : (p, p) array_like
+        Symmetric PSD.
+    rtol : float
+        Off-diagonal entries may differ from their mean by rtol · max|Λ| (scale-free).
+    atol : float, optional
+        An absolute tolerance instead of ``rtol``.
+
+    Returns
+    -------
+    CPIDecomposition or None
     """
     L = as_psd_matrix(Lam)
-    atol = positive_scalar(atol, "atol")
+    tol = (
+        positive_scalar(atol, "atol")
+        if atol is not None
+        else positive_scalar(rtol, "rtol") * float(np.abs(L).max())
+    )
     p = L.shape[0]
     off = L[~np.eye(p, dtype=bool)]
     b = float(off.mean()) if off.size else 0.0
-    if off.size and np.max(np.abs(off - b)) > atol:
+    if off.size and np.max(np.abs(off - b)) > tol:
         return None
     a = max(0.0, -p * b)
     d = np.diag(L) - a - b
@@ -89,10 +108,10 @@ def is_cpi(Lam: object, *, atol: float = 1e-10) -> CPIDecomposition | None:
 
 def is_diagonally_dominant(Lam: object, eps: float) -> bool:
     """True iff ε Λ_ii > Σ_{j≠i} |Λ_ij| for every i (Appendix A.5), 0 < ε < 1."""
-    L = np.asarray(Lam, dtype=np.float64)
-    if L.ndim != 2 or L.shape[0] != L.shape[1]:
-        raise ValueError(f"Lam must be a square matrix; got shape {L.shape}")
-    eps = float(eps)
+    L = real_array(Lam, "Lam").astype(np.float64)
+    if L.ndim != 2 or L.shape[0] != L.shape[1] or L.shape[0] == 0:
+        raise ValueError(f"Lam must be a non-empty square matrix; got shape {L.shape}")
+    eps = positive_scalar(eps, "eps")
     if not 0 < eps < 1:
         raise ValueError(f"eps must be in (0, 1); got eps={eps}")
     off = np.abs(L).sum(axis=1) - np.abs(np.diag(L))
@@ -123,7 +142,7 @@ def random_cpi(
         d is uniform on this interval.
     """
     rng = _generator(rng)
-    p = subset_size(p, 10**6, "p", low=1)
+    p = subset_size(p, 10**4, "p", low=1)
     lo, hi = d_range
     if not 0 < lo <= hi:
         raise ValueError(f"d_range must satisfy 0 < low <= high; got {d_range}")
@@ -164,8 +183,8 @@ def random_diagonally_dominant(
         In (0, 1): how much of the dominance budget ε Λ_ii the off-diagonals use.
     """
     rng = _generator(rng)
-    p = subset_size(p, 10**6, "p", low=1)
-    eps = float(eps)
+    p = subset_size(p, 10**4, "p", low=1)
+    eps = positive_scalar(eps, "eps")
     if not 0 < eps < 1:
         raise ValueError(f"eps must be in (0, 1); got eps={eps}")
     if not 0 < fill < 1:
@@ -198,7 +217,7 @@ def random_psd(
         eigenvalues are log-uniform on [1/cond, 1]. Random on [0.05, 1] when None.
     """
     rng = _generator(rng)
-    p = subset_size(p, 10**5, "p", low=1)
+    p = subset_size(p, 10**4, "p", low=1)
     r = p if rank is None else subset_size(rank, p, "rank", low=1)
     if cond is None:
         lam = rng.uniform(0.05, 1.0, size=r)

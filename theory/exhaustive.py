@@ -45,15 +45,20 @@ def _batches(pool: np.ndarray, k: int, batch: int) -> Iterator[np.ndarray]:
 def _batched_ipv(
     Lam: np.ndarray, idx: np.ndarray, scale: float, c: float, v: np.ndarray
 ) -> np.ndarray:
-    """IPV of each row of ``idx`` (B, k) by the trace form (eq. 18), stacked Cholesky."""
+    """IPV of each row of ``idx`` (B, k) by the trace form (eq. 18), stacked Cholesky:
+    tr(A⁻¹Λ_SS) = Σ_ij (R⁻¹Λ_SS)_ij (R⁻¹)_ij for A = Λ_SS + cV_SS = RRᵀ."""
     k = idx.shape[1]
-    A = Lam[idx[:, :, None], idx[:, None, :]]
-    vS = v[idx]
-    A += c * vS[:, :, None] * np.eye(k)
-    R = np.linalg.cholesky(A)
+    LamS = Lam[idx[:, :, None], idx[:, None, :]]
+    A = LamS + c * v[idx][:, :, None] * np.eye(k)
+    try:
+        R = np.linalg.cholesky(A)
+    except np.linalg.LinAlgError as err:
+        raise ValueError(
+            "Λ_SS + (noise_var/n)·V_SS is numerically singular for some subset: use a "
+            "smaller n or a larger noise_var or prior_precision"
+        ) from err
     Rinv = np.linalg.solve(R, np.broadcast_to(np.eye(k), A.shape))
-    # tr(A⁻¹ V_S) = ‖R⁻¹ V_S^{1/2}‖_F²
-    return scale * (k - c * np.einsum("bij,bj->b", Rinv**2, vS))
+    return scale * np.einsum("bij,bij->b", Rinv @ LamS, Rinv)
 
 
 def all_ipvs(

@@ -4,8 +4,10 @@ Raha, Khare & Patra, *subnetwork-laplace-optimality*, §4 eq. (8) and Appendix A
 
     IPV(S) = (σ0²/N) · tr( (Λ_SS + c V_SS)⁻¹ Λ_SS ),   c = σ0²/N,
 
-computed in the equivalent, well-conditioned form (σ0²/N) · (k − c · tr((Λ_SS + cV_SS)⁻¹ V_SS))
-from one Cholesky factor of A = Λ_SS + cV_SS (positive definite because V > 0).
+computed from one Cholesky factor R of A = Λ_SS + cV_SS (positive definite because V > 0)
+as (σ0²/N) · Σ_i (R⁻¹Λ_SSR⁻ᵀ)_ii: a sum of non-negative terms, accurate relative to IPV
+itself even when Λ ≪ cV, and — because row i of R⁻¹ only involves the first i indices —
+its prefix sums are the IPVs of all prefixes (SPEC §2).
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
-from theory._validation import as_psd_matrix, positive_scalar, prior_precision_vector, subset
+from theory._validation import (
+    as_psd_matrix,
+    positive_scalar,
+    prior_precision_vector,
+    scaled_prior,
+    subset,
+)
 
 __all__ = ["discrepancy", "ipv", "ipv_classification", "ipv_full", "ipv_path"]
 
@@ -26,25 +34,54 @@ def _setup(
     n_ = positive_scalar(n, "n")
     s2 = positive_scalar(noise_var, "noise_var")
     v = prior_precision_vector(prior_precision, L.shape[0])
+    scaled_prior(s2 / n_, v)
     return L, s2 / n_, s2 / n_, v
 
 
 def _inverse_factor(Lam: np.ndarray, S: np.ndarray, c: float, v: np.ndarray) -> np.ndarray:
     """R⁻¹ for the lower Cholesky factor R of A = Λ_SS + c·diag(v_S)."""
     A = Lam[np.ix_(S, S)] + np.diag(c * v[S])
-    R = cholesky(A, lower=True, check_finite=False)
+    try:
+        R = cholesky(A, lower=True, check_finite=False)
+    except np.linalg.LinAlgError as err:
+        raise ValueError(
+            "Λ_SS + (noise_var/n)·V_SS is numerically singular: noise_var/n * prior_precision "
+            f"(min {c * v[S].min():.3g}) is below the roundoff of Lam (max "
+            f"{np.abs(Lam).max():.3g}); use a smaller n or a larger noise_var or prior_precision"
+        ) from err
     return solve_triangular(R, np.eye(S.size), lower=True, check_finite=False)
 
 
-def _ipv_prefixes(Lam: np.ndarray, order: np.ndarray, scale: float, c: float, v: np.ndarray):
-    """IPV of every prefix order[:k], k = 1..len(order) (SPEC §2, "nested prefixes").
+def _ipv_terms(
+    Lam: np.ndarray, order: np.ndarray, c: float, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The k terms whose prefix sums are tr(A_k⁻¹Λ_k), their rounding bounds, and R⁻¹.
 
-    (R⁻¹)_{1:k,1:k} = (R_{1:k,1:k})⁻¹, so tr(A_k⁻¹ V_k) = Σ_{i≤k} Σ_{j≤i} (R⁻¹)_ij² v_j.
+    With A = Λ_oo + cV_oo = RRᵀ, term i is (R⁻¹ΛR⁻ᵀ)_ii = 1 − c·Σ_j (R⁻¹)_ij² v_j ∈ [0, 1]
+    (SPEC §2). Both forms involve only the first i indices, since (R⁻¹)_{1:k,1:k} =
+    (R_{1:k,1:k})⁻¹. The *direct* form Σ_j (R⁻¹Λ)_ij (R⁻¹)_ij is accurate when Λ ≪ cV, the
+    *complement* form when Λ ≫ cV; each term uses the form with the smaller rounding bound
+    γ·(|R⁻¹||Λ||R⁻¹|ᵀ)_ii resp. γ·c·Σ_j (R⁻¹)_ij² v_j + 2·eps, γ = 10(k+1)·eps.
     """
     Rinv = _inverse_factor(Lam, order, c, v)
-    row_sums = (Rinv**2) @ v[order]
-    k = np.arange(1, order.size + 1, dtype=np.float64)
-    return scale * (k - c * np.cumsum(row_sums))
+    LamS = Lam[np.ix_(order, order)]
+    gamma = 10 * (order.size + 1) * np.finfo(float).eps
+    direct = np.einsum("ij,ij->i", Rinv @ LamS, Rinv)
+    absRinv = np.abs(Rinv)
+    direct_err = gamma * np.einsum("ij,ij->i", absRinv @ np.abs(LamS), absRinv)
+    cq = c * ((Rinv**2) @ v[order])
+    complement_err = gamma * cq + 2 * np.finfo(float).eps  # + rounding of 1 − cq
+    use_direct = direct_err <= complement_err
+    terms = np.where(use_direct, direct, 1.0 - cq)
+    bounds = np.where(use_direct, direct_err, complement_err)
+    return np.clip(terms, 0.0, 1.0), bounds, Rinv
+
+
+def _ipv_prefixes(Lam: np.ndarray, order: np.ndarray, scale: float, c: float, v: np.ndarray):
+    """IPV of every prefix order[:k], k = 1..len(order) (SPEC §2, "nested prefixes"):
+    (σ0²/N) times the prefix sums of :func:`_ipv_terms`. Each term lies in [0, 1] (rounding
+    outside is clipped, toward the truth), so the path is non-decreasing in floating point."""
+    return scale * np.cumsum(_ipv_terms(Lam, order, c, v)[0])
 
 
 def ipv(

@@ -36,10 +36,18 @@ def test_cpi_with_negative_b_is_psd_and_recognised():
 def test_not_cpi_when_off_diagonals_differ():
     Lam = random_psd(np.random.default_rng(0), 5)
     assert is_cpi(Lam) is None
-    # Equal off-diagonals but a diagonal entry too small for d > 0.
+    # Equal off-diagonals and diag − b > 0 everywhere: in C_PI even with a small entry.
     Lam = 0.9 * np.ones((3, 3)) + np.diag([0.0, 0.5, 0.5]) + 1e-3 * np.eye(3)
     assert is_cpi(Lam) is not None
     assert is_cpi(np.ones((3, 3))) is None  # diag − b = 0: no d > 0
+
+
+def test_is_cpi_is_scale_free():
+    rng = np.random.default_rng(9)
+    not_cpi = random_psd(rng, 4)
+    assert is_cpi(1e-11 * not_cpi) is None
+    Lam = random_cpi(rng, 5)
+    assert is_cpi(1e6 * Lam) is not None and is_cpi(1e-9 * Lam) is not None
 
 
 def test_cpi_matrix_rejects_non_psd_c():

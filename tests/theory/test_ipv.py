@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given
@@ -49,15 +50,31 @@ def test_empty_subset_and_full_and_discrepancy():
     assert discrepancy(Lam, range(5), n=10) == pytest.approx(0.0, abs=1e-15)
 
 
-@given(psd_matrices(), sample_sizes, noise_vars, st.data())
-def test_ipv_path_equals_ipv_of_every_prefix(Lam, n, s2, data):
+def mp_ipv(Lam, S, n, noise_var, v):
+    """IPV (eq. 18) of the float64 input in 60-digit arithmetic (mpmath): the exact value."""
+    with mpmath.workdps(60):
+        c = mpmath.mpf(noise_var) / mpmath.mpf(n)
+        A = mpmath.matrix([[mpmath.mpf(Lam[i, j]) for j in S] for i in S])
+        Ac = A + mpmath.diag([c * mpmath.mpf(v[i]) for i in S])
+        M = mpmath.inverse(Ac) * A
+        return float(c * sum(M[i, i] for i in range(len(S))))
+
+
+@given(psd_matrices(max_p=7), sample_sizes, noise_vars, st.data())
+def test_ipv_path_is_within_its_roundoff_bound_of_the_exact_value(Lam, n, s2, data):
+    # The reference is independent of the code (60-digit Gauss–Jordan), and the assertion
+    # also checks that roundoff_tolerance is an honest bound on the float64 error.
     p = Lam.shape[0]
     v = data.draw(prior_vectors(p))
     order = np.array(data.draw(st.permutations(range(p))))
     path = ipv_path(Lam, order, n=n, noise_var=s2, prior_precision=v)
-    each = [ipv(Lam, order[:k], n=n, noise_var=s2, prior_precision=v) for k in range(1, p + 1)]
-    tol = roundoff_tolerance(Lam, order, s2 / n, s2 / n, v)
-    np.testing.assert_allclose(path, each, rtol=1e-13, atol=tol)
+    for k in range(1, p + 1):
+        exact = mp_ipv(Lam, order[:k], n, s2, v)
+        tol = roundoff_tolerance(Lam, order[:k], s2 / n, s2 / n, v)
+        assert abs(path[k - 1] - exact) <= tol, (k, path[k - 1], exact, tol)
+        single = ipv(Lam, order[:k], n=n, noise_var=s2, prior_precision=v)
+        assert abs(single - exact) <= tol, (k, single, exact, tol)
+    assert np.all(np.diff(path) >= 0)  # sums of non-negative terms
     # 0 ≤ IPV(S) ≤ (σ0²/N)·|S|, since tr((A + cV)⁻¹A) counts eigenvalues in [0, 1).
     assert np.all(path >= -1e-12 * s2 / n)
     assert np.all(path <= s2 / n * np.arange(1, p + 1) * (1 + 1e-12))
@@ -122,6 +139,9 @@ GOOD = np.array([[2.0, 0.5], [0.5, 1.0]])
         ({"S": [0, 0]}, "S must not contain duplicate"),
         ({"S": [0, 2]}, r"S has indices outside \[0, 2\)"),
         ({"S": [-1]}, r"S has indices outside \[0, 2\)"),
+        ({"n": 1e-310}, "noise_var / n \\* prior_precision must be positive and finite"),
+        ({"n": 1e-10, "prior_precision": 1e308}, "must be positive and finite in float64"),
+        ({"Lam": np.ones((2, 2)), "S": [0, 1], "n": 1e17}, "numerically singular"),
     ],
 )
 def test_bad_input_names_the_argument(kwargs, match):
@@ -134,6 +154,18 @@ def test_bad_input_names_the_argument(kwargs, match):
 def test_bad_types_raise_type_errors():
     with pytest.raises(TypeError, match="S must contain integer indices"):
         ipv(GOOD, [0.5], n=1)
+    with pytest.raises(TypeError, match="S must contain integer indices"):
+        ipv(GOOD, [0.0, 1.0], n=1)
+    with pytest.raises(TypeError, match="prior_precision must be a real numeric array"):
+        ipv(GOOD, [0], n=1, prior_precision="2")
+    with pytest.raises(TypeError, match="prior_precision must be a real numeric array"):
+        ipv(GOOD, [0], n=1, prior_precision=True)
+    with pytest.raises(TypeError, match="prior_precision must be a real numeric array"):
+        ipv(GOOD, [0], n=1, prior_precision=1 + 1j)
+    with pytest.raises(ValueError, match="Lam must be a rectangular array"):
+        ipv([[1.0, 0.0], [0.0]], [0], n=1)
+    with pytest.raises(ValueError, match="S must be a 1-D sequence"):
+        ipv(GOOD, np.zeros((0, 3)), n=1)
     with pytest.raises(TypeError, match="n must be a real number"):
         ipv(GOOD, [0], n="10")
     with pytest.raises(TypeError, match="Lam must be a real numeric array"):

@@ -1,0 +1,511 @@
+"""Claims of *Self-Supervised Laplace Approximation* (self-supervised-laplace.txt): the
+conjugate experiments of §5 / App. B.1, Lemma 1, Theorem 1 and Corollary 1 (§4).
+
+All computations are exact closed forms on sufficient statistics (theory.conjugate,
+theory.ssla), so the paper's n = 10⁶ costs one pass over the sample. One sample of size 10⁶
+per model and replication is drawn; the smaller n are its prefixes. Quick mode: one
+replication; full mode: ten (rates are fitted on all points pooled).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from scipy import stats
+
+from paper_checks.registry import Context, Status, Verdict, claim
+from theory.conjugate import ConjugateModel
+from theory.rates import RateFit, fit_rate
+from theory.ssla import ssla_predictive
+from theory.ssla_rates import (
+    PAPER_NS,
+    divergence_curve,
+    exact_predictive,
+    paper_model,
+    prefix_statistics,
+    refit_gaps,
+)
+
+PAPER = "self-supervised-laplace"
+MODELS = ("normal-normal", "poisson-gamma")
+#: (label, variant, hessian): the paper's SSLA (eq. 12) and ASSLA (eq. 17), and the
+#: log-joint ("posterior") variants of SPEC §6.
+METHODS = (
+    ("SSLA", "refit", "likelihood"),
+    ("ASSLA", "approx", "likelihood"),
+    ("SSLA-post", "refit", "posterior"),
+    ("ASSLA-post", "approx", "posterior"),
+)
+DIVERGENCES = ("KL(approx||exact)", "KL(exact||approx)", "TV", "W1")
+#: fixed self-predicted value for Lemma 1 / Theorem 1 (≈ 2 sd above both true means)
+Y_FIXED = 7.0
+#: "close to perfect" (§5): at most 5 % of the probability mass misplaced
+TV_CLOSE = 0.05
+
+
+@functools.lru_cache(maxsize=4)
+def _experiment(seed: int, full: bool) -> dict[str, Any]:
+    """Divergences (R × n × 4) per model and method, refit gaps (R × n × 5) per model."""
+    rng = Context(seed=seed).rng("conjugate-experiment")
+    reps = 10 if full else 1
+    out: dict[str, Any] = {}
+    for name in MODELS:
+        model, truth = paper_model(name)
+        divs = {label: [] for label, _, _ in METHODS}
+        gaps, first = [], None
+        for _ in range(reps):
+            st = prefix_statistics(model, rng, PAPER_NS, theta_true=truth)
+            first = first or st
+            for label, variant, hessian in METHODS:
+                curve = divergence_curve(model, st, variant=variant, hessian=hessian)
+                divs[label].append(np.array(curve))
+            gaps.append(np.array([refit_gaps(model, s, Y_FIXED) for s in st]))
+        out[name] = {
+            "model": model,
+            "stats": first,
+            "div": {k: np.stack(v) for k, v in divs.items()},
+            "gaps": np.stack(gaps),
+        }
+    return out
+
+
+#: below these a divergence is roundoff (float64 means ~4 carry errors ~1e-15)
+ROUNDOFF_FLOOR = {0: 1e-26, 1: 1e-26, 2: 1e-13, 3: 1e-13}
+
+
+def _fit(values: np.ndarray, ns: tuple[int, ...] = PAPER_NS, floor: float = 0.0) -> RateFit:
+    """Pooled OLS rate over replications (values: R × len(ns)); points below ``floor``
+    (roundoff) are left out."""
+    n = np.tile(np.asarray(ns, float), values.shape[0])
+    v = values.reshape(-1)
+    keep = v > floor
+    return fit_rate(n[keep], v[keep])
+
+
+def _fit_json(f: RateFit) -> dict[str, float]:
+    return {"slope": round(f.slope, 4), "ci95": [round(f.ci_low, 4), round(f.ci_high, 4)]}
+
+
+#: tolerance on a fitted exponent (finite-n curvature, e.g. 1/(n + 1) against 1/n at n = 20)
+SLOPE_TOL = 0.05
+
+
+def _at_least_as_fast(f: RateFit, rate: float) -> bool:
+    """Consistent with error = O(n^rate): the slope CI reaches ``rate`` + SLOPE_TOL or below."""
+    return f.ci_low <= rate + SLOPE_TOL
+
+
+# --------------------------------------------------------------------------- figures
+def _predictive_figure(name: str, exp: dict[str, Any]) -> Figure:
+    model: ConjugateModel = exp["model"]
+    fig = Figure(figsize=(13, 7))
+    axes = fig.subplots(2, 3).ravel()
+    for ax, n, s in zip(axes, PAPER_NS, exp["stats"], strict=True):
+        exact = exact_predictive(model, s)
+        ssla = ssla_predictive(model, s, variant="refit", hessian="likelihood")
+        assla = ssla_predictive(model, s, variant="approx", hessian="likelihood")
+        if model.discrete:
+            k = np.arange(0, 13)
+            ax.plot(k, exact.pmf(k), "o-", color="green", label="analytic", lw=3, alpha=0.5)
+            ax.plot(k, ssla.pmf(k), "s--", color="red", label="SSLA", ms=4)
+            ax.plot(k, assla.pmf(k), "x:", color="black", label="ASSLA")
+        else:
+            m, sd = exact.mean(), exact.std()
+            y = np.linspace(m - 4 * sd, m + 4 * sd, 400)
+            ax.plot(y, exact.pdf(y), color="green", label="analytic", lw=3, alpha=0.5)
+            ax.plot(y, ssla.pdf(y), "--", color="red", label="SSLA")
+            ax.plot(y, assla.pdf(y), ":", color="black", label="ASSLA")
+        i = PAPER_NS.index(n)
+        kl_s, kl_a = exp["div"]["SSLA"][0, i, 0], exp["div"]["ASSLA"][0, i, 0]
+        ax.set_title(f"n = {n:,}\nKL: SSLA {kl_s:.1e}, ASSLA {kl_a:.1e}", fontsize=9)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{name}: analytic vs SSLA (eq. 12) vs ASSLA (eq. 17) predictive")
+    return fig
+
+
+def _rates_figure(exp: dict[str, Any]) -> tuple[Figure, dict[str, Any]]:
+    fig = Figure(figsize=(12, 8))
+    axes = fig.subplots(2, 2)
+    fits: dict[str, Any] = {}
+    ns = np.asarray(PAPER_NS, float)
+    for row, name in enumerate(MODELS):
+        fits[name] = {}
+        for col, (j, dname) in enumerate(((0, "KL(approx||exact)"), (2, "TV"))):
+            ax = axes[row, col]
+            for label, _, _ in METHODS:
+                vals = exp[name]["div"][label][:, :, j]
+                floor = ROUNDOFF_FLOOR[j]
+                if np.sum(np.all(vals > floor, axis=0)) < 3:  # exact up to roundoff
+                    fits[name].setdefault(label, {})[dname] = f"exact (<= {floor:g}, roundoff)"
+                    continue
+                f = _fit(vals, floor=floor)
+                fits[name].setdefault(label, {})[dname] = _fit_json(f)
+                shown = np.where(vals > floor, vals, np.nan)
+                mean = np.exp(np.nanmean(np.log(shown), axis=0))
+                line = ax.loglog(ns, mean, "o", ms=4)[0]
+                ax.loglog(
+                    ns,
+                    np.exp(f.intercept) * ns**f.slope,
+                    "-",
+                    color=line.get_color(),
+                    label=f"{label}: slope {f.slope:.2f} [{f.ci_low:.2f}, {f.ci_high:.2f}]",
+                )
+            ax.set_title(f"{name}: {dname}", fontsize=10)
+            ax.set_xlabel("n")
+            ax.legend(fontsize=7)
+    fig.suptitle("Divergence from the analytic predictive vs n (OLS on log-log, 95% CI)")
+    return fig, fits
+
+
+def _gaps_figure(exp: dict[str, Any]) -> Figure:
+    fig = Figure(figsize=(12, 4.5))
+    axes = fig.subplots(1, 2)
+    ns = np.asarray(PAPER_NS, float)
+    labels = ("|θ̃ − θ̂| (Lemma 1)", "ℓ̃(θ̃) − ℓ̃(θ̂) (Thm 1)", "ℓ_D(θ̂) − ℓ_D(θ̃) (eq. 19)")
+    for ax, name in zip(axes, MODELS, strict=True):
+        g = exp[name]["gaps"]
+        for j, lab in enumerate(labels):
+            f = _fit(g[:, :, j])
+            ax.loglog(
+                ns,
+                np.exp(np.mean(np.log(g[:, :, j]), axis=0)),
+                "o-",
+                label=f"{lab}: slope {f.slope:.2f}",
+            )
+        ax.loglog(ns, 0.5 * ns**-2.0, "k:", label="n^-2 (what eq. 19 claims)")
+        ax.set_title(f"{name}, fixed ŷ = {Y_FIXED}", fontsize=10)
+        ax.set_xlabel("n")
+        ax.legend(fontsize=7)
+    return fig
+
+
+# --------------------------------------------------------------------------- claims
+@claim(
+    paper=PAPER,
+    name="lemma1-refit-gap-rate",
+    location="Lemma 1, §4",
+    statement="For a fixed self-predicted ŷ, θ̃ = θ̂ + O(1/n).",
+)
+def _lemma1(ctx: Context) -> Verdict:
+    exp = _experiment(ctx.seed, ctx.full)
+    fits = {m: _fit(exp[m]["gaps"][:, :, 0]) for m in MODELS}
+    ok = all(_at_least_as_fast(f, -1.0) for f in fits.values())
+    figs = ctx.save_figure(_gaps_figure(exp), "ssla_refit_gaps.png")
+    return Verdict(
+        Status.CONFIRMED if ok else Status.REFUTED,
+        measured=max(f.slope for f in fits.values()),
+        expected=-1.0,
+        tolerance="95% CI of the slope reaches -1 + 0.05 or below",
+        evidence=(
+            f"OLS slope of log|θ̃ − θ̂| on log n, n = 20..10⁶, ŷ = {Y_FIXED}: "
+            + "; ".join(
+                f"{m} {f.slope:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]" for m, f in fits.items()
+            )
+            + ". Exactly (ŷ − θ̂)/(n + 1) in both models."
+        ),
+        details={m: _fit_json(f) for m, f in fits.items()},
+        figures=figs,
+    )
+
+
+@claim(
+    paper=PAPER,
+    name="theorem1-rate",
+    location="Theorem 1, §4",
+    statement="ℓ̃(θ̃) = ℓ̃(θ̂) + O((Ln + 1)/n²), i.e. the refit changes ℓ̃ by O(1/n).",
+)
+def _theorem1(ctx: Context) -> Verdict:
+    exp = _experiment(ctx.seed, ctx.full)
+    fits = {m: _fit(exp[m]["gaps"][:, :, 1]) for m in MODELS}
+    ok = all(_at_least_as_fast(f, -1.0) for f in fits.values())
+    return Verdict(
+        Status.CONFIRMED if ok else Status.REFUTED,
+        measured=max(f.slope for f in fits.values()),
+        expected=-1.0,
+        tolerance="95% CI of the slope reaches -1 + 0.05 or below",
+        evidence=(
+            f"OLS slope of log(ℓ̃(θ̃) − ℓ̃(θ̂)) on log n, ŷ = {Y_FIXED}: "
+            + "; ".join(
+                f"{m} {f.slope:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]" for m, f in fits.items()
+            )
+            + ". Normal–normal: exactly (ŷ − x̄)²/(2σ²(n + 1))."
+        ),
+        details={m: _fit_json(f) for m, f in fits.items()},
+    )
+
+
+@claim(
+    paper=PAPER,
+    name="theorem1-proof-eq19",
+    location="Proof of Theorem 1, eqs. (19)-(20), App. A",
+    statement="ℓ_D(θ̃) = ℓ_D(θ̂) + O(‖θ̂ − θ̃‖²) = ℓ_D(θ̂) + O(n⁻²).",
+    expected=Status.REFUTED,
+)
+def _theorem1_eq19(ctx: Context) -> Verdict:
+    exp = _experiment(ctx.seed, ctx.full)
+    fits = {m: _fit(exp[m]["gaps"][:, :, 2]) for m in MODELS}
+    ok = all(f.ci_high <= -2.0 + 0.1 for f in fits.values())
+    g = exp["normal-normal"]["gaps"][0, -1, 2]
+    return Verdict(
+        Status.CONFIRMED if ok else Status.REFUTED,
+        measured=max(f.slope for f in fits.values()),
+        expected=-2.0,
+        tolerance="slope CI upper end <= -1.9",
+        evidence=(
+            "The O(‖θ̂ − θ̃‖²) remainder carries the factor J = −ℓ_D'' ∝ n, so the gap is "
+            "Θ(1/n): normal–normal ℓ_D(θ̂) − ℓ_D(θ̃) = n(ŷ − x̄)²/(2σ²(n + 1)²) exactly. "
+            f"Counterexample: at n = 10⁶, ŷ = {Y_FIXED} the gap is {g:.3e}, 2·10⁶ times "
+            "n⁻² = 1e-12. Fitted slopes: "
+            + "; ".join(
+                f"{m} {f.slope:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]" for m, f in fits.items()
+            )
+            + ". Theorem 1's conclusion O(1/n) survives (the ℓ_new term is O(1/n) anyway)."
+        ),
+        details={m: _fit_json(f) for m, f in fits.items()},
+    )
+
+
+@claim(
+    paper=PAPER,
+    name="corollary1-rates",
+    location="Corollary 1, §4",
+    statement="J̃(θ̃)/n = J̃(θ̂)/n + O(1/n) and π(θ̃) = π(θ̂) + O(1/n).",
+)
+def _corollary1(ctx: Context) -> Verdict:
+    exp = _experiment(ctx.seed, ctx.full)
+    g = exp["poisson-gamma"]["gaps"]
+    fi, fp = _fit(g[:, :, 3]), _fit(g[:, :, 4])
+    fp_n = _fit(exp["normal-normal"]["gaps"][:, :, 4])
+    ok = all(_at_least_as_fast(f, -1.0) for f in (fi, fp, fp_n))
+    return Verdict(
+        Status.CONFIRMED if ok else Status.REFUTED,
+        measured=max(fi.slope, fp.slope, fp_n.slope),
+        expected=-1.0,
+        tolerance="95% CI of the slope reaches -1 + 0.05 or below",
+        evidence=(
+            f"Poisson–gamma, ŷ = {Y_FIXED}: |J̃(θ̃) − J̃(θ̂)|/n slope {fi.slope:.3f} "
+            f"[{fi.ci_low:.3f}, {fi.ci_high:.3f}], |π(θ̃) − π(θ̂)| slope {fp.slope:.3f} "
+            f"[{fp.ci_low:.3f}, {fp.ci_high:.3f}]; normal–normal J̃ is constant (n + 1)/σ² "
+            f"and |π(θ̃) − π(θ̂)| has slope {fp_n.slope:.3f} (faster than 1/n because "
+            "π'(θ̂) ∝ θ̂ − μ0 = O(n^-1/2) when the prior is centred at the truth)."
+        ),
+        details={
+            "information": _fit_json(fi),
+            "prior_poisson": _fit_json(fp),
+            "prior_normal": _fit_json(fp_n),
+        },
+    )
+
+
+@claim(
+    paper=PAPER,
+    name="ssla-assla-recover-analytic-ppd",
+    location="§5 Experiments; App. B.1; Figures 1 and 3",
+    statement="SSLA and ASSLA recover the analytic posterior predictive close to perfect "
+    "for n between 20 and 100 000 (normal–normal and Poisson–gamma).",
+)
+def _recover(ctx: Context) -> Verdict:
+    exp = _experiment(ctx.seed, ctx.full)
+    upto = PAPER_NS.index(100_000) + 1
+    worst: dict[str, Any] = {}
+    for m in MODELS:
+        for label in ("SSLA", "ASSLA"):
+            d = exp[m]["div"][label][:, :upto, :]
+            worst[f"{m}/{label}"] = {
+                "max_TV": float(d[:, :, 2].max()),
+                "max_KL_forward": float(d[:, :, 0].max()),
+                "max_KL_reverse": float(d[:, :, 1].max()),
+                "max_W1": float(d[:, :, 3].max()),
+            }
+    tv = max(v["max_TV"] for v in worst.values())
+    figs = ctx.save_figure(
+        _predictive_figure("normal-normal", exp["normal-normal"]),
+        "ssla_normal_normal_predictives.png",
+    )
+    figs += ctx.save_figure(
+        _predictive_figure("poisson-gamma", exp["poisson-gamma"]),
+        "ssla_poisson_gamma_predictives.png",
+    )
+    return Verdict(
+        Status.CONFIRMED if tv <= TV_CLOSE else Status.REFUTED,
+        measured=tv,
+        expected=0.0,
+        tolerance=f"total variation <= {TV_CLOSE} at every n in 20..10⁵",
+        evidence=(
+            "Normalised SSLA/ASSLA vs the analytic predictive (exact NegBin / normal), all "
+            "four divergences; worst case over n = 20..10⁵: "
+            + "; ".join(
+                f"{k}: TV {v['max_TV']:.2e}, KL {v['max_KL_forward']:.2e}"
+                for k, v in worst.items()
+            )
+            + ". The worst case is ASSLA at n = 20 (missing epistemic variance)."
+        ),
+        details=worst,
+        figures=figs,
+    )
+
+
+@claim(
+    paper=PAPER,
+    name="assla-converges-to-analytic",
+    location="§4 (Theorem 1, Corollaries 1-2 => eq. 17); App. B.1",
+    statement="ASSLA's predictive converges to the analytic posterior predictive as n grows.",
+)
+def _converges(ctx: Context) -> Verdict:
+    exp = _experiment(ctx.seed, ctx.full)
+    fig, fits = _rates_figure(exp)
+    figs = ctx.save_figure(fig, "ssla_divergence_rates.png")
+    tv_fits = {m: _fit(exp[m]["div"]["ASSLA"][:, :, 2]) for m in MODELS}
+    ok = all(f.ci_high < 0 for f in tv_fits.values())
+    return Verdict(
+        Status.CONFIRMED if ok else Status.REFUTED,
+        measured=max(f.slope for f in tv_fits.values()),
+        expected=-1.0,
+        tolerance="TV slope CI entirely below 0 (derived rate: TV ∝ 1/n, KL ∝ 1/n²)",
+        evidence=(
+            "OLS of log TV(ASSLA, analytic) on log n, n = 20..10⁶: "
+            + "; ".join(
+                f"{m} {f.slope:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]" for m, f in tv_fits.items()
+            )
+            + ". Rate 1/n, not faster: ASSLA misses the O(1/n) epistemic variance. All "
+            "slopes (KL, TV, per method) are in details and the figure."
+        ),
+        details=fits,
+        figures=figs,
+    )
+
+
+@claim(
+    paper=PAPER,
+    name="ssla-more-faithful-than-assla",
+    location="§6 Conclusion",
+    statement="SSLA provides a more faithful (but costlier) approximation than ASSLA.",
+)
+def _more_faithful(ctx: Context) -> Verdict:
+    exp = _experiment(ctx.seed, ctx.full)
+    ratios = {
+        m: float(np.max(exp[m]["div"]["SSLA"][:, :, 2] / exp[m]["div"]["ASSLA"][:, :, 2]))
+        for m in MODELS
+    }
+    worst = max(ratios.values())
+    return Verdict(
+        Status.CONFIRMED if worst < 1.0 else Status.REFUTED,
+        measured=worst,
+        expected="< 1",
+        tolerance="TV(SSLA)/TV(ASSLA) < 1 at every n and replication",
+        evidence="Largest TV(SSLA)/TV(ASSLA) over n = 20..10⁶: "
+        + "; ".join(f"{m} {r:.2e}" for m, r in ratios.items())
+        + " (SSLA's TV falls like n⁻² or faster, ASSLA's like n⁻¹).",
+        details=ratios,
+    )
+
+
+@claim(
+    paper=PAPER,
+    name="assla-underestimates-uncertainty",
+    location="§6 Conclusion; eq. (17) with eq. (33)",
+    statement="ASSLA underestimates predictive uncertainty (normal–normal: its intervals "
+    "under-cover).",
+)
+def _undercover(ctx: Context) -> Verdict:
+    exp = _experiment(ctx.seed, ctx.full)
+    model = exp["normal-normal"]["model"]
+    cover, var_err = [], []
+    for s in exp["normal-normal"]["stats"]:
+        exact = model.predictive(s)
+        assla = ssla_predictive(model, s, variant="approx", hessian="likelihood")
+        lo, hi = assla.interval(0.95)
+        cover.append(float(exact.cdf(hi) - exact.cdf(lo)))
+        var_err.append(abs(assla.var() - model.noise_var) / model.noise_var)
+    deficit = 0.95 - np.asarray(cover)
+    f = fit_rate(PAPER_NS, deficit)
+    ok = bool(np.all(deficit > 0) and max(var_err) < 1e-12)
+    return Verdict(
+        Status.CONFIRMED if ok else Status.REFUTED,
+        measured=float(cover[0]),
+        expected="< 0.95",
+        tolerance="coverage < 0.95 at every n; ASSLA variance = σ² to 1e-12",
+        evidence=(
+            "J(μ) = n/σ² (eq. 33) does not depend on ŷ, so eq. 17 normalises to exactly "
+            f"N(x̄, σ²) (max relative variance error {max(var_err):.1e}) and drops σ_n². "
+            "Coverage of its 95% interval under the analytic predictive: "
+            + ", ".join(f"n={n}: {c:.5f}" for n, c in zip(PAPER_NS, cover, strict=True))
+            + f". Deficit slope {f.slope:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}] (∝ 1/n)."
+        ),
+        details={"coverage": cover, "deficit_rate": _fit_json(f)},
+    )
+
+
+def _float32_eq16(model: ConjugateModel, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """ASSLA by eq. (16), ℓ̃(θ̂) − ℓ_D(θ̂) + ½log J − ½log J̃, with the log-likelihoods
+    accumulated in float32 (as a float32 deep-learning loss would be)."""
+    f32 = np.float32
+    x32 = x.astype(f32)
+    th = f32(np.mean(x, dtype=np.float64))
+    s2 = f32(model.noise_var)
+    c = f32(-0.5) * f32(np.log(2 * np.pi * model.noise_var))
+    ld = np.sum(c - (x32 - th) ** 2 / (f32(2) * s2), dtype=f32)
+    lnew = c - (grid.astype(f32) - th) ** 2 / (f32(2) * s2)
+    lt = (ld + lnew).astype(f32)  # ℓ̃(θ̂) = ℓ_D(θ̂) + ℓ_new(θ̂), rounded to float32
+    return (lt - ld).astype(np.float64)  # J = J̃ = n/σ²: the log-det terms cancel
+
+
+@claim(
+    paper=PAPER,
+    name="assla-numerically-unstable-large-n",
+    location="§5 Experiments; Figure 3",
+    statement="Numerical instabilities emerge for ASSLA at n ≥ 1 000 000.",
+    expected=Status.REFUTED,
+)
+def _instability(ctx: Context) -> Verdict:
+    exp = _experiment(ctx.seed, ctx.full)
+    tv = {m: exp[m]["div"]["ASSLA"][:, :, 2].mean(axis=0) for m in MODELS}
+    ratio = {m: float(v[-1] / v[-2]) for m, v in tv.items()}
+    stable = all(0.05 < r < 0.2 for r in ratio.values())  # TV keeps falling like 1/n
+    # reproduction attempt: eq. (16) accumulated in float32
+    model, truth = paper_model("normal-normal")
+    rng = ctx.rng("assla-numerically-unstable-large-n")
+    fig = Figure(figsize=(12, 4))
+    axes = fig.subplots(1, 2)
+    tv32 = {}
+    for ax, n in zip(axes, (100_000, 1_000_000), strict=True):
+        x = model.sample_data(rng, n, truth)
+        exact_assla = stats.norm(x.mean(), np.sqrt(model.noise_var))
+        grid = np.linspace(x.mean() - 6 * 1.5, x.mean() + 6 * 1.5, 2001)
+        lp32 = _float32_eq16(model, x, grid)
+        p32 = np.exp(lp32 - lp32.max())
+        p32 /= np.trapezoid(p32, grid)
+        tv32[n] = float(0.5 * np.trapezoid(np.abs(p32 - exact_assla.pdf(grid)), grid))
+        ax.plot(
+            grid,
+            exact_assla.pdf(grid),
+            color="green",
+            lw=3,
+            alpha=0.5,
+            label="ASSLA, eq. 17, float64",
+        )
+        ax.plot(grid, p32, color="black", lw=0.8, label="ASSLA, eq. 16, float32 sums")
+        ax.set_title(f"n = {n:,}: TV = {tv32[n]:.3f}", fontsize=10)
+        ax.legend(fontsize=8)
+    figs = ctx.save_figure(fig, "assla_float32_eq16.png")
+    return Verdict(
+        Status.CONFIRMED if not stable else Status.REFUTED,
+        measured=max(ratio.values()),
+        expected="instability (TV no longer falling) at n = 10⁶",
+        tolerance="TV(10⁶)/TV(10⁵) in (0.05, 0.2) = the 1/n trend continues: stable",
+        evidence=(
+            "In float64 on sufficient statistics ASSLA is stable at n = 10⁶: TV(10⁶)/TV(10⁵) "
+            + ", ".join(f"{m} {r:.4f}" for m, r in ratio.items())
+            + " (the 1/n trend continues; eq. 17 never forms an O(n) number). The reported "
+            "instability is reproduced by evaluating eq. 16 with float32 log-likelihood sums: "
+            "ℓ̃(θ̂) − ℓ_D(θ̂) subtracts two numbers of size ≈ 1.8n whose float32 spacing is "
+            f"0.125 at n = 10⁶, giving TV {tv32[1_000_000]:.3f} against exact ASSLA at "
+            f"n = 10⁶ but {tv32[100_000]:.4f} at n = 10⁵. An implementation artefact, not a "
+            "property of ASSLA (our explanation; the paper's code is not available)."
+        ),
+        details={"tv_ratio_1e6_over_1e5": ratio, "float32_eq16_tv": tv32},
+        figures=figs,
+    )

@@ -1,0 +1,1 @@
+"""The shipped studies, one module each; :func:`studies.registry.load_catalog` imports them."""

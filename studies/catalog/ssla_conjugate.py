@@ -1,0 +1,103 @@
+"""Study ``ssla-conjugate``: SSLA and ASSLA against the analytic predictive, over n.
+
+*self-supervised-laplace*, §3–4 (SSLA eq. 12, ASSLA eq. 17) and App. B.1 (the conjugate
+experiments), SPEC §6. Per replication: n observations from the paper's setup
+(normal–normal μ_true = 4, σ² = 2, prior N(4, 1); Poisson–gamma λ_true = 3, prior
+Gamma(6, 2): :func:`theory.ssla_rates.paper_model`), the four approximations
+(SSLA / ASSLA × likelihood / posterior Hessian, :func:`theory.ssla.ssla_predictive`,
+normalised over ŷ) and their divergences from the analytic predictive
+(:func:`theory.divergences.divergences`: KL(approx‖exact), total variation, W1).
+
+Unlike the single nested sample of the paper's figures, every n gets independent data sets,
+so the means over replications, their intervals and the fitted slopes are those of the
+*expected* divergence. The slopes derived in :mod:`theory.ssla_rates` (issue 3): ASSLA —
+TV, W1 ∝ n⁻¹, KL ∝ n⁻²; SSLA (likelihood Hessian) — normal–normal in the paper's setup
+(μ_true = μ0) TV ∝ n^-5/2, KL ∝ n⁻⁵; Poisson–gamma TV ∝ n⁻², KL ∝ n⁻⁴; SSLA (posterior
+Hessian) — exact for normal–normal, Poisson–gamma TV ∝ n⁻², KL ∝ n⁻⁴.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from studies.registry import register
+from studies.spec import Study
+from studies.summary import SummaryRow, fit_rates
+from theory.divergences import divergences
+from theory.ssla import ssla_predictive
+from theory.ssla_rates import PAPER_NS, exact_predictive, paper_model
+
+__all__ = ["EXPECTED_SLOPES", "FLOORS", "STUDY", "run_one"]
+
+#: (method, Hessian) → the variant names of :func:`theory.ssla.ssla_predictive`.
+METHODS = {
+    "ssla_lik": ("refit", "likelihood"),
+    "ssla_post": ("refit", "posterior"),
+    "assla_lik": ("approx", "likelihood"),
+    "assla_post": ("approx", "posterior"),
+}
+#: Means at or below these are roundoff (TV of two equal densities ~1e-16), not a rate.
+FLOORS = {"kl": 1e-24, "tv": 1e-12, "w1": 1e-12}
+#: Slopes in n derived in theory.ssla_rates; None: exact (divergence at roundoff).
+EXPECTED_SLOPES = {
+    ("normal-normal", "ssla_lik"): {"kl": -5.0, "tv": -2.5, "w1": -2.5},
+    ("normal-normal", "ssla_post"): None,
+    ("normal-normal", "assla_lik"): {"kl": -2.0, "tv": -1.0, "w1": -1.0},
+    ("normal-normal", "assla_post"): {"kl": -2.0, "tv": -1.0, "w1": -1.0},
+    ("poisson-gamma", "ssla_lik"): {"kl": -4.0, "tv": -2.0, "w1": -2.0},
+    ("poisson-gamma", "ssla_post"): {"kl": -4.0, "tv": -2.0, "w1": -2.0},
+    ("poisson-gamma", "assla_lik"): {"kl": -2.0, "tv": -1.0, "w1": -1.0},
+    ("poisson-gamma", "assla_post"): {"kl": -2.0, "tv": -1.0, "w1": -1.0},
+}
+
+
+def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:
+    """One data set of size n; divergences of the four approximations from the exact one."""
+    model, theta_true = paper_model(params["model"])
+    stats = model.sufficient_statistics(model.sample_data(rng, params["n"], theta_true))
+    exact = exact_predictive(model, stats)
+    out = {}
+    for method, (variant, hessian) in METHODS.items():
+        approx = ssla_predictive(model, stats, variant=variant, hessian=hessian)
+        d = divergences(approx, exact)
+        out[f"{method}_kl"] = d.kl_forward
+        out[f"{method}_tv"] = d.total_variation
+        out[f"{method}_w1"] = d.wasserstein1
+    return out
+
+
+def report(summary: list[SummaryRow]) -> str:
+    """Fitted slopes of the mean divergences in n next to the derived ones."""
+    lines = ["Mean divergence from the analytic predictive against n (log-log OLS, 95% CI):"]
+    for (model, method), expected in EXPECTED_SLOPES.items():
+        for div in ("kl", "tv", "w1"):
+            fits = fit_rates(summary, f"{method}_{div}", x="n", floor=FLOORS[div])
+            fit = fits.get((("model", model),))
+            want = "exact" if expected is None else f"{expected[div]:g}"
+            got = (
+                "at roundoff (no rate)"
+                if fit is None
+                else f"n^{fit.slope:.2f} [{fit.ci_low:.2f}, {fit.ci_high:.2f}]"
+            )
+            lines.append(f"  {model:13s} {method:10s} {div:2s}: {got}  derived: {want}")
+    return "\n".join(lines)
+
+
+STUDY = register(
+    Study(
+        name="ssla-conjugate",
+        description=(
+            "SSLA / ASSLA (likelihood and posterior Hessians) against the analytic "
+            "predictive on the paper's normal-normal and Poisson-gamma setups: KL, TV, W1 "
+            "over n with replications, fitted rates vs the derived ones."
+        ),
+        grid={"model": ("normal-normal", "poisson-gamma"), "n": PAPER_NS[:-1]},
+        full_grid={"model": ("normal-normal", "poisson-gamma"), "n": PAPER_NS},
+        replications=50,
+        full_replications=500,
+        run_one=run_one,
+        x="n",
+        plot_metrics=tuple(f"{m}_{d}" for d in ("tv", "kl") for m in METHODS),
+        report=report,
+    )
+)

@@ -1,0 +1,176 @@
+"""Executors: where replications run — in this process, in a process pool, or on Dask.
+
+Every executor runs the same pure task, :func:`run_replication`, and yields results as they
+finish (in any order); the runner writes each one to the store on arrival. The task seeds
+its generator from (study, parameters, replication) and pins the BLAS thread pools to one
+thread, so a replication's float64 metrics are bitwise identical whichever executor,
+worker or machine state computed them (multi-threaded BLAS may sum in a different order).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from threadpoolctl import threadpool_limits
+
+from studies.seeding import params_key, replication_rng
+from studies.spec import Params, Study
+
+__all__ = ["EXECUTORS", "Result", "Task", "execute", "run_replication"]
+
+#: The executor names the runner and the CLI accept.
+EXECUTORS = ("serial", "process", "dask")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One replication to run: the study, its grid point, replication index and base seed."""
+
+    study: Study
+    params: Params
+    rep: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class Result:
+    """One finished replication, as written to the store."""
+
+    key: str
+    rep: int
+    metrics: dict[str, float]
+    seconds: float
+
+
+def run_replication(task: Task) -> Result:
+    """Run ``task.study.run_one`` on its own seeded generator (BLAS limited to one thread)."""
+    rng = replication_rng(task.study.name, task.params, task.rep, seed=task.seed)
+    start = time.perf_counter()
+    try:
+        with threadpool_limits(limits=1):
+            out = task.study.run_one(dict(task.params), rng)
+    except Exception as exc:
+        raise RuntimeError(
+            f"study {task.study.name!r}: run_one failed at params={task.params}, "
+            f"replication={task.rep}: {type(exc).__name__}: {exc}"
+        ) from exc
+    seconds = time.perf_counter() - start
+    if not hasattr(out, "items"):
+        raise TypeError(
+            f"study {task.study.name!r}: run_one must return a dict of metrics; "
+            f"got {type(out).__name__}"
+        )
+    metrics = {}
+    for name, value in out.items():
+        value = float(value)
+        if math.isnan(value):
+            raise ValueError(
+                f"study {task.study.name!r}: metric {name!r} is NaN at params={task.params}, "
+                f"replication={task.rep}"
+            )
+        metrics[str(name)] = value
+    return Result(params_key(task.params), task.rep, metrics, seconds)
+
+
+def _serial(tasks: Sequence[Task]) -> Iterator[Result]:
+    for task in tasks:
+        yield run_replication(task)
+
+
+def _process(tasks: Sequence[Task], workers: int) -> Iterator[Result]:
+    # "spawn": workers import the study by reference, exactly as Dask workers do, and no
+    # parent thread state (BLAS pools, tqdm) is forked.
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    try:
+        # Keep a bounded window of work in flight so a huge grid does not queue at once.
+        pending: set[Any] = set()
+        queue = iter(tasks)
+        window = 8 * workers
+        for task in queue:
+            pending.add(pool.submit(run_replication, task))
+            if len(pending) >= window:
+                break
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                yield future.result()
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending.add(pool.submit(run_replication, nxt))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _dask(tasks: Sequence[Task], workers: int, scheduler: str | None) -> Iterator[Result]:
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError as exc:  # pragma: no cover - dask is a declared extra
+        raise ImportError(
+            "the dask executor needs dask[distributed]: pip install 'laplace-lab[dask]'"
+        ) from exc
+    cluster = None
+    if scheduler is None:
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        )
+        client = Client(cluster)
+    else:
+        client = Client(scheduler, timeout=30)
+    try:
+        futures = client.map(run_replication, list(tasks), pure=False)
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def execute(
+    tasks: Sequence[Task],
+    *,
+    executor: str = "serial",
+    workers: int | None = None,
+    scheduler: str | None = None,
+) -> Iterator[Result]:
+    """Run ``tasks``; yield each :class:`Result` as it finishes (any order).
+
+    Parameters
+    ----------
+    tasks : sequence of Task
+        The replications to run.
+    executor : {"serial", "process", "dask"}
+        In this process; in a ``spawn`` process pool of ``workers``; on Dask — the
+        scheduler at ``scheduler`` (``"tcp://host:port"``) or, without one, a
+        ``LocalCluster`` of ``workers`` single-threaded worker processes on 127.0.0.1.
+    workers : int, optional
+        Worker processes (default: the number of CPUs, at least 1).
+    scheduler : str, optional
+        Address of a running Dask scheduler; only with ``executor="dask"``.
+    """
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}; got executor={executor!r}")
+    if scheduler is not None and executor != "dask":
+        raise ValueError(f"scheduler is only used with executor='dask'; got {executor!r}")
+    if workers is None:
+        workers = max(1, multiprocessing.cpu_count())
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer; got workers={workers!r}")
+    if not tasks:
+        return iter(())
+    if executor == "serial":
+        return _serial(tasks)
+    if executor == "process":
+        return _process(tasks, workers)
+    return _dask(tasks, workers, scheduler)

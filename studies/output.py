@@ -1,0 +1,133 @@
+"""Study outputs: CSV export of replications and summaries, and PNG plots of summaries.
+
+Plots use ``matplotlib.figure.Figure`` directly (no pyplot, no global figure state), so they
+work headless and in worker processes.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from studies.spec import Study
+from studies.store import Row
+from studies.summary import SummaryRow
+
+__all__ = ["export_rows_csv", "export_summary_csv", "plot_summary"]
+
+
+def export_rows_csv(study: Study, rows: Iterable[Row], path: str | Path) -> Path:
+    """One CSV line per replication: grid parameters, ``rep``, metrics, ``seconds``.
+
+    Floats are written with ``repr`` (round-trip exact).
+    """
+    rows = list(rows)
+    keys = list(study.grid)
+    extra = sorted({k for r in rows for k in r.params} - set(keys))
+    metrics = sorted({m for r in rows for m in r.metrics})
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow([*keys, *extra, "rep", *metrics, "seconds"])
+        for r in rows:
+            writer.writerow(
+                [
+                    *(r.params.get(k, "") for k in keys + extra),
+                    r.rep,
+                    *(repr(r.metrics[m]) if m in r.metrics else "" for m in metrics),
+                    repr(r.seconds),
+                ]
+            )
+    return path
+
+
+def export_summary_csv(study: Study, summary: Sequence[SummaryRow], path: str | Path) -> Path:
+    """One CSV line per (grid point, metric): n, mean, se, low, high, interval kind."""
+    keys = list(study.grid)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow([*keys, "metric", "n", "mean", "se", "low", "high", "interval"])
+        for s in summary:
+            writer.writerow(
+                [
+                    *(s.params.get(k, "") for k in keys),
+                    s.metric,
+                    s.n,
+                    repr(s.mean),
+                    repr(s.se),
+                    repr(s.low),
+                    repr(s.high),
+                    s.interval,
+                ]
+            )
+    return path
+
+
+def _label(params: dict, keys: Sequence[str]) -> str:
+    return ", ".join(f"{k}={params[k]}" for k in keys) or "all"
+
+
+def plot_summary(
+    study: Study,
+    summary: Sequence[SummaryRow],
+    path: str | Path,
+    *,
+    metrics: Sequence[str] | None = None,
+) -> Path:
+    """One panel per metric: mean and interval against ``study.x``, one line per other setting.
+
+    A study with its own ``plot`` callable is drawn by it instead: ``study.plot(summary, path)``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if study.plot is not None:
+        study.plot(summary, path)
+        return path
+    if metrics is None:
+        metrics = study.plot_metrics or sorted({s.metric for s in summary})
+    names = list(metrics)
+    if not names:
+        raise ValueError(f"nothing to plot for study {study.name!r}: the summary is empty")
+    x = study.x or next(iter(study.grid))
+    # Legend keys: the grid parameters (other than x) that vary within this summary.
+    varying = [
+        k for k in study.grid if k != x and len({repr(s.params.get(k)) for s in summary}) > 1
+    ]
+    cols = min(3, len(names))
+    nrows = math.ceil(len(names) / cols)
+    fig = Figure(figsize=(5.0 * cols, 3.6 * nrows), layout="constrained")
+    axes = fig.subplots(nrows, cols, squeeze=False).ravel()
+    for ax, name in zip(axes, names, strict=False):
+        series: dict[str, list[SummaryRow]] = {}
+        for s in summary:
+            if s.metric == name:
+                series.setdefault(_label(s.params, varying), []).append(s)
+        numeric = all(isinstance(s.params[x], int | float) for v in series.values() for s in v)
+        for label, items in series.items():
+            items = sorted(items, key=lambda s: s.params[x]) if numeric else items
+            xs = [s.params[x] for s in items]
+            ys = [s.mean for s in items]
+            lo = [max(s.mean - s.low, 0.0) if math.isfinite(s.low) else 0.0 for s in items]
+            hi = [max(s.high - s.mean, 0.0) if math.isfinite(s.high) else 0.0 for s in items]
+            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=3, capsize=2, label=label)
+        if numeric and all(s.params[x] > 0 for s in summary if s.metric == name):
+            ax.set_xscale("log")
+        means = [s.mean for s in summary if s.metric == name]
+        if means and min(means) > 0 and max(means) > 100 * min(means):
+            ax.set_yscale("log")
+        ax.set_xlabel(x)
+        ax.set_title(name)
+        ax.grid(alpha=0.3)
+    for ax in axes[len(names) :]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(study.name)
+    fig.savefig(path, dpi=110)
+    return path

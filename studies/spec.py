@@ -1,0 +1,190 @@
+"""The declaration of a Monte Carlo study: a parameter grid × replications of a pure function.
+
+DESIGN "studies own the loops, not the maths": a study declares what to vary and what to
+measure; :mod:`studies.runner` owns seeding, the store, executors, progress and plots.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Grid", "Params", "Study", "expand_grid", "parse_grid_overrides"]
+
+#: One grid point: parameter name → scalar value (int, float, str or bool).
+Params = dict[str, Any]
+#: A grid: parameter name → the values it takes (the grid is their Cartesian product).
+Grid = Mapping[str, Sequence[Any]]
+
+_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_SCALARS = (bool, int, float, str)
+
+
+def _check_grid(grid: Grid, name: str) -> dict[str, tuple[Any, ...]]:
+    if not isinstance(grid, Mapping) or not grid:
+        raise ValueError(f"{name} must be a non-empty mapping of parameter -> values")
+    out = {}
+    for key, values in grid.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise ValueError(f"{name} keys must be identifiers; got {key!r}")
+        vals = tuple(values)
+        if not vals:
+            raise ValueError(f"{name}[{key!r}] must list at least one value")
+        for v in vals:
+            if not isinstance(v, _SCALARS):
+                raise TypeError(
+                    f"{name}[{key!r}] values must be int, float, str or bool; got {v!r}"
+                )
+        if len(set(vals)) != len(vals):
+            raise ValueError(f"{name}[{key!r}] has duplicate values: {vals}")
+        out[key] = vals
+    return out
+
+
+@dataclass(frozen=True)
+class Study:
+    """A parameter grid × replications of ``run_one(params, rng) -> dict[str, float]``.
+
+    Parameters
+    ----------
+    name : str
+        Lower-case, hyphenated (``"theorem2-consistency"``); the key of the registry.
+    description : str
+        One paragraph: what is measured and which paper statement it tests.
+    grid, full_grid : mapping of str to sequence
+        The default grid (must run in ≤ 2 minutes on 2 cores) and the ``--full`` grid.
+        Both must have the same keys.
+    replications, full_replications : int
+        Replications per grid point for the default and the full run.
+    run_one : callable
+        ``run_one(params, rng)`` → metrics. Pure: all randomness from ``rng``
+        (a ``numpy.random.Generator``); a module-level function (it is pickled to workers).
+    version : str
+        The study's code version; bump it whenever ``run_one`` changes its numbers.
+        A store written by another version is refused (see :mod:`studies.store`).
+    probabilities : sequence of str
+        Metrics that are 0/1 indicators: summarised with Wilson intervals.
+    x : str
+        The grid key on the horizontal axis of the default plot (log scale if numeric > 0).
+    plot_metrics : sequence of str
+        Metrics drawn by the default plot (all when empty).
+    plot : callable, optional
+        ``plot(summary, path)`` replaces the default plot.
+    report : callable, optional
+        ``report(summary) -> str``: study-specific conclusions (fitted rates, comparisons
+        with the theory) printed by ``laplace-lab study run`` and ``status``.
+    """
+
+    name: str
+    description: str
+    grid: Grid
+    full_grid: Grid
+    replications: int
+    full_replications: int
+    run_one: Callable[[Params, np.random.Generator], Mapping[str, float]]
+    version: str = "1"
+    probabilities: tuple[str, ...] = ()
+    x: str | None = None
+    plot_metrics: tuple[str, ...] = ()
+    plot: Callable[..., Any] | None = field(default=None, compare=False)
+    report: Callable[..., str] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise ValueError(f"name must be lower-case words joined by '-'; got {self.name!r}")
+        grid = _check_grid(self.grid, "grid")
+        full = _check_grid(self.full_grid, "full_grid")
+        if set(grid) != set(full):
+            raise ValueError(
+                f"grid and full_grid must have the same keys; got {sorted(grid)} "
+                f"and {sorted(full)}"
+            )
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "full_grid", full)
+        for attr in ("replications", "full_replications"):
+            value = getattr(self, attr)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{attr} must be a positive integer; got {value!r}")
+        if not callable(self.run_one):
+            raise TypeError("run_one must be callable: run_one(params, rng) -> dict")
+        object.__setattr__(self, "probabilities", tuple(self.probabilities))
+        object.__setattr__(self, "plot_metrics", tuple(self.plot_metrics))
+        if self.x is not None and self.x not in grid:
+            raise ValueError(f"x must be a grid key {sorted(grid)}; got x={self.x!r}")
+
+    @property
+    def code_version(self) -> str:
+        """``version`` plus a hash of ``run_one``'s source: a changed body is a new version."""
+        try:
+            source = inspect.getsource(self.run_one)
+        except (OSError, TypeError):
+            source = repr(self.run_one)
+        digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+        return f"{self.version}+{digest}"
+
+    def grid_for(self, *, full: bool = False) -> dict[str, tuple[Any, ...]]:
+        """The default or the full grid."""
+        return dict(self.full_grid if full else self.grid)
+
+    def replications_for(self, *, full: bool = False) -> int:
+        """The default or the full number of replications."""
+        return self.full_replications if full else self.replications
+
+
+def expand_grid(grid: Grid) -> list[Params]:
+    """All grid points, the Cartesian product in the declared key order (last key fastest)."""
+    keys = list(grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
+
+
+def _convert(text: str, like: Sequence[Any], key: str) -> Any:
+    kinds = {type(v) for v in like}
+    if kinds <= {bool}:
+        if text.lower() in ("true", "1"):
+            return True
+        if text.lower() in ("false", "0"):
+            return False
+        raise ValueError(f"--grid {key}: {text!r} is not a boolean")
+    if kinds <= {int}:
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            number = float("nan")
+        if not number.is_integer():
+            raise ValueError(f"--grid {key}: {text!r} is not an integer")
+        return int(number)
+    if kinds <= {int, float}:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"--grid {key}: {text!r} is not a number") from None
+    return text
+
+
+def parse_grid_overrides(grid: Grid, overrides: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    """Apply ``key=v1,v2`` overrides to ``grid``; values take the type of the grid's values.
+
+    >>> parse_grid_overrides({"N": (10, 100), "k": (2,)}, ["N=1e3,1e4"])
+    {'N': (1000, 10000), 'k': (2,)}
+    """
+    out = dict(grid)
+    for item in overrides:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not values.strip():
+            raise ValueError(f"--grid expects key=v1,v2,...; got {item!r}")
+        if key not in grid:
+            raise ValueError(f"--grid: unknown parameter {key!r}; the grid has {sorted(grid)}")
+        out[key] = tuple(_convert(v.strip(), grid[key], key) for v in values.split(","))
+    return _check_grid(out, "grid")

@@ -1,0 +1,230 @@
+"""The SQLite result store: one row per replication, committed as it finishes.
+
+Layout (``SCHEMA_VERSION`` 1)::
+
+    meta(key TEXT PRIMARY KEY, value TEXT)          -- format, schema_version, study,
+                                                       code_version, seed, created
+    replications(params TEXT, rep INTEGER, metrics TEXT, seconds REAL,
+                 PRIMARY KEY (params, rep))
+
+``params`` is the canonical JSON of the grid point (:func:`studies.seeding.params_key`);
+``metrics`` is JSON whose floats are written with ``repr`` — the shortest text that
+round-trips, so float64 metrics come back bit for bit. The primary key makes a resumed run
+skip what is done and makes a duplicate impossible. The journal is in WAL mode and every
+replication is its own transaction, so a killed process loses at most the replication it
+was writing.
+
+Opening refuses — with a :class:`StoreError` saying why — a file that is not an SQLite
+database (corrupt or foreign), a database without this layout, a store of another study,
+of another schema version, of another code version of the study, or of another seed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SCHEMA_VERSION", "Row", "Store", "StoreError"]
+
+#: The layout version written into every store; bump it when the tables change.
+SCHEMA_VERSION = 1
+_FORMAT = "laplace-lab study store"
+
+
+class StoreError(RuntimeError):
+    """A store cannot be used for this run (corrupt, foreign, other study/schema/code)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One finished replication."""
+
+    params: dict[str, Any]
+    rep: int
+    metrics: dict[str, float]
+    seconds: float
+
+
+def _encode_metrics(metrics: Mapping[str, float]) -> str:
+    clean = {}
+    for name, value in metrics.items():
+        if not isinstance(name, str):
+            raise TypeError(f"metric names must be strings; got {name!r}")
+        if isinstance(value, bool):
+            value = float(value)
+        try:
+            clean[name] = float(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"metric {name!r} must be a real number; got {value!r}") from None
+        if math.isnan(clean[name]):
+            raise ValueError(f"metric {name!r} is NaN; run_one must not return NaN")
+    return json.dumps(clean, sort_keys=True)
+
+
+class Store:
+    """An open study store (use as a context manager, or call :meth:`close`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The SQLite file; created (with its folder) if missing.
+    study : str
+        The study name the store must belong to.
+    code_version : str
+        The study's code version (:attr:`studies.spec.Study.code_version`).
+    seed : int
+        The base seed of the run.
+    create : bool
+        If False, a missing file is an error (for ``status``, ``plot``, ``export``).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        study: str,
+        code_version: str | None = None,
+        seed: int | None = None,
+        create: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise StoreError(f"no store for study {study!r} at {self.path} (run it first)")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open store {self.path}: {exc}") from exc
+        try:
+            self._meta = self._initialise(study, code_version, seed)
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- opening -----------------------------------------------------------------------
+    def _initialise(
+        self, study: str, code_version: str | None, seed: int | None
+    ) -> dict[str, str]:
+        db = self._db
+        try:
+            query = "SELECT name FROM sqlite_master WHERE type='table'"
+            tables = {r[0] for r in db.execute(query)}
+            if not tables:
+                if code_version is None or seed is None:
+                    raise StoreError(f"store {self.path} is empty: run study {study!r} first")
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                db.execute(
+                    "CREATE TABLE replications (params TEXT NOT NULL, rep INTEGER NOT NULL, "
+                    "metrics TEXT NOT NULL, seconds REAL NOT NULL, PRIMARY KEY (params, rep))"
+                )
+                meta = {
+                    "format": _FORMAT,
+                    "schema_version": str(SCHEMA_VERSION),
+                    "study": study,
+                    "code_version": code_version,
+                    "seed": str(seed),
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+                db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+                db.execute("COMMIT")
+                return meta
+            if not {"meta", "replications"} <= tables:
+                raise StoreError(
+                    f"{self.path} is an SQLite database but not a laplace-lab study store "
+                    f"(tables {sorted(tables)}); refusing to reuse it"
+                )
+            check = db.execute("PRAGMA quick_check").fetchall()
+            if check != [("ok",)]:
+                raise StoreError(
+                    f"{self.path} is corrupt (sqlite quick_check: "
+                    f"{'; '.join(str(r[0]) for r in check[:3])}); refusing to reuse it"
+                )
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            db.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: a committed row survives the death of the process (SIGKILL).
+            db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{self.path} is not a usable study store (corrupt or not SQLite): {exc}"
+            ) from exc
+        self._check(meta, study, code_version, seed)
+        return meta
+
+    def _check(
+        self, meta: dict[str, str], study: str, code_version: str | None, seed: int | None
+    ) -> None:
+        if meta.get("format") != _FORMAT:
+            raise StoreError(f"{self.path} is not a laplace-lab study store (no format mark)")
+        if meta.get("schema_version") != str(SCHEMA_VERSION):
+            raise StoreError(
+                f"store {self.path} has schema version {meta.get('schema_version')}; this "
+                f"laplace-lab reads schema version {SCHEMA_VERSION}. Use a new --store path."
+            )
+        if meta.get("study") != study:
+            raise StoreError(
+                f"store {self.path} belongs to study {meta.get('study')!r}, not {study!r}; "
+                "use a different --store path"
+            )
+        if code_version is not None and meta.get("code_version") != code_version:
+            raise StoreError(
+                f"store {self.path} was written by code version {meta.get('code_version')} of "
+                f"{study!r}; the current code version is {code_version}. Its rows would mix "
+                "two versions of run_one: use a new --store path."
+            )
+        if seed is not None and meta.get("seed") != str(seed):
+            raise StoreError(
+                f"store {self.path} was run with seed {meta.get('seed')}; this run asks for "
+                f"seed {seed}. Use a new --store path."
+            )
+
+    # -- access ------------------------------------------------------------------------
+    @property
+    def meta(self) -> dict[str, str]:
+        """The store's metadata (format, schema_version, study, code_version, seed, …)."""
+        return dict(self._meta)
+
+    def _execute(self, query: str, args: tuple = ()) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(query, args)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"store {self.path} failed: {exc}") from exc
+
+    def done(self) -> set[tuple[str, int]]:
+        """The (params key, replication) pairs already stored."""
+        return {(p, int(r)) for p, r in self._execute("SELECT params, rep FROM replications")}
+
+    def add(self, key: str, rep: int, metrics: Mapping[str, float], seconds: float) -> bool:
+        """Commit one replication; False (and nothing written) if it is already stored."""
+        cur = self._execute(
+            "INSERT OR IGNORE INTO replications VALUES (?, ?, ?, ?)",
+            (key, int(rep), _encode_metrics(metrics), float(seconds)),
+        )
+        return cur.rowcount == 1
+
+    def rows(self) -> Iterator[Row]:
+        """All stored replications in key order (grid point text, then replication)."""
+        query = "SELECT params, rep, metrics, seconds FROM replications ORDER BY params, rep"
+        for params, rep, metrics, seconds in self._execute(query).fetchall():
+            yield Row(json.loads(params), int(rep), json.loads(metrics), float(seconds))
+
+    def __len__(self) -> int:
+        return int(self._execute("SELECT COUNT(*) FROM replications").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

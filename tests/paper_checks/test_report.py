@@ -1,0 +1,112 @@
+"""The report: HTML parses, figures exist, JSON validates against the documented schema."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+import jsonschema
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from paper_checks.cli import main
+from paper_checks.errata import ERRATA
+from paper_checks.registry import Claim, Context, Status, Verdict, run_claim
+from paper_checks.report import VERDICT_SCHEMA, Outcome, write_report
+
+
+class _Collector(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.images, self.ids, self.stack = [], set(), []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs["src"])
+        elif tag not in {"meta", "br"}:
+            self.stack.append(tag)
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, f"unbalanced </{tag}>"
+        self.stack.pop()
+
+
+def _fake(status, with_figure):
+    def check(ctx: Context) -> Verdict:
+        figs = ()
+        if with_figure:
+            fig, ax = plt.subplots()
+            ax.plot([0, 1], [1, 0])
+            figs = ctx.save_figure(fig, "fake.png")
+        return Verdict(
+            status,
+            measured=np.float64(0.5),
+            expected=1.0,
+            tolerance=float("inf"),
+            evidence="a <b>tag</b> & co",
+            details={"array": np.arange(3), "nan": float("nan"), "nested": {"x": (1, 2)}},
+            figures=figs,
+        )
+
+    return check
+
+
+def test_report_files_are_valid(tmp_path):
+    claims = [
+        Claim(
+            "paper-a",
+            "one",
+            "eq. (1)",
+            "A statement.",
+            Status.CONFIRMED,
+            _fake(Status.CONFIRMED, True),
+        ),
+        Claim(
+            "paper-b", "two", "Thm 2", "B statement.", Status.REFUTED, _fake(Status.REFUTED, False)
+        ),
+    ]
+    ctx = Context(figure_dir=tmp_path / "figures")
+    outcomes = [Outcome(c, run_claim(c, ctx), 0.1) for c in claims]
+    paths = write_report(outcomes, tmp_path)
+    data = json.loads(paths["json"].read_text())
+    jsonschema.validate(data, VERDICT_SCHEMA)
+    assert data[0]["details"] == {"array": [0, 1, 2], "nan": "nan", "nested": {"x": [1, 2]}}
+    assert data[0]["tolerance"] == "inf"
+    parser = _Collector()
+    parser.feed(paths["html"].read_text())
+    assert parser.stack == []
+    assert parser.images == ["figures/fake.png"]
+    assert all((tmp_path / src).is_file() for src in parser.images)
+    assert {"paper-a-one", "paper-b-two", "errata"} <= parser.ids
+    assert "a &lt;b&gt;tag&lt;/b&gt; &amp; co" in paths["html"].read_text()
+    md = paths["markdown"].read_text()
+    assert "| paper-b | [two](#paper-b-two) | Thm 2 | **REFUTED** | 0.5 | 1 | inf |" in md
+    assert md.count("\n- **") == len(ERRATA)
+
+
+def test_a_crashing_claim_is_an_error_verdict():
+    def boom(ctx):
+        raise RuntimeError("kaput")
+
+    verdict = run_claim(Claim("p", "c", "l", "s", Status.CONFIRMED, boom), Context())
+    assert verdict.status is Status.ERROR and "kaput" in verdict.evidence
+
+
+def test_cli_check_writes_a_schema_valid_report(tmp_path):
+    code = main(["check", "--paper", "subnetwork-inference", "--out", str(tmp_path)])
+    assert code == 0
+    data = json.loads((tmp_path / "verdicts.json").read_text())
+    jsonschema.validate(data, VERDICT_SCHEMA)
+    assert {d["paper"] for d in data} == {"subnetwork-inference"}
+    for d in data:
+        assert d["status"] == d["expected_status"]
+        assert all((tmp_path / f).is_file() for f in d["figures"])
+
+
+def test_cli_rejects_unknown_paper():
+    with pytest.raises(SystemExit):
+        main(["check", "--paper", "no-such-paper"])

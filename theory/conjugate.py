@@ -1,0 +1,439 @@
+"""Conjugate models with analytic posterior predictives: the ground truth for SSLA / ASSLA.
+
+self-supervised-laplace.txt §5 and App. B.1 (eqs. 30–35); binding form SPEC §6.
+
+Every model works on **sufficient statistics**, so the paper's n = 10⁶ costs one pass over
+the data and adding the self-predicted point ŷ is an O(1) update of the statistics
+(vectorised over a whole grid of ŷ). Public methods accept either raw data or the
+statistics returned by :meth:`ConjugateModel.sufficient_statistics`.
+
+Parameters θ are arrays with a trailing axis of length ``dim`` internally; the public
+methods of the scalar models take and return plain floats.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy import stats
+from scipy.special import gammaln
+
+from theory._validation import positive_scalar
+
+__all__ = ["ConjugateModel", "NormalNormal", "NormalStats", "PoissonGamma", "PoissonStats"]
+
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def finite_scalar(value: object, name: str) -> float:
+    """``value`` as a finite float, or a TypeError/ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a real number; got {type(value).__name__}")
+    x = float(value)
+    if not np.isfinite(x):
+        raise ValueError(f"{name} must be finite; got {name}={value!r}")
+    return x
+
+
+def data_vector(data: object, name: str = "data") -> np.ndarray:
+    """Non-empty, finite, 1-D float64 observations."""
+    y = np.asarray(data)
+    if y.dtype == object or not (
+        np.issubdtype(y.dtype, np.floating) or np.issubdtype(y.dtype, np.integer)
+    ):
+        raise TypeError(f"{name} must be a real numeric array; got dtype {y.dtype}")
+    y = y.astype(np.float64, copy=False)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D; got shape {y.shape}")
+    if y.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} must be finite; it contains NaN or Inf")
+    return y
+
+
+def count_values(y: object, name: str) -> np.ndarray:
+    """Finite, non-negative, integer-valued float64 array (any shape)."""
+    c = np.asarray(y, dtype=np.float64)
+    if not np.all(np.isfinite(c)):
+        raise ValueError(f"{name} must be finite counts")
+    if np.any(c < 0):
+        raise ValueError(f"{name} must be non-negative counts; got min {c.min():g}")
+    if np.any(c != np.round(c)):
+        raise ValueError(f"{name} must be integer counts; got a non-integer value")
+    return c
+
+
+def log1pmx(u: np.ndarray) -> np.ndarray:
+    """log(1 + u) − u without cancellation for small |u| (series for |u| < 1e-2)."""
+    u = np.asarray(u, dtype=np.float64)
+    small = np.abs(u) < 1e-2
+    # log1p(u) − u = −Σ_{k≥2} (−u)^k / k; 8 terms: < 1e-17 relative error for |u| < 1e-2.
+    us = np.where(small, u, 0.0)
+    series = sum(-((-us) ** k) / k for k in range(2, 10))
+    big = np.where(small, 0.0, u)
+    return np.where(small, series, np.log1p(big) - big)
+
+
+class ConjugateModel(abc.ABC):
+    """A conjugate model: likelihood, prior, Fisher information and the analytic predictive.
+
+    Subclasses implement the private, vectorised methods on sufficient statistics; this
+    class supplies the public API of the issue (``posterior``, ``predictive``, …).
+    """
+
+    #: dimension q of θ
+    dim: int = 1
+    #: observations are counts (pmf on ℕ) rather than reals
+    discrete: bool = False
+    #: log-likelihood and log-prior are quadratic in (θ, y): every Laplace variant is
+    #: Gaussian in ŷ (normal–normal, known-noise Bayesian linear regression)
+    gaussian_linear: bool = False
+    #: the model has inputs x (regression)
+    needs_x: bool = False
+    #: the statistics type
+    stats_type: type = tuple
+
+    # ----------------------------------------------------------------- to implement
+    @abc.abstractmethod
+    def _stats(self, data: Any) -> Any: ...
+    @abc.abstractmethod
+    def _augment(self, s: Any, y_new: np.ndarray, x_new: np.ndarray | None) -> Any: ...
+    @abc.abstractmethod
+    def _loglik(self, theta: np.ndarray, s: Any) -> np.ndarray: ...
+    @abc.abstractmethod
+    def _loglik_change(self, theta1: np.ndarray, theta0: np.ndarray, s: Any) -> np.ndarray:
+        """ℓ_D(θ₁) − ℓ_D(θ₀), computed without the O(n) cancellation of two ℓ's."""
+
+    @abc.abstractmethod
+    def _new_loglik(self, theta: np.ndarray, y_new: np.ndarray, x_new: Any) -> np.ndarray: ...
+    @abc.abstractmethod
+    def _fisher(self, theta: np.ndarray, s: Any) -> np.ndarray:
+        """Observed information −∇²ℓ_D(θ), shape (..., q, q)."""
+
+    @abc.abstractmethod
+    def _mle(self, s: Any) -> np.ndarray: ...
+    @abc.abstractmethod
+    def _map(self, s: Any) -> np.ndarray: ...
+    @abc.abstractmethod
+    def _log_prior(self, theta: np.ndarray) -> np.ndarray: ...
+    @abc.abstractmethod
+    def _prior_neg_hessian(self, theta: np.ndarray) -> np.ndarray:
+        """−∇² log π(θ), shape (..., q, q)."""
+
+    @abc.abstractmethod
+    def _log_predictive(self, s: Any, y_new: np.ndarray, x_new: Any) -> np.ndarray: ...
+    @abc.abstractmethod
+    def _posterior(self, s: Any) -> Any: ...
+    @abc.abstractmethod
+    def _predictive(self, s: Any, x_new: Any) -> Any: ...
+    @abc.abstractmethod
+    def _plugin(self, theta: np.ndarray, x_new: Any) -> tuple[float, float]:
+        """(mean, standard deviation) of p(y | x_new, θ) for one θ of shape (q,)."""
+
+    @abc.abstractmethod
+    def _sample(self, rng: np.random.Generator, n: int, theta_true: Any) -> Any: ...
+
+    def _check_x_new(self, x_new: object) -> Any:
+        if x_new is not None:
+            raise ValueError(f"x_new must be None for {type(self).__name__} (no inputs)")
+        return None
+
+    def _check_y_new(self, y_new: object) -> np.ndarray:
+        y = np.asarray(y_new, dtype=np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y_new must be finite")
+        return count_values(y, "y_new") if self.discrete else y
+
+    # ----------------------------------------------------------------- public API
+    def sufficient_statistics(self, data: Any) -> Any:
+        """The sufficient statistics of ``data`` (returned unchanged if already statistics)."""
+        if isinstance(data, self.stats_type):
+            return data
+        return self._stats(data)
+
+    def _theta(self, theta: object) -> np.ndarray:
+        t = np.asarray(theta, dtype=np.float64)
+        if self.dim == 1 and (t.ndim == 0 or t.shape[-1] != 1):
+            t = t[..., None]
+        if t.shape[-1] != self.dim:
+            raise ValueError(f"theta must have trailing length {self.dim}; got shape {t.shape}")
+        if not np.all(np.isfinite(t)):
+            raise ValueError("theta must be finite")
+        return t
+
+    def _out(self, value: np.ndarray) -> Any:
+        value = np.asarray(value)
+        return float(value) if value.ndim == 0 else value
+
+    def posterior(self, data: Any) -> Any:
+        """The analytic posterior p(θ | D) (a frozen scipy.stats distribution)."""
+        return self._posterior(self.sufficient_statistics(data))
+
+    def predictive(self, data: Any, x_new: Any = None) -> Any:
+        """The analytic posterior predictive p(y_new | x_new, D), frozen scipy.stats."""
+        return self._predictive(self.sufficient_statistics(data), self._check_x_new(x_new))
+
+    def log_predictive(self, data: Any, y_new: Any, x_new: Any = None) -> Any:
+        """log p(y_new | x_new, D), in a form that stays accurate at n = 10⁶."""
+        s = self.sufficient_statistics(data)
+        return self._out(
+            self._log_predictive(s, self._check_y_new(y_new), self._check_x_new(x_new))
+        )
+
+    def log_likelihood(self, theta: Any, data: Any) -> Any:
+        """ℓ_D(θ) = Σ_i log p(y_i | x_i, θ)."""
+        return self._out(self._loglik(self._theta(theta), self.sufficient_statistics(data)))
+
+    def fisher_information(self, theta: Any, data: Any) -> Any:
+        """Observed Fisher information J(θ) = −∇²ℓ_D(θ) (scalar for q = 1, else q×q)."""
+        J = self._fisher(self._theta(theta), self.sufficient_statistics(data))
+        return self._out(J[..., 0, 0]) if self.dim == 1 else J
+
+    def log_prior(self, theta: Any) -> Any:
+        """log π(θ)."""
+        return self._out(self._log_prior(self._theta(theta)))
+
+    def mle(self, data: Any) -> Any:
+        """θ̂ = argmax ℓ_D (eq. 14)."""
+        t = self._mle(self.sufficient_statistics(data))
+        return self._out(t[..., 0]) if self.dim == 1 else t
+
+    def map(self, data: Any) -> Any:
+        """argmax of the log-joint ℓ_D + log π (the posterior mode)."""
+        t = self._map(self.sufficient_statistics(data))
+        return self._out(t[..., 0]) if self.dim == 1 else t
+
+    def sample_data(self, rng: np.random.Generator, n: int, theta_true: Any) -> Any:
+        """n observations from the model at θ_true (explicit generator)."""
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+            raise ValueError(f"n must be a positive integer; got n={n!r}")
+        return self._sample(rng, int(n), theta_true)
+
+
+def _mat(x: np.ndarray) -> np.ndarray:
+    """A (...,) array as (..., 1, 1)."""
+    return np.asarray(x, dtype=np.float64)[..., None, None]
+
+
+class NormalStats(NamedTuple):
+    """n, the mean x̄ and M2 = Σ(x_i − x̄)² (computed centred, so exact to roundoff)."""
+
+    n: Any
+    mean: Any
+    m2: Any
+
+
+class NormalNormal(ConjugateModel):
+    """x_i ~ N(μ, σ²) with σ² known, μ ~ N(μ0, τ0²) (App. B.1.1, eqs. 30–33).
+
+    Parameters
+    ----------
+    prior_mean, prior_var : float
+        μ0 and τ0² > 0.
+    noise_var : float
+        The known observation variance σ² > 0.
+    """
+
+    gaussian_linear = True
+    stats_type = NormalStats
+
+    def __init__(self, prior_mean: float, prior_var: float, noise_var: float) -> None:
+        self.prior_mean = finite_scalar(prior_mean, "prior_mean")
+        self.prior_var = positive_scalar(prior_var, "prior_var")
+        self.noise_var = positive_scalar(noise_var, "noise_var")
+
+    def __repr__(self) -> str:
+        return f"NormalNormal({self.prior_mean}, {self.prior_var}, {self.noise_var})"
+
+    def _stats(self, data: Any) -> NormalStats:
+        x = data_vector(data)
+        mean = float(np.mean(x))
+        return NormalStats(float(x.size), mean, float(np.sum((x - mean) ** 2)))
+
+    def _augment(self, s: NormalStats, y_new: np.ndarray, x_new: None) -> NormalStats:
+        d = y_new - s.mean
+        n1 = s.n + 1.0
+        return NormalStats(n1 + 0.0 * d, s.mean + d / n1, s.m2 + s.n * d * d / n1)
+
+    def _loglik(self, theta: np.ndarray, s: NormalStats) -> np.ndarray:
+        t = theta[..., 0]
+        return -0.5 * s.n * (_LOG_2PI + np.log(self.noise_var)) - (
+            s.m2 + s.n * (s.mean - t) ** 2
+        ) / (2.0 * self.noise_var)
+
+    def _loglik_change(self, theta1: np.ndarray, theta0: np.ndarray, s: NormalStats):
+        d1, d0 = theta1[..., 0] - s.mean, theta0[..., 0] - s.mean
+        return -s.n * (d1 - d0) * (d1 + d0) / (2.0 * self.noise_var)
+
+    def _new_loglik(self, theta: np.ndarray, y_new: np.ndarray, x_new: None) -> np.ndarray:
+        r = y_new - theta[..., 0]
+        return -0.5 * (_LOG_2PI + np.log(self.noise_var)) - r * r / (2.0 * self.noise_var)
+
+    def _fisher(self, theta: np.ndarray, s: NormalStats) -> np.ndarray:
+        """eq. (33): J(μ) = n / σ²."""
+        return _mat(
+            np.broadcast_to(
+                s.n / self.noise_var, np.broadcast_shapes(np.shape(s.n), theta.shape[:-1])
+            )
+        )
+
+    def _mle(self, s: NormalStats) -> np.ndarray:
+        return np.asarray(s.mean, dtype=np.float64)[..., None]
+
+    def _post(self, s: NormalStats) -> tuple[Any, Any]:
+        """(μ_n, σ_n²) of eq. (31)."""
+        var = 1.0 / (s.n / self.noise_var + 1.0 / self.prior_var)
+        mean = var * (self.prior_mean / self.prior_var + s.n * s.mean / self.noise_var)
+        return mean, var
+
+    def _map(self, s: NormalStats) -> np.ndarray:
+        return np.asarray(self._post(s)[0], dtype=np.float64)[..., None]
+
+    def _log_prior(self, theta: np.ndarray) -> np.ndarray:
+        r = theta[..., 0] - self.prior_mean
+        return -0.5 * (_LOG_2PI + np.log(self.prior_var)) - r * r / (2.0 * self.prior_var)
+
+    def _prior_neg_hessian(self, theta: np.ndarray) -> np.ndarray:
+        return _mat(np.full(theta.shape[:-1], 1.0 / self.prior_var))
+
+    def _posterior(self, s: NormalStats) -> Any:
+        mean, var = self._post(s)
+        return stats.norm(mean, np.sqrt(var))
+
+    def _predictive(self, s: NormalStats, x_new: None) -> Any:
+        """eq. (30): N(μ_n, σ_n² + σ²)."""
+        mean, var = self._post(s)
+        return stats.norm(mean, np.sqrt(var + self.noise_var))
+
+    def _log_predictive(self, s: NormalStats, y_new: np.ndarray, x_new: None) -> np.ndarray:
+        mean, var = self._post(s)
+        v = var + self.noise_var
+        return -0.5 * (_LOG_2PI + np.log(v)) - (y_new - mean) ** 2 / (2.0 * v)
+
+    def _plugin(self, theta: np.ndarray, x_new: None) -> tuple[float, float]:
+        return float(theta[0]), float(np.sqrt(self.noise_var))
+
+    def _sample(self, rng: np.random.Generator, n: int, theta_true: Any) -> np.ndarray:
+        mu = finite_scalar(theta_true, "theta_true")
+        return rng.normal(mu, np.sqrt(self.noise_var), size=n)
+
+
+class PoissonStats(NamedTuple):
+    """n, the total count S = Σ x_i and Σ log x_i!."""
+
+    n: Any
+    total: Any
+    log_fact: Any
+
+
+class PoissonGamma(ConjugateModel):
+    """x_i ~ Poi(λ), λ ~ Gamma(shape α, rate β) (App. B.1.2, eqs. 34–35).
+
+    Parameters
+    ----------
+    shape, rate : float
+        α > 0 and β > 0 of the Gamma prior.
+    """
+
+    discrete = True
+    stats_type = PoissonStats
+
+    def __init__(self, shape: float, rate: float) -> None:
+        self.shape = positive_scalar(shape, "shape")
+        self.rate = positive_scalar(rate, "rate")
+
+    def __repr__(self) -> str:
+        return f"PoissonGamma({self.shape}, {self.rate})"
+
+    def _stats(self, data: Any) -> PoissonStats:
+        x = count_values(data_vector(data), "data")
+        return PoissonStats(float(x.size), float(np.sum(x)), float(np.sum(gammaln(x + 1.0))))
+
+    def _augment(self, s: PoissonStats, y_new: np.ndarray, x_new: None) -> PoissonStats:
+        return PoissonStats(
+            s.n + 1.0 + 0.0 * y_new, s.total + y_new, s.log_fact + gammaln(y_new + 1)
+        )
+
+    def _positive_total(self, s: PoissonStats) -> None:
+        if np.any(np.asarray(s.total) <= 0):
+            raise ValueError(
+                "data: all counts are zero, so the MLE λ̂ = 0 and log J(λ̂) = log(Σx/λ̂²) "
+                "(eq. 35) is undefined"
+            )
+
+    def _loglik(self, theta: np.ndarray, s: PoissonStats) -> np.ndarray:
+        """eq. (34): ℓ(λ) = Σx log λ − nλ − Σ log x!."""
+        lam = theta[..., 0]
+        return s.total * np.log(lam) - s.n * lam - s.log_fact
+
+    def _loglik_change(self, theta1: np.ndarray, theta0: np.ndarray, s: PoissonStats):
+        lam1, lam0 = theta1[..., 0], theta0[..., 0]
+        u = (lam1 - lam0) / lam0
+        return s.total * log1pmx(u) + u * (s.total - s.n * lam0)
+
+    def _new_loglik(self, theta: np.ndarray, y_new: np.ndarray, x_new: None) -> np.ndarray:
+        lam = theta[..., 0]
+        return y_new * np.log(lam) - lam - gammaln(y_new + 1.0)
+
+    def _fisher(self, theta: np.ndarray, s: PoissonStats) -> np.ndarray:
+        """eq. (35): J(λ) = Σx / λ²."""
+        return _mat(s.total / theta[..., 0] ** 2)
+
+    def _mle(self, s: PoissonStats) -> np.ndarray:
+        self._positive_total(s)
+        return np.asarray(s.total / s.n, dtype=np.float64)[..., None]
+
+    def _map(self, s: PoissonStats) -> np.ndarray:
+        a = self.shape + s.total - 1.0
+        if np.any(np.asarray(a) <= 0):
+            raise ValueError(
+                "data: the posterior mode (α + Σx − 1)/(β + n) is not positive "
+                f"(α = {self.shape}, Σx = 0); the log-joint has no interior maximum"
+            )
+        return np.asarray(a / (self.rate + s.n), dtype=np.float64)[..., None]
+
+    def _log_prior(self, theta: np.ndarray) -> np.ndarray:
+        lam = theta[..., 0]
+        return stats.gamma.logpdf(lam, self.shape, scale=1.0 / self.rate)
+
+    def _prior_neg_hessian(self, theta: np.ndarray) -> np.ndarray:
+        return _mat((self.shape - 1.0) / theta[..., 0] ** 2)
+
+    def _posterior(self, s: PoissonStats) -> Any:
+        return stats.gamma(self.shape + s.total, scale=1.0 / (self.rate + s.n))
+
+    def _nb(self, s: PoissonStats) -> tuple[Any, Any]:
+        return self.shape + s.total, (self.rate + s.n) / (self.rate + s.n + 1.0)
+
+    def _predictive(self, s: PoissonStats, x_new: None) -> Any:
+        """NegBin(r = α + Σx, p = (β + n)/(β + n + 1)) = scipy ``nbinom(r, p)``."""
+        return stats.nbinom(*self._nb(s))
+
+    def _log_predictive(self, s: PoissonStats, y_new: np.ndarray, x_new: None) -> np.ndarray:
+        """Stable NegBin log-pmf.
+
+        log p(k) = Σ_{j<k} log1p(j/r) + k log(r/(β+n+1)) − log k! − r log1p(1/(β+n)).
+
+        scipy's ``nbinom.logpmf`` loses ~1e-8 absolute at r = 3·10⁶ (lgamma differences);
+        this form is accurate to roundoff for the small k that carry the mass.
+        """
+        r = self.shape + s.total
+        b = self.rate + s.n
+        k = np.asarray(y_new, dtype=np.float64)
+        kmax = int(np.max(k)) if k.size else 0
+        j = np.arange(max(kmax, 1), dtype=np.float64)
+        cum = np.concatenate([[0.0], np.cumsum(np.log1p(j / r))])
+        head = cum[k.astype(np.int64)]
+        return head + k * np.log(r / (b + 1.0)) - gammaln(k + 1.0) - r * np.log1p(1.0 / b)
+
+    def _plugin(self, theta: np.ndarray, x_new: None) -> tuple[float, float]:
+        return float(theta[0]), float(np.sqrt(theta[0]))
+
+    def _sample(self, rng: np.random.Generator, n: int, theta_true: Any) -> np.ndarray:
+        lam = positive_scalar(theta_true, "theta_true")
+        return rng.poisson(lam, size=n).astype(np.float64)

@@ -1,0 +1,43 @@
+"""The probit approximation of the logistic–Gaussian integral.
+
+*subnetwork-inference* §4 (after eq. 18; Gibbs 1998, Bishop 2006 §4.5.2):
+
+    ∫ σ(f) N(f; μ, s²) df ≈ σ(μ / √(1 + π s²/8)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+__all__ = ["logistic_gaussian_integral", "probit_approximation"]
+
+
+def probit_approximation(mu: object, var: object) -> np.ndarray:
+    """σ(μ / √(1 + π s²/8)), elementwise (broadcasting μ against s² = ``var`` ≥ 0)."""
+    mu, var = np.asarray(mu, dtype=np.float64), np.asarray(var, dtype=np.float64)
+    if np.any(~np.isfinite(var)) or np.any(var < 0):
+        raise ValueError("var must be finite and non-negative")
+    return expit(mu / np.sqrt(1.0 + np.pi * var / 8.0))
+
+
+def logistic_gaussian_integral(mu: object, var: object, *, nodes: int = 1201) -> np.ndarray:
+    """∫ σ(f) N(f; μ, s²) df by the trapezoidal rule on μ ± 12 s, elementwise.
+
+    The integrand is analytic in a strip of half-width π around the real axis (the poles of
+    σ at ±iπ), so the trapezoidal rule converges geometrically, with error of order
+    exp(−2π²/h) for step h = 24 s / (nodes − 1): below 1e-15 for s ≤ 24 at the default.
+    The truncation at ±12 s leaves mass < 1e-32.
+    """
+    mu, var = np.broadcast_arrays(np.asarray(mu, float), np.asarray(var, float))
+    if np.any(~np.isfinite(var)) or np.any(var < 0):
+        raise ValueError("var must be finite and non-negative")
+    if nodes < 3:
+        raise ValueError(f"nodes must be at least 3; got nodes={nodes}")
+    s = np.sqrt(var)
+    t = np.linspace(-12.0, 12.0, nodes)
+    weights = np.full(nodes, t[1] - t[0])
+    weights[[0, -1]] *= 0.5
+    density = np.exp(-0.5 * t**2) / np.sqrt(2 * np.pi)
+    f = mu[..., None] + s[..., None] * t
+    return np.where(s > 0, expit(f) @ (weights * density), expit(mu))
