@@ -89,3 +89,17 @@ def test_config_validation():
         ExperimentConfig(coverage_target="labels")
     with pytest.raises(ValueError, match="seeds"):
         run_experiment(_tiny(), [])
+
+
+def test_catalog_study_run_one_flattens_the_seed_result():
+    from studies.catalog import network_subnet_w2
+    from studies.registry import studies
+
+    assert "network-subnet-w2" in set(studies())
+    params = {"dataset": "diabetes", "model": "mlp_2x50", "n_train": 40}
+    out = network_subnet_w2.run_one(params, np.random.default_rng(0))
+    for m in ("gradient_laplace", "greedy_laplace", "subnet_diagonal", "last_k", "random"):
+        assert out[f"w2_{m}_k1000"] <= out[f"w2_{m}_k50"] + 1e-12
+        assert 0.0 <= out[f"coverage_{m}_k50"] <= 1.0
+    assert out["w2_full_laplace"] == 0.0
+    assert {"w2_kfac_laplace", "w2_deep_ensemble", "w2_neural_linear"} <= set(out)
