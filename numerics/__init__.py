@@ -7,17 +7,23 @@ tested against.
 """
 
 from numerics.backend import (
+    TILE,
     as_float,
     cho_solve,
     cholesky,
     eigh,
+    eps,
     gram_blocks,
     namespace,
+    serial_blas,
     solve_triangular,
     to_numpy,
     weighted_gram,
 )
-from numerics.ggn import GGN
+
+# Lanczos family (issue 5): Lanczos / eigsh, low-rank Laplace, FSP-Laplace, kernels, NTK sketch.
+from numerics.fsp import DroppedTerms, FSPLaplace, dropped_terms, fsp_laplace, rkhs_norm_estimate
+from numerics.ggn import DENSE_MAX_P, GGN, host_subset, prior_vector
 from numerics.ipv import (
     discrepancy,
     empirical_pv,
@@ -27,6 +33,10 @@ from numerics.ipv import (
     ipv,
     ipv_path,
 )
+from numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
+from numerics.lanczos import EigshResult, LanczosResult, eigsh, lanczos, lanczos_inverse_sqrt
+from numerics.lowrank import LowRankLaplace
+from numerics.ntk_sketch import jvp_ntk_estimate, ntk_estimate_variance, paper_ntk_variance
 from numerics.predictive import (
     coverage,
     marginal_variance,
@@ -49,7 +59,9 @@ from numerics.selection import (
 )
 
 __all__ = [
+    "DENSE_MAX_P",
     "GGN",
+    "TILE",
     "as_float",
     "cho_solve",
     "cholesky",
@@ -57,6 +69,7 @@ __all__ = [
     "discrepancy",
     "eigh",
     "empirical_pv",
+    "eps",
     "ggn_discrepancy",
     "ggn_ipv",
     "ggn_ipv_path",
@@ -64,6 +77,7 @@ __all__ = [
     "gram_blocks",
     "greedy_laplace",
     "greedy_laplace_reference",
+    "host_subset",
     "ipv",
     "ipv_path",
     "largest_diag_variance",
@@ -74,7 +88,9 @@ __all__ = [
     "namespace",
     "neural_linear",
     "predictive_variance",
+    "prior_vector",
     "random_subset",
+    "serial_blas",
     "solve_triangular",
     "subnet_diagonal",
     "subnetwork_variance",
@@ -82,6 +98,30 @@ __all__ = [
     "to_numpy",
     "wasserstein_gap",
     "weighted_gram",
+]
+
+# Lanczos family (issue 5)
+__all__ += [
+    "RBF",
+    "DroppedTerms",
+    "EigshResult",
+    "FSPLaplace",
+    "KernelGram",
+    "LanczosResult",
+    "LowRankLaplace",
+    "Matern12",
+    "Matern32",
+    "Matern52",
+    "Periodic",
+    "dropped_terms",
+    "eigsh",
+    "fsp_laplace",
+    "jvp_ntk_estimate",
+    "lanczos",
+    "lanczos_inverse_sqrt",
+    "ntk_estimate_variance",
+    "paper_ntk_variance",
+    "rkhs_norm_estimate",
 ]
 
 # Real-network Jacobians (torch imported lazily inside) and network SSLA/ASSLA.

@@ -31,7 +31,7 @@ from numerics.backend import (
 )
 from theory._validation import positive_scalar, subset
 
-__all__ = ["DENSE_MAX_P", "GGN"]
+__all__ = ["DENSE_MAX_P", "GGN", "host_subset", "prior_vector"]
 
 #: Largest p for which :meth:`GGN.dense` forms Ω (p×p float64 of 16384² is 2 GiB).
 DENSE_MAX_P = 16384
@@ -64,7 +64,7 @@ def prior_vector(prior_precision: Any, p: int, like: Array) -> Array:
     if not bool(vxp.all(v > 0)):
         raise ValueError("prior_precision must be positive in every entry")
     if vxp is not xp:
-        v = xp.asarray(np.asarray(v), device=dev)
+        v = xp.asarray(to_numpy(v), device=dev)
     return xp.astype(v, like.dtype)
 
 
@@ -297,5 +297,5 @@ def _logits(logits: Any, shape: tuple[int, ...], like: Array) -> Array:
     if tuple(f.shape) != shape:
         raise ValueError(f"logits must have shape {shape} to match J; got {tuple(f.shape)}")
     if namespace(f) is not xp:
-        f = xp.asarray(np.asarray(f), device=array_api_compat.device(like))
+        f = xp.asarray(to_numpy(f), device=array_api_compat.device(like))
     return xp.astype(f, like.dtype)

@@ -73,8 +73,9 @@ def _epistemic(Jw: Array, V: Array, G: Array) -> Array:
         K = weighted_gram(Jw, D)
         K = K + xp.eye(n, dtype=K.dtype, device=array_api_compat.device(K))
         L = cholesky(K)
-        Z = solve_triangular(L, Jw @ (G * D).T)
-        return xp.sum(G * G * D, axis=1) - xp.sum(Z * Z, axis=0)
+        GD = G * D
+        Z = solve_triangular(L, Jw @ GD.T)
+        return xp.sum(G * GD, axis=1) - xp.sum(Z * Z, axis=0)
     L = cholesky(gram_blocks(Jw, diag=V))
     Z = solve_triangular(L, G.T)
     return xp.sum(Z * Z, axis=0)

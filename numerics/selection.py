@@ -25,7 +25,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from numerics.backend import as_float, namespace, to_numpy
+from numerics.backend import as_float, namespace, serial_blas, to_numpy
 from numerics.ggn import GGN
 from numerics.predictive import marginal_variance
 from theory._validation import subset_size
@@ -43,8 +43,9 @@ __all__ = [
     "subnet_diagonal",
 ]
 
-#: Pivots per block of Greedy-Laplace and the number of speculative Schur columns per block.
-_BLOCK, _BATCH = 64, 128
+#: Greedy-Laplace blocking: at most _BLOCK pivots per block; each block adds the _BATCH largest
+#: diagonal entries to the working set, which keeps at most _CAP entries.
+_BLOCK, _BATCH, _CAP = 64, 128, 512
 
 
 def _host_vector(x: Any, name: str) -> np.ndarray:
@@ -192,7 +193,11 @@ def greedy_laplace(
     then k pivots by the largest Schur-complement diagonal, ties to the lowest candidate
     position. Ω_KK is never formed: Schur columns come from J_w (module docstring).
 
-    Cost O(N'mk + N'²k) flops in BLAS-3 batches; memory O(N'm + N'² + m·128).
+    Cost O(N'mk + N'²(k + f)) flops, mostly BLAS-3 (f ≈ 1.5k fetched working-set columns on
+    random Jacobians); memory O(N'm + N'² + 64·m + 512·N'). Runs on one BLAS thread on
+    NumPy (its products are skinny panels). Exactly reproducible: the same S for every
+    block size. In float32 the S is the exact greedy order of the float32-rounded Ω, which
+    can leave the float64 order at near-ties.
 
     Parameters
     ----------
@@ -218,7 +223,8 @@ def greedy_laplace(
     dev = array_api_compat.device(ggn.Jw)
     JK = xp.take(ggn.Jw, xp.asarray(K, device=dev), axis=1)
     d = xp.sum(JK * JK, axis=0) + xp.take(ggn.prior_precision, xp.asarray(K, device=dev))
-    chosen = _pivoted_cholesky(JK, d, k)
+    with serial_blas(xp):  # skinny panels: threads gain little, oversubscription costs a lot
+        chosen = _pivoted_cholesky(JK, d, k)
     return K[chosen]
 
 
@@ -240,8 +246,10 @@ def _pivoted_cholesky(JK: Any, d: Any, k: int) -> np.ndarray:
     n_rows, m = JK.shape
     dtype = JK.dtype
     neg_inf = -float("inf")
-    Yall = xp.zeros((0, n_rows), dtype=dtype, device=dev)  # rows y_t while t < N'/2
-    M = None  # M_T = I − Σ y_t y_tᵀ once t ≥ N'/2
+    # M_T X costs 2N't per column from the rows y_t (Yall) and N'² from M_T itself, which then
+    # needs N'² per pivot to update: with ~1.4 fetched columns per pivot, M wins past t ≈ 0.85N'
+    Yall = xp.zeros((0, n_rows), dtype=dtype, device=dev)  # rows y_t while t < 0.85 N'
+    M = None  # M_T = I − Σ y_t y_tᵀ afterwards
 
     def project(X: Any) -> Any:  # M_T X
         return M @ X if M is not None else X - Yall.T @ (Yall @ X)
@@ -254,12 +262,14 @@ def _pivoted_cholesky(JK: Any, d: Any, k: int) -> np.ndarray:
     chosen: list[int] = []
     while len(chosen) < k:
         dh = to_numpy(d)
-        order = np.argsort(-dh, kind="stable")[: m - len(chosen)]
-        ws = np.sort(order[:_BATCH])  # by position, so argmax ties go to the lowest
-        tau, tau_pos = neg_inf, m
-        if order.size > ws.size:
-            tau = float(dh[order[ws.size]])
-            tau_pos = int(order[ws.size])  # the lowest position outside ws with d = τ
+        top = np.argsort(-dh, kind="stable")[: min(_BATCH, m - len(chosen))]
+        ws = np.union1d(members[np.isfinite(dh[members])], top)  # keep the live old entries
+        if ws.size > _CAP:  # drop the smallest d (ties: the highest position)
+            ws = np.sort(ws[np.argsort(-dh[ws], kind="stable")[:_CAP]])
+        outside = dh.copy()
+        outside[ws] = neg_inf
+        tau_pos = int(np.argmax(outside))  # the lowest position with the largest outside d
+        tau = float(outside[tau_pos])
         # carry the working set over: kept entries are current, new ones are projected
         kept = np.isin(ws, members)
         new = ws[~kept]
@@ -282,24 +292,7 @@ def _pivoted_cholesky(JK: Any, d: Any, k: int) -> np.ndarray:
         dws = xp.take(d, ix)
         Lb = xp.zeros((_BLOCK, ws.size), dtype=dtype, device=dev)
         Yb = xp.zeros((_BLOCK, n_rows), dtype=dtype, device=dev)
-        j = 0
-        while j < _BLOCK and len(chosen) < k:
-            c = int(xp.argmax(dws))
-            ds = float(dws[c])
-            if not (ds > tau or (ds == tau and int(ws[c]) < tau_pos)):
-                break
-            inv = 1.0 / ds**0.5 if ds > 0.0 else 0.0  # ds ≤ 0 only after total roundoff
-            col, u = G[:, c], W[:, c]
-            if j:
-                col = col - Lb[:j, c] @ Lb[:j, :]
-                u = u - Lb[:j, c] @ Yb[:j, :]  # Lb[i, c] = y_iᵀ j_c
-            lws = col * inv
-            dws = dws - lws * lws
-            dws[c] = neg_inf
-            Lb[j, :] = lws
-            Yb[j, :] = u * inv
-            chosen.append(int(ws[c]))
-            j += 1
+        j = _block_pivots(xp, G, W, dws, ws, tau, tau_pos, Lb, Yb, k, chosen)
         Y = Yb[:j, :]
         L = Y @ JK  # rows l_t = J_Kᵀ y_t of the block (j × m)
         d = d - xp.sum(L * L, axis=0)
@@ -312,6 +305,46 @@ def _pivoted_cholesky(JK: Any, d: Any, k: int) -> np.ndarray:
             M = M - Y.T @ Y
         else:
             Yall = xp.concat([Yall, Y], axis=0)
-            if 2 * Yall.shape[0] >= n_rows:
+            if Yall.shape[0] >= 0.85 * n_rows:
                 M = xp.eye(n_rows, dtype=dtype, device=dev) - Yall.T @ Yall
     return np.asarray(chosen, dtype=np.int64)
+
+
+def _block_pivots(
+    xp: Any,
+    G: Any,
+    W: Any,
+    dws: Any,
+    ws: np.ndarray,
+    tau: float,
+    tau_pos: int,
+    Lb: Any,
+    Yb: Any,
+    k: int,
+    chosen: list[int],
+) -> int:
+    """The pivots of one block (appended to ``chosen``); returns their number j.
+
+    Fills Lb[:j] (the block's l vectors on ws) and Yb[:j] (its y vectors); see
+    :func:`_pivoted_cholesky` for the stopping rule that keeps the pivots exact.
+    """
+    neg_inf = -float("inf")
+    j = 0
+    while j < Lb.shape[0] and len(chosen) < k:
+        c = int(xp.argmax(dws))
+        ds = float(dws[c])
+        if not (ds > tau or (ds == tau and int(ws[c]) < tau_pos)):
+            break
+        inv = 1.0 / ds**0.5 if ds > 0.0 else 0.0  # ds ≤ 0 only after total roundoff
+        col, u = G[:, c], W[:, c]
+        if j:
+            col = col - Lb[:j, c] @ Lb[:j, :]
+            u = u - Lb[:j, c] @ Yb[:j, :]  # Lb[i, c] = y_iᵀ j_c
+        lws = col * inv
+        dws = dws - lws * lws
+        dws[c] = neg_inf
+        Lb[j, :] = lws
+        Yb[j, :] = u * inv
+        chosen.append(int(ws[c]))
+        j += 1
+    return j

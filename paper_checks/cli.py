@@ -3,7 +3,8 @@
 ``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S]`` runs every
 registered paper claim and writes the verification report (``index.html``, ``report.md``,
 ``verdicts.json``). It exits 1 if a claim check itself fails (an ERROR verdict).
-``laplace-lab bench [--full] [--only TOPIC]`` runs ``benchmarks/bench_*.py`` and prints ratios.
+``laplace-lab bench [--full] [--only TOPIC] [--threads N]`` runs ``benchmarks/bench_*.py``
+and prints speed-up ratios.
 """
 
 from __future__ import annotations

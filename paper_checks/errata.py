@@ -36,6 +36,7 @@ ERRATA: tuple[Erratum, ...] = (
         "Greedy–Laplace retains 'those coordinates exhibiting the greatest variability'.",
         "Algorithm 2 picks the largest diagonal entry of the (Schur-complemented) precision, "
         "i.e. the smallest conditional variance. The algorithm box is what is implemented.",
+        "claim greedy-retains-greatest-variability",
     ),
     Erratum(
         "subnetwork-laplace-optimality",
@@ -44,6 +45,7 @@ ERRATA: tuple[Erratum, ...] = (
         "Ω^(1) is 2k × 2k and each step removes one coordinate, so Ω^(i+1) is "
         "(2k − i) × (2k − i); the stated per-step cost O((2k − i)²) agrees with the corrected "
         "size.",
+        "claim greedy-iterate-dimension",
     ),
     Erratum(
         "subnetwork-laplace-optimality",

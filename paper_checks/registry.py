@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: Modules of this package that hold infrastructure, not claims.
-_INFRASTRUCTURE = frozenset({"registry", "report", "cli", "errata"})
+_INFRASTRUCTURE = frozenset({"registry", "report", "cli", "errata", "bench"})
 
 
 class Status(enum.StrEnum):

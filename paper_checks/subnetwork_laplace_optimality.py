@@ -1,24 +1,22 @@
 """Claims of Raha, Khare & Patra, *subnetwork-laplace-optimality*: Theorems 1–3 (§4, App. A).
 
 Population statements are checked exactly against the theory layer (exhaustive search over
-subsets); the finite-N statement of Theorem 2 by Monte Carlo, sampling the empirical second
-moment (1/N)Σ ḡ ḡᵀ exactly from its Wishart law so that N costs nothing.
+subsets); the finite-N statement of Theorem 2 by the replications of the
+``theorem2-consistency`` study.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
 
 import numpy as np
-from scipy.stats import wishart
 
 from paper_checks.registry import Context, Status, Verdict, claim
+from studies.catalog import theorem2_consistency
 from theory import (
     check_monotonicity,
     check_theorem2,
     check_theorem3,
-    cpi_matrix,
-    ipv,
     random_cpi,
     random_diagonally_dominant,
     random_psd,
@@ -190,27 +188,19 @@ def theorem_2_population(ctx: Context) -> Verdict:
     )
 
 
-def _wishart_scores(rng, Lam: np.ndarray, N: int, reps: int) -> np.ndarray:
-    """Diagonals of (1/N)Σ ḡḡᵀ, ḡ ~ N(0, Λ) i.i.d.: exact draws from Wishart(N, Λ)/N."""
-    W = wishart(df=N, scale=Lam).rvs(size=reps, random_state=rng)
-    return np.diagonal(W.reshape(reps, *Lam.shape), axis1=1, axis2=2) / N
-
-
-def _selection_rates(
-    rng: np.random.Generator, Lam: np.ndarray, k: int, Ns: list[int], reps: int
-) -> Iterator[tuple[int, float, float]]:
-    """For each N: P(IPV(S_GrL) = max IPV), P(IPV(S_SubD) = min IPV), by value."""
-    n_ref = 1000.0
-    top = ipv(Lam, np.argsort(-np.diag(Lam))[:k], n=n_ref)
-    bottom = ipv(Lam, np.argsort(np.diag(Lam))[:k], n=n_ref)
-    tol = 1e-12 * top
+@functools.cache
+def _consistency_rows(seed: int, full: bool) -> tuple[dict[str, float], ...]:
+    """Replications of the ``theorem2-consistency`` study (separated diagonal, p = 20,
+    k = 5), per N: the mean of each metric. Shared by the two claims that read it."""
+    Ns = [100, 1000, 10_000, 100_000] + ([1_000_000] if full else [])
+    reps = 1000 if full else 100
+    rng = Context(seed=seed).rng("theorem2-consistency")
+    rows = []
     for N in Ns:
-        s = _wishart_scores(rng, Lam, N, reps)
-        grl = np.argsort(-s, axis=1)[:, :k]
-        subd = np.argsort(s, axis=1)[:, :k]
-        hit_grl = np.mean([abs(ipv(Lam, S, n=n_ref) - top) <= tol for S in grl])
-        hit_subd = np.mean([abs(ipv(Lam, S, n=n_ref) - bottom) <= tol for S in subd])
-        yield N, float(hit_grl), float(hit_subd)
+        params = {"N": N, "scenario": "separated", "p": 20, "k": 5, "a": 0.5, "b": 0.2}
+        runs = [theorem2_consistency.run_one(params, rng) for _ in range(reps)]
+        rows.append({"N": N, **{m: float(np.mean([r[m] for r in runs])) for m in runs[0]}})
+    return tuple(rows)
 
 
 @claim(
@@ -225,36 +215,67 @@ def _selection_rates(
 def theorem_2_finite_n(ctx: Context) -> Verdict:
     import matplotlib.pyplot as plt
 
-    rng = ctx.rng("theorem-2-finite-n")
-    p, k = 20, 5
-    Lam = cpi_matrix(np.linspace(0.5, 4.3, p)[rng.permutation(p)], a=0.5, b=0.1)
-    Ns = [100, 1000, 10_000, 100_000] + ([1_000_000] if ctx.full else [])
-    reps = 1000 if ctx.full else 200
-    rows = list(_selection_rates(rng, Lam, k, Ns, reps))
-    last = rows[-1]
-    se = np.sqrt(max(last[1] * (1 - last[1]), 1.0 / reps) / reps)
-    ok = last[1] >= 0.95 and last[2] >= 0.95 and rows[0][1] < last[1]
+    rows = _consistency_rows(ctx.seed, ctx.full)
+    Ns = [r["N"] for r in rows]
+    grl, subd = [r["select_gradient"] for r in rows], [r["select_subnet_diagonal"] for r in rows]
+    ok = grl[-1] >= 0.95 and subd[-1] >= 0.95 and grl[0] < grl[-1]
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.semilogx(Ns, [r[1] for r in rows], "o-", label="Gradient-Laplace selects S*")
-    ax.semilogx(Ns, [r[2] for r in rows], "s--", label="Subnet-Diagonal selects S̃*")
+    ax.semilogx(Ns, grl, "o-", label="Gradient-Laplace attains max IPV")
+    ax.semilogx(Ns, subd, "s--", label="Subnet-Diagonal attains min IPV")
     ax.axhline(1.0, color="grey", lw=0.5)
-    ax.set(xlabel="N", ylabel="probability", title=f"C_PI, p={p}, k={k}, {reps} reps")
+    ax.set(xlabel="N", ylabel="probability", title="C_PI, p=20, k=5, separated diagonal")
     ax.legend(fontsize=8)
     return Verdict(
         Status.CONFIRMED if ok else Status.REFUTED,
-        measured=last[1],
+        measured=grl[-1],
         expected=1.0,
         tolerance=0.05,
         evidence=(
-            f"Λ = diag(d) + 0.5·I + 0.1·11ᵀ, d equally spaced on [0.5, 4.3] (gap 0.2 ≥ "
-            f"√(log p / N) for N ≥ 75), p = {p}, k = {k}; scores = diagonal of the empirical "
-            f"second moment, drawn exactly from Wishart(N, Λ)/N, {reps} replications per N. "
-            "Success compares IPV values with the population optimum. "
-            + "; ".join(f"N={N}: P(GrL)={g:.3f}, P(SubD)={s:.3f}" for N, g, s in rows)
-            + f". Standard error at the largest N ≈ {se:.3f}."
+            "The theorem2-consistency study's replications (Λ = diag(d) + 0.5·I + 0.2·11ᵀ, "
+            "d equally spaced on [1, 2], p = 20, k = 5, gradients ḡ ~ N(0, Λ), scores = mean "
+            "squared gradients; success compares IPV values with the population optimum): "
+            + "; ".join(
+                f"N={N}: P(GrL)={g:.3f}, P(SubD)={d:.3f}"
+                for N, g, d in zip(Ns, grl, subd, strict=True)
+            )
+            + "."
         ),
-        details={"rows": [{"N": N, "p_grl": g, "p_subd": s} for N, g, s in rows]},
+        details={"rows": rows},
         figures=ctx.save_figure(fig, "theorem2_finite_n.png"),
+    )
+
+
+@claim(
+    paper=PAPER,
+    name="score-concentration-rate",
+    location="App. A.4, display after (A5)",
+    statement=(
+        "sup_i |(1/N)Σ_n g_i(x_n)² − Λ_ii| = o_P(√(log p / N)), so the empirical scores "
+        "order like diag(Λ) once the gaps exceed √(log p / N)."
+    ),
+    expected=Status.REFUTED,
+)
+def score_concentration_rate(ctx: Context) -> Verdict:
+    rows = _consistency_rows(ctx.seed, ctx.full)
+    scaled = [r["score_error_scaled"] for r in rows]
+    shrinks = scaled[-1] < 0.5 * scaled[0]
+    return Verdict(
+        Status.CONFIRMED if shrinks else Status.REFUTED,
+        measured=scaled[-1],
+        expected="→ 0 (o_P)",
+        tolerance="must fall below half its value at N = 100",
+        evidence=(
+            "E[sup_i |s_i − Λ_ii|] / √(log p / N) for Gaussian gradients (the setting of "
+            "theorem-2-finite-n): "
+            + ", ".join(f"N={r['N']}: {v:.3f}" for r, v in zip(rows, scaled, strict=True))
+            + ". The ratio stays of order one instead of vanishing: the maximum of p "
+            "sub-exponential deviations is Θ_P(√(log p / N)), so the bound holds as O_P, not "
+            "o_P. The proof of Theorem 2 survives with O_P if the separation in (A6) carries "
+            "a large enough constant, which is also what the finite-N study shows."
+        ),
+        details={
+            "rows": [{"N": r["N"], "scaled_error": v} for r, v in zip(rows, scaled, strict=True)]
+        },
     )
 
 

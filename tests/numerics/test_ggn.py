@@ -167,3 +167,15 @@ def test_dense_refuses_large_p():
     ggn = GGN(np.ones((1, DENSE_MAX_P + 1)), 1.0)
     with pytest.raises(ValueError, match="DENSE_MAX_P"):
         ggn.dense()
+
+
+def test_prior_and_logits_from_another_backend(backend):
+    """V and the logits may come as NumPy arrays; they move to J's backend and dtype."""
+    rng = np.random.default_rng(4)
+    J, V = random_problem(rng, 4, 6)
+    f = rng.standard_normal(4)
+    ggn = GGN.binary(backend(J), f, prior_precision=V)
+    prob = 1.0 / (1.0 + np.exp(-f))
+    ref = (J * (prob * (1 - prob))[:, None]).T @ J + np.diag(V)
+    np.testing.assert_allclose(host(ggn.dense()), ref, rtol=1e-12)
+    assert type(ggn.prior_precision) is type(ggn.Jw)

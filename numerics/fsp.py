@@ -1,0 +1,238 @@
+"""FSP-Laplace: linearized Laplace under a Gaussian-process prior (fsp-laplace.txt §3).
+
+- :func:`rkhs_norm_estimate` — the context-point estimate of eq. (3.7),
+  ``(f(C) − μ(C))ᵀ Σ(C, C)⁻¹ (f(C) − μ(C)) = ‖h_C‖²_H ≤ ‖f − μ‖²_H``.
+- :func:`fsp_laplace` — Algorithm 2, steps 2–9, matrix-free in p: Lanczos on the kernel
+  Gram Σ(C, C) from ``J(C)1/‖J(C)1‖`` (:func:`numerics.lanczos.lanczos_inverse_sqrt`),
+  ``M = J(C)ᵀL``, thin SVD, the r × r matrix A of eq. (3.9), its eigendecomposition, the
+  square root ``S = U_M U_A D_A^{†/2}`` and the truncation of step 9 so that marginal
+  variances at the context points do not exceed the prior's.
+- :func:`dropped_terms` — what eq. (3.9) drops: ``‖P₀ΛP₀‖_F/‖Λ‖_F`` (Table C.2) and the
+  cross terms ``‖PΛP₀ + P₀ΛP‖_F/‖Λ‖_F`` that the decomposition ``Λ = PΛP + P₀ΛP₀``
+  omits (SPEC.md §5).
+
+Sign convention. Eq. (3.8) writes ``Λ = Σ† − Σ_i J_iᵀ H_i J_i`` with H_i the Hessian of the
+*log*-likelihood (negative semi-definite). Here the likelihood curvature is passed as the
+weighted Jacobian J_w of the GGN, ``Σ_i J_iᵀ(−H_i)J_i = J_wᵀJ_w`` (SPEC.md §0), so step 6
+reads ``A = D_M² + (J_w U_M)ᵀ(J_w U_M)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import scipy.linalg
+from array_api_compat import array_namespace
+
+from numerics._arrays import Space, as_matrix, positive_int, to_host
+from numerics.lanczos import lanczos_inverse_sqrt
+
+__all__ = ["DroppedTerms", "FSPLaplace", "dropped_terms", "fsp_laplace", "rkhs_norm_estimate"]
+
+Array = Any
+
+
+def rkhs_norm_estimate(f_context: Array, gram: Any, *, mean_context: Array | None = None) -> float:
+    """The context-point RKHS-norm estimate of fsp-laplace.txt eq. (3.7).
+
+    ``‖h_C‖²_H = (f(C) − μ(C))ᵀ Σ(C, C)⁻¹ (f(C) − μ(C))``, the squared norm of the
+    minimum-norm interpolant h_C of f − μ at C; it never exceeds ‖f − μ‖²_H (§3.2).
+
+    Parameters
+    ----------
+    f_context : array, shape (n_C,)
+        f(C).
+    gram : array, shape (n_C, n_C), or a :class:`numerics.kernels.KernelGram`
+        Σ(C, C), symmetric positive definite (Cholesky on the host).
+    mean_context : array, shape (n_C,), optional
+        μ(C); zero by default.
+    """
+    K = gram.dense() if hasattr(gram, "dense") else gram
+    K = to_host(as_matrix(K, "gram"))
+    f = to_host(f_context).reshape(-1)
+    if f.size != K.shape[0] or K.shape[0] != K.shape[1]:
+        raise ValueError(f"f_context must have length n_C={K.shape[0]}; got {f.size}")
+    if mean_context is not None:
+        f = f - to_host(mean_context).reshape(-1)
+    try:
+        c = scipy.linalg.cho_factor(0.5 * (K + K.T), lower=True)
+    except np.linalg.LinAlgError as err:
+        raise ValueError("gram must be positive definite (add jitter)") from err
+    return float(f @ scipy.linalg.cho_solve(c, f))
+
+
+class DroppedTerms(NamedTuple):
+    """Relative size of what eq. (3.9) drops from Λ = MMᵀ + J_wᵀJ_w (Frobenius norms)."""
+
+    p0_ratio: float  #: ‖P₀ΛP₀‖_F / ‖Λ‖_F (Table C.2)
+    cross_ratio: float  #: ‖PΛP₀ + P₀ΛP‖_F / ‖Λ‖_F
+    total_ratio: float  #: ‖Λ − PΛP‖_F / ‖Λ‖_F
+
+
+@dataclass(frozen=True, eq=False)
+class FSPLaplace:
+    """The FSP-Laplace posterior N(w*, S Sᵀ) of Algorithm 2 (after the step-9 truncation).
+
+    Attributes
+    ----------
+    scale : array, shape (p, r − k)
+        S_{:, k:r}, the square root of the covariance.
+    eigenvalues : ndarray, shape (r,)
+        D_A (ascending), eigenvalues of A = U_Mᵀ Λ U_M (host).
+    num_truncated : int
+        k of step 9: the number of smallest eigenvalues of D_A removed.
+    context_variance : ndarray, shape (n_C,)
+        diag(J(C) S Sᵀ J(C)ᵀ) after truncation (≤ ``prior_variance``).
+    prior_variance : ndarray, shape (n_C,)
+        diag Σ(C, C).
+    basis : array, shape (p, r)
+        U_M, orthonormal basis of range(M); P = U_M U_Mᵀ.
+    M : array, shape (p, r_L)
+        J(C)ᵀ L, with M Mᵀ ≈ J(C)ᵀ Σ(C, C)⁺ J(C).
+    """
+
+    scale: Array
+    eigenvalues: np.ndarray
+    num_truncated: int
+    context_variance: np.ndarray
+    prior_variance: np.ndarray
+    basis: Array
+    M: Array
+
+    def predictive_variance(self, J_test: Array) -> Array:
+        """Function-space variances ``diag(J* S Sᵀ J*ᵀ)`` for rows of ``J_test`` (n × p)."""
+        J_test = as_matrix(J_test, "J_test")
+        if int(J_test.shape[1]) != int(self.scale.shape[0]):
+            raise ValueError(
+                f"J_test must have {self.scale.shape[0]} columns; got {J_test.shape[1]}"
+            )
+        xp = array_namespace(J_test)
+        Z = J_test @ self.scale
+        return xp.sum(Z * Z, axis=1)
+
+    def covariance_matvec(self, v: Array) -> Array:
+        """``S Sᵀ v``: the weight-space posterior covariance applied to v."""
+        return self.scale @ (self.scale.T @ v)
+
+
+def fsp_laplace(
+    J_context: Array,
+    gram: Any,
+    Jw: Array | None,
+    *,
+    prior_variance: Array | None = None,
+    num_steps: int = 500,
+    rcond: float = 1e-10,
+    rtol: float = 1e-9,
+) -> FSPLaplace:
+    """Algorithm 2 of fsp-laplace.txt (steps 2–9): FSP-Laplace covariance square root.
+
+    Parameters
+    ----------
+    J_context : array, shape (n_C·d', p)
+        Jacobian J(C) of the network outputs at the context points.
+    gram : callable or KernelGram
+        ``v ↦ Σ(C, C) v`` (n_C·d' vectors); a :class:`numerics.kernels.KernelGram` also
+        supplies the prior variances.
+    Jw : array, shape (N', p), or None
+        Weighted Jacobian of the likelihood GGN, ``Σ_i J_iᵀ(−H_i)J_i = J_wᵀJ_w``.
+    prior_variance : array, shape (n_C·d',), optional
+        diag Σ(C, C) for the truncation (default: ``gram.diagonal()``).
+    num_steps : int
+        Maximum number of Lanczos iterations (the paper: 500), capped at n_C·d'.
+    rcond : float
+        Singular values of M and eigenvalues of A below ``rcond·max`` count as zero
+        (pseudo-inverses D_M⁺, D_A^{†/2}).
+    rtol : float
+        Step 9 accepts ``variance ≤ prior·(1 + rtol)`` (roundoff slack).
+
+    Returns
+    -------
+    FSPLaplace
+    """
+    J_context = as_matrix(J_context, "J_context")
+    nC, p = (int(s) for s in J_context.shape)
+    if Jw is not None:
+        Jw = as_matrix(Jw, "Jw")
+        if int(Jw.shape[1]) != p:
+            raise ValueError(f"Jw must have p={p} columns; got {Jw.shape[1]}")
+    matvec = gram.matvec if hasattr(gram, "matvec") else gram
+    if not callable(matvec):
+        raise TypeError(f"gram must be callable or have .matvec; got {type(gram).__name__}")
+    if prior_variance is None:
+        if not hasattr(gram, "diagonal"):
+            raise ValueError("prior_variance is required when gram has no .diagonal()")
+        prior_variance = gram.diagonal()
+    prior = to_host(prior_variance).reshape(-1)
+    if prior.size != nC or not np.all(prior > 0):
+        raise ValueError(f"prior_variance must be positive with length n_C={nC}")
+    num_steps = min(positive_int(num_steps, "num_steps"), nC)
+    xp = array_namespace(J_context)
+    space = Space(p, None, J_context)
+
+    # Steps 2–3: Lanczos on Σ(C, C) from J(C)1 / ‖J(C)1‖.
+    v = J_context @ xp.ones((p,), dtype=J_context.dtype, device=J_context.device)
+    if float(xp.linalg.vector_norm(v)) == 0.0:
+        raise ValueError("J_context @ 1 is zero: the Lanczos start vector of step 2 is undefined")
+    L = lanczos_inverse_sqrt(matvec, v, num_steps)
+    # Step 4–5: M = J(C)ᵀ L and its thin SVD (drop numerically zero singular values).
+    # Thin SVD as QR of the tall M (backend) + SVD of the small R (host): U_M = Q U_R.
+    M = J_context.T @ L
+    Q, R = xp.linalg.qr(M)
+    UR, d_host, _ = scipy.linalg.svd(to_host(R))
+    keep = int(np.sum(d_host > rcond * d_host.max())) if d_host.size else 0
+    U = Q @ space.asarray(np.ascontiguousarray(UR[:, :keep]))
+    d_host = d_host[:keep]
+    # Step 6: A = D_M² + (J_w U_M)ᵀ (J_w U_M)  (sign convention: module docstring).
+    A = np.diag(d_host**2)
+    if Jw is not None:
+        JU = to_host(Jw @ U)
+        A = A + JU.T @ JU
+    # Step 7–8: eigh(A), S = U_M U_A D_A^{†/2} (ascending D_A: largest variances first).
+    D, UA = scipy.linalg.eigh(0.5 * (A + A.T))
+    inv_sqrt = np.zeros_like(D)
+    pos = D > rcond * max(float(D.max()), 0.0)
+    inv_sqrt[pos] = 1.0 / np.sqrt(D[pos])
+    S = U @ space.asarray(np.ascontiguousarray(UA * inv_sqrt))
+    # Step 9: smallest k with diag(J(C) S_{:,k:} S_{:,k:}ᵀ J(C)ᵀ) ≤ diag Σ(C, C).
+    Z = to_host(J_context @ S)
+    tails = np.cumsum((Z * Z)[:, ::-1], axis=1)[:, ::-1]  # tails[:, k] = Σ_{j≥k} Z_ij²
+    tails = np.concatenate([tails, np.zeros((nC, 1))], axis=1)
+    ok = np.all(tails <= prior[:, None] * (1.0 + rtol), axis=0)
+    k = int(np.argmax(ok))
+    return FSPLaplace(
+        scale=S[:, k:],
+        eigenvalues=D,
+        num_truncated=k,
+        context_variance=tails[:, k].copy(),
+        prior_variance=prior,
+        basis=U,
+        M=M,
+    )
+
+
+def dropped_terms(result: FSPLaplace, Jw: Array) -> DroppedTerms:
+    """Measure what eq. (3.9) drops, with Λ = M Mᵀ + J_wᵀJ_w and P = U_M U_Mᵀ.
+
+    Computed from thin factors (F = [M, J_wᵀ], Λ = F Fᵀ): ``‖Λ‖_F = ‖FᵀF‖_F``,
+    ``‖P₀ΛP₀‖_F = ‖(P₀F)ᵀ(P₀F)‖_F``, ``‖PΛP₀‖_F² = tr((PF)ᵀ(PF)·(P₀F)ᵀ(P₀F))`` — no p × p
+    matrix (fsp-laplace.txt Table C.2; SPEC.md §5).
+    """
+    Jw = as_matrix(Jw, "Jw")
+    xp = array_namespace(Jw)
+    F = xp.concat([result.M, Jw.T], axis=1)
+    UF = result.basis.T @ F
+    P0F = F - result.basis @ UF
+    G = to_host(F.T @ F)
+    X = to_host(UF.T @ UF)
+    Y = to_host(P0F.T @ P0F)
+    total = float(np.linalg.norm(G))
+    p0 = float(np.linalg.norm(Y))
+    cross_sq = max(2.0 * float(np.sum(X * Y)), 0.0)  # tr(XY) with X, Y symmetric
+    return DroppedTerms(
+        p0_ratio=p0 / total,
+        cross_ratio=np.sqrt(cross_sq) / total,
+        total_ratio=np.sqrt(p0**2 + cross_sq) / total,
+    )

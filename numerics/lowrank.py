@@ -1,0 +1,147 @@
+"""Low-rank Laplace: the top-r eigenpairs of the GGN's likelihood part plus the exact prior.
+
+``Ω ≈ Ω_r = U diag(λ) Uᵀ + V`` with (λ, U) the top-r Ritz pairs of ``J_wᵀ J_w`` from
+:func:`numerics.lanczos.eigsh` and V the diagonal prior precision (SPEC.md §5). The
+predictive variance and the log-determinant follow from Woodbury on an r × r system with
+B = U diag(λ)^{1/2} and D = V⁻¹ (SPEC.md §1, never a p × p matrix, never an explicit
+inverse)::
+
+    Ω_r⁻¹ = D − D B (I_r + Bᵀ D B)⁻¹ Bᵀ D,      gᵀ Ω_r⁻¹ g = gᵀ D g − ‖R⁻¹ Bᵀ D g‖²,
+    log det Ω_r = Σ_i log V_i + 2 Σ_j log R_jj,   R = chol(I_r + Bᵀ D B).
+
+Because Ω_r ⪯ Ω_{r+1} ⪯ Ω, the predictive variance decreases monotonically in r and equals
+the full one once r reaches rank(J_w).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+from array_api_compat import array_namespace
+
+from numerics._arrays import Space, as_matrix, to_host
+from numerics.backend import cholesky, solve_triangular
+from numerics.ggn import prior_vector
+from numerics.lanczos import EigshResult, eigsh
+
+__all__ = ["LowRankLaplace"]
+
+Array = Any
+
+
+@dataclass(frozen=True, eq=False)
+class LowRankLaplace:
+    """Ω_r = U diag(λ) Uᵀ + V with the r×r Woodbury factor precomputed.
+
+    Build with :meth:`from_factor` (a weighted Jacobian) or :meth:`from_ggn`.
+
+    Attributes
+    ----------
+    eigenvalues : ndarray, shape (r,)
+        λ, the top-r eigenvalues of ``J_wᵀ J_w`` (host, descending, clipped at 0).
+    eigenvectors : array, shape (p, r)
+        U (backend of ``J_w``).
+    prior_precision : array, shape (p,)
+        V, the diagonal prior precision.
+    lanczos : EigshResult
+        Diagnostics of the eigensolve (matvecs, restarts, residuals, convergence).
+    """
+
+    eigenvalues: np.ndarray
+    eigenvectors: Array
+    prior_precision: Array
+    lanczos: EigshResult
+    _B: Array  # U diag(λ)^{1/2}
+    _R: Array  # chol(I + Bᵀ D B), lower, r × r (backend dispatch of numerics.backend)
+
+    @classmethod
+    def from_factor(
+        cls,
+        Jw: Array,
+        prior_precision: Array | float,
+        rank: int,
+        *,
+        rng: np.random.Generator | None = None,
+        tol: float | None = None,
+    ) -> LowRankLaplace:
+        """Low-rank Laplace from the weighted Jacobian J_w (N' × p) and the prior precision.
+
+        Parameters
+        ----------
+        Jw : array, shape (N', p)
+            Weighted Jacobian: Ω = J_wᵀ J_w + V (SPEC.md §0).
+        prior_precision : float or array, shape (p,)
+            V (positive).
+        rank : int
+            r in [1, p]: number of eigenpairs of J_wᵀ J_w (matrix-free :func:`eigsh`).
+        rng : numpy.random.Generator, optional
+            Start vector of Lanczos (default seed 0: deterministic).
+        tol : float, optional
+            Relative residual tolerance of :func:`eigsh`.
+        """
+        Jw = as_matrix(Jw, "Jw")
+        p = int(Jw.shape[1])
+        if isinstance(rank, bool) or not isinstance(rank, Integral):
+            raise TypeError(f"rank must be an integer; got {type(rank).__name__}")
+        if not 1 <= int(rank) <= p:
+            raise ValueError(f"rank must be in [1, p]; got rank={rank}, p={p}")
+        V = prior_vector(prior_precision, p, Jw)
+        res = eigsh(lambda v: Jw.T @ (Jw @ v), p, int(rank), which="LA", rng=rng, tol=tol, like=Jw)
+        return cls._build(res.values, res.vectors, V, res)
+
+    @classmethod
+    def from_ggn(
+        cls, ggn: Any, rank: int, *, rng: np.random.Generator | None = None
+    ) -> LowRankLaplace:
+        """Low-rank Laplace of a GGN object exposing ``Jw`` and ``prior_precision``."""
+        for attr in ("Jw", "prior_precision"):
+            if not hasattr(ggn, attr):
+                raise TypeError(f"ggn must have attribute {attr!r}; got {type(ggn).__name__}")
+        return cls.from_factor(ggn.Jw, ggn.prior_precision, rank, rng=rng)
+
+    @classmethod
+    def _build(cls, values: np.ndarray, U: Array, V: Array, res: EigshResult) -> LowRankLaplace:
+        lam = np.clip(np.asarray(values, dtype=np.float64), 0.0, None)
+        space = Space(int(U.shape[0]), None, U)
+        B = U * space.asarray(np.sqrt(lam))
+        xp = space.xp
+        K = B.T @ (B / V[:, None])
+        K = 0.5 * (K + K.T) + xp.eye(lam.size, dtype=K.dtype, device=getattr(K, "device", None))
+        return cls(lam, U, V, res, B, cholesky(K))
+
+    @property
+    def rank(self) -> int:
+        """r, the number of eigenpairs kept."""
+        return int(self.eigenvalues.size)
+
+    def predictive_variance(self, G_test: Array) -> Array:
+        """``g(x*)ᵀ Ω_r⁻¹ g(x*)`` for each row g(x*)ᵀ of ``G_test`` (SPEC.md §1 Woodbury).
+
+        Parameters
+        ----------
+        G_test : array, shape (n_test, p) or (p,)
+            Jacobians g(x*)ᵀ at the test points (same backend as J_w).
+
+        Returns
+        -------
+        array, shape (n_test,) (or a 0-d array for a single row)
+        """
+        xp = array_namespace(G_test)
+        single = len(G_test.shape) == 1
+        G = xp.reshape(G_test, (1, -1)) if single else G_test
+        p = int(self.prior_precision.shape[0])
+        if len(G.shape) != 2 or int(G.shape[1]) != p:
+            raise ValueError(f"G_test must have shape (n_test, {p}); got {tuple(G_test.shape)}")
+        GD = G / self.prior_precision
+        prior_part = xp.sum(GD * G, axis=1)
+        W = solve_triangular(self._R, self._B.T @ GD.T, lower=True)  # r × n_test
+        out = prior_part - xp.sum(W * W, axis=0)
+        return out[0] if single else out
+
+    def logdet(self) -> float:
+        """``log det Ω_r = Σ log V_i + 2 Σ log R_jj`` (matrix determinant lemma)."""
+        V = to_host(self.prior_precision)
+        return float(np.sum(np.log(V)) + 2.0 * np.sum(np.log(np.diag(to_host(self._R)))))

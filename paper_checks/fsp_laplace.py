@@ -1,0 +1,202 @@
+"""Claims of Cinquin et al., "FSP-Laplace: Function-Space Priors for the Laplace
+Approximation in Bayesian Deep Learning" (fsp-laplace.txt §3.2, App. B.1, Table C.2).
+
+The Table C.2 set-ups follow App. B.1: 1-D regression on y = sin(2πx) + ε (σ_n = 0.1,
+x ~ U([−1, −0.5] ∪ [0.5, 1])) with a 2×50 tanh MLP, and two moons (noise 0.1) with a 2×100
+tanh MLP; 100 context points on a regular grid; RBF and Matérn-1/2 priors. Networks are
+trained to the FSP MAP (eq. 3.5 with the estimate of eq. 3.7 at fixed context points) by
+full-batch Adam, and Algorithm 2 runs with at most 500 Lanczos steps. Deviations: kernel
+hyperparameters are fixed (not fitted by marginal likelihood), the Gram matrices get a
+jitter of 1e-6·σ², and quick mode trains for fewer steps (and, for two moons, a 2×50 MLP).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from numerics.fsp import dropped_terms, fsp_laplace, rkhs_norm_estimate
+from numerics.kernels import RBF, KernelGram, Matern12
+from paper_checks._tanh_mlp import TanhMLP, train_fsp_map
+from paper_checks.registry import Context, Status, Verdict, claim
+
+PAPER = "fsp-laplace"
+
+#: Table C.2 of the paper: ‖P₀ΛP₀ᵀ‖_F / ‖Λ‖_F.
+TABLE_C2 = {
+    ("RBF", "regression"): 1.026e-7,
+    ("RBF", "classification"): 3.548e-4,
+    ("Matern-1/2", "regression"): 4.305e-6,
+    ("Matern-1/2", "classification"): 1.299e-2,
+}
+
+
+@claim(
+    paper=PAPER,
+    name="rkhs-estimate-underestimates",
+    location="§3.2, after eq. (3.7)",
+    statement=(
+        "The context-point estimate (f(C) − μ(C))ᵀΣ(C,C)⁻¹(f(C) − μ(C)) of ‖f − μ‖²_H "
+        "provably underestimates it."
+    ),
+)
+def _rkhs_underestimates(ctx: Context) -> Verdict:
+    rng = ctx.rng("rkhs-estimate-underestimates")
+    trials = 500 if ctx.full else 100
+    worst, nested_worst, exact_worst = -np.inf, -np.inf, 0.0
+    for t in range(trials):
+        kernel = (RBF(1.0, 0.4), Matern12(1.0, 0.4))[t % 2]
+        Z = rng.uniform(-1, 1, size=(int(rng.integers(1, 6)), 2))  # f = Σ a_j k(·, z_j)
+        a = rng.standard_normal(Z.shape[0])
+        true = float(a @ kernel(Z) @ a)
+        C_all = rng.uniform(-1.5, 1.5, size=(15, 2))
+        est = [
+            rkhs_norm_estimate(kernel(C_all[:m], Z) @ a, KernelGram(kernel, C_all[:m], 1e-10))
+            for m in range(1, 16)
+        ]
+        worst = max(worst, (max(est) - true) / true)
+        nested_worst = max(nested_worst, float(np.max(-np.diff(est))) / true)
+        C = np.concatenate([Z, C_all[:3]])
+        exact = rkhs_norm_estimate(kernel(C, Z) @ a, KernelGram(kernel, C, 1e-12))
+        exact_worst = max(exact_worst, abs(exact - true) / true)
+    ok = worst <= 1e-6 and nested_worst <= 1e-6 and exact_worst <= 1e-4
+    return Verdict(
+        Status.CONFIRMED if ok else Status.REFUTED,
+        measured=worst,
+        expected="<= 0 (estimate − true) / true",
+        tolerance=1e-6,
+        evidence=(
+            f"{trials} functions f = Σ_j a_j k(·, z_j) in the RKHS of RBF / Matérn-1/2 kernels "
+            f"on ℝ² (‖f‖²_H = aᵀK_ZZ a exactly), 15 nested random context sets each. Largest "
+            f"relative overestimate {worst:.2e}; largest decrease along nested sets "
+            f"{nested_worst:.2e}; largest error when the representer points z_j lie in C "
+            f"{exact_worst:.2e} (exact, up to the jitter)."
+        ),
+        details={"trials": trials, "nested_worst": nested_worst, "exact_worst": exact_worst},
+    )
+
+
+def _task(name: str, full: bool, rng: np.random.Generator):
+    if name == "regression":
+        n = 60
+        x = rng.uniform(0.5, 1.0, n) * rng.choice([-1.0, 1.0], n)
+        X = x[:, None]
+        y = np.sin(2 * np.pi * x) + 0.1 * rng.standard_normal(n)
+        C = np.linspace(-2, 2, 100)[:, None]
+        return TanhMLP(1, 50), X, y, C, "gaussian"
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(100, noise=0.1, random_state=int(rng.integers(2**31)))
+    g = np.linspace(-3.75, 3.75, 10)
+    C = np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)
+    return TanhMLP(2, 100 if full else 50), X, y.astype(float), C, "bernoulli"
+
+
+@functools.lru_cache(maxsize=2)
+def _table_c2_runs(full: bool, seed: int) -> dict:
+    """Train the four (kernel, task) networks, run Algorithm 2, measure the dropped terms.
+
+    BLAS runs single-threaded here (scoped): the matrices are small, and on a shared
+    machine OpenBLAS's thread pool made this 5× slower (measured: 20 s vs 3.8 s).
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _table_c2_measure(full, seed)
+
+
+def _table_c2_measure(full: bool, seed: int) -> dict:
+    out = {}
+    for (kname, task), paper_value in TABLE_C2.items():
+        rng = Context(full=full, seed=seed).rng(f"table-c2/{kname}/{task}")
+        model, X, y, C, lik = _task(task, full, rng)
+        lengthscale = 0.25 if task == "regression" else 1.0
+        kernel = RBF(1.0, lengthscale) if kname == "RBF" else Matern12(1.0, lengthscale)
+        gram = KernelGram(kernel, C, jitter=1e-6)
+        steps = 3000 if full else 400
+        theta = train_fsp_map(model, X, y, C, gram.dense(), likelihood=lik, steps=steps, rng=rng)
+        f = model.forward(theta, X)
+        if lik == "gaussian":
+            Jw = model.jacobian(theta, X) / 0.1
+        else:
+            prob = 1.0 / (1.0 + np.exp(-f))
+            Jw = np.sqrt(prob * (1 - prob))[:, None] * model.jacobian(theta, X)
+        J_C = model.jacobian(theta, C)
+        res = fsp_laplace(J_C, gram, Jw, num_steps=500)
+        terms = dropped_terms(res, Jw)
+        out[(kname, task)] = {
+            "paper": paper_value,
+            "p0_ratio": terms.p0_ratio,
+            "cross_ratio": terms.cross_ratio,
+            "total_ratio": terms.total_ratio,
+            "rank": int(res.basis.shape[1]),
+            "truncated": res.num_truncated,
+            "p": model.num_params,
+            "steps": steps,
+        }
+    return out
+
+
+def _table_text(runs: dict) -> str:
+    rows = [
+        f"{k} {t}: ‖P₀ΛP₀‖/‖Λ‖ = {r['p0_ratio']:.2e} (paper {r['paper']:.2e}), "
+        f"cross ‖PΛP₀ + P₀ΛP‖/‖Λ‖ = {r['cross_ratio']:.2e}, rank r = {r['rank']}, "
+        f"truncated k = {r['truncated']}, p = {r['p']}"
+        for (k, t), r in runs.items()
+    ]
+    return "; ".join(rows)
+
+
+@claim(
+    paper=PAPER,
+    name="p0-lambda-p0-negligible",
+    location="§3.2 after eq. (3.9), Table C.2",
+    statement=(
+        "‖P₀ΛP₀ᵀ‖_F/‖Λ‖_F is negligible (1e-7 to 1.3e-2 across RBF / Matérn-1/2 priors on "
+        "the synthetic regression and two-moons tasks)."
+    ),
+)
+def _p0_negligible(ctx: Context) -> Verdict:
+    runs = _table_c2_runs(ctx.full, ctx.seed)
+    worst = max(r["p0_ratio"] for r in runs.values())
+    ok = worst <= 0.05
+    return Verdict(
+        Status.CONFIRMED if ok else Status.REFUTED,
+        measured=worst,
+        expected="<= 1.3e-2 (largest entry of Table C.2)",
+        tolerance="negligible: <= 5e-2 in every configuration",
+        evidence=(
+            "Networks trained to the FSP MAP, Algorithm 2 with ≤ 500 Lanczos steps, "
+            "Λ = MMᵀ + J_wᵀJ_w from thin factors. " + _table_text(runs)
+        ),
+        details={f"{k}/{t}": r for (k, t), r in runs.items()},
+    )
+
+
+@claim(
+    paper=PAPER,
+    name="lambda-decomposition-eq-3-9",
+    location="§3.2, decomposition before eq. (3.9)",
+    statement="Λ = PΛPᵀ + P₀ΛP₀ᵀ with P = U_M U_Mᵀ and P₀ = I − P.",
+    expected=Status.REFUTED,
+)
+def _decomposition(ctx: Context) -> Verdict:
+    runs = _table_c2_runs(ctx.full, ctx.seed)
+    worst = max(r["cross_ratio"] for r in runs.values())
+    dominant = sum(r["cross_ratio"] > r["p0_ratio"] for r in runs.values())
+    holds = worst <= 1e-10
+    return Verdict(
+        Status.CONFIRMED if holds else Status.REFUTED,
+        measured=worst,
+        expected=0.0,
+        tolerance="1e-10 (roundoff)",
+        evidence=(
+            "The identity omits the cross terms PΛP₀ + P₀ΛP, which vanish only when the "
+            "likelihood Jacobian rows lie in range(M). Measured ‖PΛP₀ + P₀ΛP‖_F/‖Λ‖_F up to "
+            f"{worst:.2e}; the cross terms exceed ‖P₀ΛP₀‖ in {dominant} of 4 configurations, "
+            "so the error of Λ ≈ U_M A U_Mᵀ is governed by them, not by Table C.2's ratio. "
+            + _table_text(runs)
+        ),
+        details={f"{k}/{t}": r for (k, t), r in runs.items()},
+    )
