@@ -125,13 +125,13 @@ __all__ += [
 ]
 
 # Real-network Jacobians (torch imported lazily inside) and network SSLA/ASSLA.
-from numerics.jacobians import (
+from numerics.jacobians import (  # noqa: E402
     ParameterLayout,
     gradient_scores,
     parameter_layout,
     per_sample_jacobian,
 )
-from numerics.network_ssla import (
+from numerics.network_ssla import (  # noqa: E402
     assla_log_density,
     assla_predictive,
     gaussian_scores,
