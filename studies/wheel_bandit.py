@@ -67,6 +67,10 @@ class BanditConfig:
 
     ``k`` is ignored by ``"map"`` and ``"neural_linear"``. ``noise_floor`` is the lower
     bound of the residual estimate of σ0² (the environment's true σ0² is 1e-4).
+    ``torch_threads`` bounds torch's intra-op threads during the run (restored afterwards;
+    None leaves them alone): the small batches run far faster on one thread on a shared
+    machine (measured: 6 runs at T = 200 took 92 s on torch's default threads under load,
+    about 8 s on one).
     """
 
     method: str = "gradient_laplace"
@@ -83,6 +87,7 @@ class BanditConfig:
     prior_precision: float = 1.0
     noise_window: int = 200
     noise_floor: float = 1e-4
+    torch_threads: int | None = 1
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -104,6 +109,9 @@ class BanditConfig:
                 f"horizon must cover the warm start of {NUM_ARMS * self.warm_pulls} rounds; "
                 f"got horizon={self.horizon}"
             )
+        t = self.torch_threads
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
+            raise ValueError(f"torch_threads must be a positive integer or None; got {t!r}")
         for name in ("lr", "grad_clip", "prior_precision", "noise_floor"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
@@ -258,7 +266,16 @@ def run_bandit(config: BanditConfig, rng: np.random.Generator) -> BanditResult:
         raise TypeError(f"config must be a BanditConfig; got {type(config).__name__}")
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
-    cfg = config
+    previous = torch.get_num_threads()
+    if config.torch_threads is not None:
+        torch.set_num_threads(config.torch_threads)
+    try:
+        return _run(config, rng)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run(cfg: BanditConfig, rng: np.random.Generator) -> BanditResult:
     t0 = time.perf_counter()
     env = WheelBandit(cfg.delta, cfg.variant)
     model = build_seeded(bandit_net, int(rng.integers(2**31 - 1)))

@@ -148,3 +148,11 @@ def test_study_is_registered_and_runs_one_agent():
     )
     assert set(out) == {"regret", "regret_half", "seconds"}
     assert 0.0 <= out["regret_half"] <= out["regret"] <= 49.0 * 40
+
+
+def test_run_restores_torch_threads():
+    before = torch.get_num_threads()
+    run_bandit(BanditConfig(method="map", horizon=15), np.random.default_rng(0))
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="torch_threads"):
+        BanditConfig(torch_threads=0)
