@@ -111,7 +111,7 @@ def run(full: bool = False) -> list[dict]:
                 subset(1000, 2000),
                 experiment(),
             ]
-        return [throughput(200), throughput(200, method="vmap", target=1.0), subset(200, 500)]
+        return [throughput(500), throughput(500, method="vmap", target=1.0), subset(500, 1000)]
     finally:
         torch.set_num_threads(previous)
 
