@@ -14,7 +14,8 @@ torch RNG is left untouched) and mini-batches come from ``numpy.random.default_r
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "noise_variance",
     "predict",
     "sgd_recipe",
+    "torch_threads",
     "train_map",
 ]
 
@@ -194,3 +196,20 @@ def noise_variance(model: torch.nn.Module, X: Any, y: Any, *, floor: float = NOI
         raise ValueError(f"floor must be positive; got floor={floor!r}")
     r = predict(model, X) - np.asarray(y, dtype=np.float64)
     return max(float(np.mean(r * r)), float(floor))
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Bound torch's intra-op threads to ``n`` inside the block (None: unchanged), then restore.
+
+    Small MLPs run several times faster on one thread on a shared 2-core machine.
+    """
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"n must be a positive integer or None; got n={n!r}")
+    previous = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -39,7 +39,7 @@ from numerics.jacobians import gradient_scores, parameter_layout, per_sample_jac
 from numerics.predictive import subnetwork_variance
 from numerics.selection import gradient_laplace, greedy_laplace, last_k, neural_linear
 from studies.models import bandit_net
-from studies.training import build_seeded
+from studies.training import build_seeded, torch_threads
 from studies.wheel_env import NUM_ARMS, WheelBandit
 
 __all__ = [
@@ -266,13 +266,8 @@ def run_bandit(config: BanditConfig, rng: np.random.Generator) -> BanditResult:
         raise TypeError(f"config must be a BanditConfig; got {type(config).__name__}")
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
-    previous = torch.get_num_threads()
-    if config.torch_threads is not None:
-        torch.set_num_threads(config.torch_threads)
-    try:
+    with torch_threads(config.torch_threads):
         return _run(config, rng)
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _run(cfg: BanditConfig, rng: np.random.Generator) -> BanditResult:

@@ -11,7 +11,7 @@ from numerics import subnet_diagonal as dense_subnet_diagonal
 from studies.catalog import wheel_bandit as catalog
 from studies.models import bandit_net, mlp
 from studies.registry import get_study
-from studies.training import build_seeded
+from studies.training import build_seeded, torch_threads
 from studies.wheel_bandit import (
     BanditConfig,
     arm_inputs,
@@ -156,3 +156,6 @@ def test_run_restores_torch_threads():
     assert torch.get_num_threads() == before
     with pytest.raises(ValueError, match="torch_threads"):
         BanditConfig(torch_threads=0)
+    with pytest.raises(ValueError, match="n must"):
+        with torch_threads(0):
+            pass
