@@ -159,3 +159,19 @@ def test_run_restores_torch_threads():
     with pytest.raises(ValueError, match="n must"):
         with torch_threads(0):
             pass
+
+
+def test_oracle_thompson_sampling_beats_uniform_random():
+    # With the true mean rewards and the reward-noise variance σ0² = 1e-4, Thompson sampling
+    # never pulls a wrong arm (gap 49 ≫ 0.01); uniform pulls lose 49 with probability
+    # (4/5)(1 − δ²) per round.
+    from studies.wheel_env import WheelBandit
+
+    env, rng, n = WheelBandit(0.9), np.random.default_rng(3), 4000
+    x = env.contexts(rng, n)
+    means = env.mean_rewards(x)
+    oracle = env.regret(x, choose_arms(means, np.full(means.shape, 1e-4), rng))
+    uniform = env.regret(x, rng.integers(0, 5, size=n))
+    q = 0.8 * (1 - 0.9**2)
+    assert oracle.sum() == 0.0
+    assert uniform.mean() == pytest.approx(49 * q, abs=4 * 49 * np.sqrt(q * (1 - q) / n))
