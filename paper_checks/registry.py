@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import json
 import math
 import pkgutil
 import traceback
@@ -201,6 +202,15 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def _scalar(value: Any) -> float | int | str | None:
+    """A number, string or None for the report's measured/expected/tolerance columns;
+    structured values become compact JSON text."""
+    value = _jsonable(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
 def run_claim(item: Claim, ctx: Context) -> Verdict:
     """Run one claim; an exception becomes an ERROR verdict carrying the traceback."""
     try:
@@ -211,9 +221,9 @@ def run_claim(item: Claim, ctx: Context) -> Verdict:
         return Verdict(Status.ERROR, evidence=traceback.format_exc())
     return Verdict(
         verdict.status,
-        _jsonable(verdict.measured),
-        _jsonable(verdict.expected),
-        _jsonable(verdict.tolerance),
+        _scalar(verdict.measured),
+        _scalar(verdict.expected),
+        _scalar(verdict.tolerance),
         verdict.evidence,
         _jsonable(verdict.details),
         tuple(verdict.figures),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import jsonschema
 import pytest
 
 from paper_checks.registry import Context, Status, all_claims, run_claim
+from paper_checks.report import VERDICT_SCHEMA, Outcome
 
 CLAIMS = all_claims()
 
@@ -17,5 +19,6 @@ def test_claim_earns_its_recorded_verdict(item, tmp_path):
         f"{item.key} ({item.location}) earned {verdict.status.value}, recorded "
         f"{item.expected.value}: {verdict.evidence}"
     )
+    jsonschema.validate([Outcome(item, verdict, 0.0).as_json()], VERDICT_SCHEMA)
     for fig in verdict.figures:
         assert (tmp_path / fig).is_file(), f"figure {fig} of {item.key} was not written"
