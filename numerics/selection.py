@@ -13,8 +13,11 @@ J_Rᵀ M_T J_R + V_R with M_T = I − Σ_t y_t y_tᵀ (N' × N'), y_t = M_{t−1
 Only the diagonal d must be current for all m candidates; it is kept exactly current on a
 working set of the largest entries (where the next pivots must lie, because d only
 decreases) and updated everywhere else once per block by one BLAS-3 product (see
-``_pivoted_cholesky``), so the pivots are exactly the sequential algorithm's.
-Ω_KK is never stored: memory O(N'm + N'² + 64·m).
+``_pivoted_cholesky``), so the pivots are exactly the sequential algorithm's; Ω_KK is never
+stored: memory O(N'm + N'² + 64·m). When Ω_KK fits 512 MiB (m ≲ 8000 in float64) and N'
+is not ≪ m, it is formed once by a tiled syrk and factored by a blocked, diagonally pivoted
+partial Cholesky in LAPACK dpstrf style instead (``_stored_pivots``): fewer, larger BLAS-3
+calls.
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from numerics.backend import as_float, namespace, serial_blas, to_numpy
+from numerics.backend import (
+    as_float,
+    gram_blocks,
+    namespace,
+    serial_blas,
+    subtract_gram_lower,
+    to_numpy,
+)
 from numerics.ggn import GGN
 from numerics.predictive import marginal_variance
 from theory._validation import subset_size
@@ -46,6 +56,9 @@ __all__ = [
 #: Greedy-Laplace blocking: at most _BLOCK pivots per block; each block adds the _BATCH largest
 #: diagonal entries to the working set, which keeps at most _CAP entries.
 _BLOCK, _BATCH, _CAP = 64, 128, 512
+#: Greedy-Laplace stores Ω_KK (m × m) when it takes at most _STORED_BYTES and the cost model of
+#: :func:`_store_omega` favours it; the stored kernel pivots in blocks of _STORED_BLOCK columns.
+_STORED_BYTES, _STORED_BLOCK = 512 * 2**20, 64
 
 
 def _host_vector(x: Any, name: str) -> np.ndarray:
@@ -191,13 +204,15 @@ def greedy_laplace(
     candidates K are the top-m ``scores`` (default :meth:`GGN.scores`, m = ``n_candidates``,
     default min(2k, p); the paper's experiments use min(2k + 1000, p − 1) capped at 30 000),
     then k pivots by the largest Schur-complement diagonal, ties to the lowest candidate
-    position. Ω_KK is never formed: Schur columns come from J_w (module docstring).
-
-    Cost O(N'mk + N'²(k + f)) flops, mostly BLAS-3 (f ≈ 1.5k fetched working-set columns on
-    random Jacobians); memory O(N'm + N'² + 64·m + 512·N'). Runs on one BLAS thread on
-    NumPy (its products are skinny panels). Exactly reproducible: the same S for every
-    block size. In float32 the S is the exact greedy order of the float32-rounded Ω, which
-    can leave the float64 order at near-ties.
+    position. Two exact kernels: if Ω_KK fits 512 MiB and the flop model of ``_store_omega``
+    favours it, Ω_KK is formed once (tiled syrk, N'm² flops) and factored by a blocked
+    pivoted partial Cholesky ((m³ − (m−k)³)/3 flops, BLAS-3 trailing updates); otherwise
+    Ω_KK is never formed and Schur columns come from J_w (module docstring): O(N'mk +
+    N'²(k + f)) flops, mostly BLAS-3 (f ≈ 1.5k fetched working-set columns on random
+    Jacobians), memory O(N'm + N'² + 64·m + 512·N'), on one BLAS thread on NumPy (skinny
+    panels). Exactly reproducible: the same S for either kernel and every block size
+    (up to roundoff at exact near-ties). In float32 the S is the exact greedy order of the
+    float32-rounded Ω, which can leave the float64 order at near-ties.
 
     Parameters
     ----------
@@ -223,9 +238,72 @@ def greedy_laplace(
     dev = array_api_compat.device(ggn.Jw)
     JK = xp.take(ggn.Jw, xp.asarray(K, device=dev), axis=1)
     d = xp.sum(JK * JK, axis=0) + xp.take(ggn.prior_precision, xp.asarray(K, device=dev))
-    with serial_blas(xp):  # skinny panels: threads gain little, oversubscription costs a lot
-        chosen = _pivoted_cholesky(JK, d, k)
+    if _store_omega(ggn.n_rows, m, k, xp.finfo(JK.dtype).bits // 8):
+        chosen = _stored_pivots(gram_blocks(JK), d, k)
+    else:
+        with serial_blas(xp):  # skinny panels: threads gain little, oversubscription costs a lot
+            chosen = _pivoted_cholesky(JK, d, k)
     return K[chosen]
+
+
+def _store_omega(n_rows: int, m: int, k: int, itemsize: int) -> bool:
+    """Whether Greedy-Laplace forms Ω_KK: it fits ``_STORED_BYTES`` and costs fewer flops.
+
+    Flops: forming Ω_KK by syrk N'm² plus the trailing updates Σ_t (m − t)² ≈ (m³ − (m−k)³)/3
+    (:func:`_stored_pivots`), against 2N'mk for the l_t = J_Kᵀ y_t of :func:`_pivoted_cholesky`,
+    whose skinny panels ran ≈ 4.8× fewer flops per second here (N' = 1500, m = 3000, k = 1500):
+    the factor 3 keeps the J_w kernel wherever N' ≪ m (e.g. few data, many candidates).
+    """
+    if m * m * itemsize > _STORED_BYTES:
+        return False
+    stored = n_rows * m * m + (m**3 - (m - k) ** 3) / 3
+    return stored <= 3.0 * (2.0 * n_rows * m * k)
+
+
+def _stored_pivots(A: Any, d: Any, k: int) -> np.ndarray:
+    """Pivot positions of the greedy partial Cholesky of Ω_KK stored in A (LAPACK dpstrf style).
+
+    ``A`` holds Ω_KK off its diagonal (the lower triangle suffices; it is overwritten) and
+    ``d`` its diagonal. Blocks of ``_STORED_BLOCK`` pivots: inside a block the pivot column of
+    the Schur complement is A[:, s] − Σ_{i<j} l_i l_i[s] (only the block's own l_i, BLAS-2),
+    and the whole diagonal is kept current, d ← d − l², so every pivot is the sequential
+    argmax (ties: the lowest row, i.e. the lowest candidate position, as rows stay in
+    candidate order). At the block end one BLAS-3 rank update A ← A − L_bᵀL_b brings the
+    trailing matrix current; selected rows stay (with d = −∞) until a quarter of the rows
+    is dead, then A is compacted. Cost ≈ (m³ − (m−k)³)/3 flops, memory one m × m matrix.
+    """
+    xp = namespace(A)
+    dev = array_api_compat.device(A)
+    neg_inf = -float("inf")
+    pos = np.arange(A.shape[0], dtype=np.int64)  # candidate position of each row of A
+    chosen: list[int] = []
+    dead = 0
+    while len(chosen) < k:
+        n = A.shape[0]
+        Lb = xp.zeros((min(_STORED_BLOCK, k - len(chosen)), n), dtype=A.dtype, device=dev)
+        with serial_blas(xp):  # vector work: threads only add latency
+            for j in range(Lb.shape[0]):
+                c = int(xp.argmax(d))
+                dc = float(d[c])
+                inv = 1.0 / dc**0.5 if dc > 0.0 else 0.0  # dc ≤ 0 only after total roundoff
+                col = xp.concat([A[c, :c], A[c:, c]])  # column c from the lower triangle
+                if j:
+                    col = col - Lb[:j, c] @ Lb[:j, :]
+                lc = col * inv
+                d = d - lc * lc
+                d[c] = neg_inf
+                Lb[j, :] = lc
+                chosen.append(int(pos[c]))
+        dead += Lb.shape[0]
+        if len(chosen) == k:
+            break
+        A = subtract_gram_lower(A, Lb)
+        if dead >= n // 4:
+            live = np.flatnonzero(np.isfinite(to_numpy(d)))
+            ix = xp.asarray(live, device=dev)
+            A = xp.take(xp.take(A, ix, axis=0), ix, axis=1)
+            d, pos, dead = xp.take(d, ix), pos[live], 0
+    return np.asarray(chosen, dtype=np.int64)
 
 
 def _pivoted_cholesky(JK: Any, d: Any, k: int) -> np.ndarray:
