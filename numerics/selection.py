@@ -269,7 +269,7 @@ def _stored_pivots(A: Any, d: Any, k: int) -> np.ndarray:
     and the whole diagonal is kept current, d ← d − l², so every pivot is the sequential
     argmax (ties: the lowest row, i.e. the lowest candidate position, as rows stay in
     candidate order). At the block end one BLAS-3 rank update A ← A − L_bᵀL_b brings the
-    trailing matrix current; selected rows stay (with d = −∞) until a quarter of the rows
+    trailing matrix current; selected rows stay (with d = −∞) until an eighth of the rows
     is dead, then A is compacted. Cost ≈ (m³ − (m−k)³)/3 flops, memory one m × m matrix.
     """
     xp = namespace(A)
@@ -298,7 +298,7 @@ def _stored_pivots(A: Any, d: Any, k: int) -> np.ndarray:
         if len(chosen) == k:
             break
         A = subtract_gram_lower(A, Lb)
-        if dead >= n // 4:
+        if dead >= n // 8:
             live = np.flatnonzero(np.isfinite(to_numpy(d)))
             ix = xp.asarray(live, device=dev)
             A = xp.take(xp.take(A, ix, axis=0), ix, axis=1)
