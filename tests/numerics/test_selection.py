@@ -23,7 +23,7 @@ from numerics import (
     random_subset,
     subnet_diagonal,
 )
-from numerics import selection as sel
+from numerics import pivoted_cholesky as pc
 from tests.numerics.conftest import random_problem
 
 FEW = min(settings.default.max_examples, 25)
@@ -43,10 +43,10 @@ def greedy_problems(draw):
 def _kernel(stored: bool, block: int = 64, batch: int = 128):
     """Patches forcing the stored-Ω_KK kernel (with ``block`` pivots per block) or the J_w one."""
     patches = [
-        mock.patch.object(sel, "_store_omega", lambda *args: stored),
-        mock.patch.object(sel, "_STORED_BLOCK", block),
-        mock.patch.object(sel, "_BLOCK", block),
-        mock.patch.object(sel, "_BATCH", batch),
+        mock.patch.object(pc, "store_omega", lambda *args: stored),
+        mock.patch.object(pc, "_STORED_BLOCK", block),
+        mock.patch.object(pc, "_BLOCK", block),
+        mock.patch.object(pc, "_BATCH", batch),
     ]
     stack = contextlib.ExitStack()
     for p in patches:
@@ -72,10 +72,10 @@ def test_greedy_equals_literal_algorithm(stored, problem):
 
 def test_greedy_kernel_choice():
     """Ω_KK is stored when it fits 512 MiB and its flops win; never at m = 20000 or N' ≪ m."""
-    assert sel._store_omega(1500, 3000, 1500, 8)  # the 50x benchmark
-    assert not sel._store_omega(2000, 20000, 10000, 8)  # 3.2 GB: J_w kernel
-    assert not sel._store_omega(100, 3000, 1500, 8)  # N' m² + m³/3 ≫ 2N'mk
-    assert sel._store_omega(8000, 8192, 4096, 8) and not sel._store_omega(8000, 8193, 4096, 8)
+    assert pc.store_omega(1500, 3000, 1500, 8)  # the 50x benchmark
+    assert not pc.store_omega(2000, 20000, 10000, 8)  # 3.2 GB: J_w kernel
+    assert not pc.store_omega(100, 3000, 1500, 8)  # N' m² + m³/3 ≫ 2N'mk
+    assert pc.store_omega(8000, 8192, 4096, 8) and not pc.store_omega(8000, 8193, 4096, 8)
 
 
 @pytest.mark.parametrize("stored", [True, False], ids=["stored-omega", "jacobian"])
