@@ -68,7 +68,7 @@ def stored_pivots(A: Any, d: Any, k: int) -> np.ndarray:
     neg_inf = -float("inf")
     pos = np.arange(A.shape[0], dtype=np.int64)  # candidate position of each row of A
     chosen: list[int] = []
-    dead = 0
+    dead, spare = 0, None
     while len(chosen) < k:
         n = A.shape[0]
         Lb = xp.zeros((min(_STORED_BLOCK, k - len(chosen)), n), dtype=A.dtype, device=dev)
@@ -92,9 +92,31 @@ def stored_pivots(A: Any, d: Any, k: int) -> np.ndarray:
         if dead >= n // 8:
             live = np.flatnonzero(np.isfinite(to_numpy(d)))
             ix = xp.asarray(live, device=dev)
-            A = xp.take(xp.take(A, ix, axis=0), ix, axis=1)
+            if isinstance(A, np.ndarray) and A.flags.c_contiguous:
+                A, spare = _compact_in_place(A, live, spare)
+            else:
+                A = xp.take(xp.take(A, ix, axis=0), ix, axis=1)
             d, pos, dead = xp.take(d, ix), pos[live], 0
     return np.asarray(chosen, dtype=np.int64)
+
+
+def _compact_in_place(
+    A: np.ndarray, live: np.ndarray, spare: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """A[live][:, live] written over A's own memory (NumPy), through the buffer ``spare``.
+
+    Fresh m × m allocations cost page faults on every compaction; this reuses A's pages and
+    one spare buffer (allocated once, at most m² entries). ``mode="clip"`` keeps
+    ``numpy.take`` from buffering its output (the indices are valid).
+    """
+    n2, n = live.size, A.shape[0]
+    if spare is None or spare.size < n2 * n:
+        spare = np.empty(n2 * n, dtype=A.dtype)
+    rows = spare[: n2 * n].reshape(n2, n)
+    np.take(A, live, axis=0, out=rows, mode="clip")
+    out = A.reshape(-1)[: n2 * n2].reshape(n2, n2)  # a view of A's memory (A is dead now)
+    np.take(rows, live, axis=1, out=out, mode="clip")
+    return out, spare
 
 
 def factor_pivots(JK: Any, d: Any, k: int) -> np.ndarray:
