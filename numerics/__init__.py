@@ -123,3 +123,30 @@ __all__ += [
     "paper_ntk_variance",
     "rkhs_norm_estimate",
 ]
+
+# Real-network Jacobians (torch imported lazily inside) and network SSLA/ASSLA.
+from numerics.jacobians import (  # noqa: E402
+    ParameterLayout,
+    gradient_scores,
+    parameter_layout,
+    per_sample_jacobian,
+)
+from numerics.network_ssla import (  # noqa: E402
+    assla_log_density,
+    assla_predictive,
+    gaussian_scores,
+    ssla_log_density,
+    ssla_predictive,
+)
+
+__all__ += [
+    "ParameterLayout",
+    "assla_log_density",
+    "assla_predictive",
+    "gaussian_scores",
+    "gradient_scores",
+    "parameter_layout",
+    "per_sample_jacobian",
+    "ssla_log_density",
+    "ssla_predictive",
+]

@@ -82,6 +82,46 @@ ERRATA: tuple[Erratum, ...] = (
         "and regret accrues only in the annulus: a different, easier-to-score problem.",
     ),
     Erratum(
+        "subnetwork-laplace-optimality",
+        "App. C.2 (Fig. 4) and C.5 (Fig. 5): parameter counts",
+        "Binary ResNet-32 has 466,906 parameters, binary ResNet-56 855,930, and the ten-class "
+        "ResNet-32 of Fig. 5 467,556.",
+        "466,906 is the ten-class ResNet-32 (the binary one has 466,321 with projection "
+        "shortcuts); no faithful reading gives 855,930 (binary ResNet-56: 855,185); 467,556 = "
+        "466,906 + 650 counts the ten-class head twice.",
+        "claims resnet32-binary-parameter-count, resnet56-binary-parameter-count, "
+        "resnet32-10class-figure5-parameter-count",
+    ),
+    Erratum(
+        "subnetwork-laplace-optimality",
+        "App. A.4, display after (A5)",
+        "sup_i |s_i − Λ_ii| = o_P(√(log p / N)).",
+        "For sub-Gaussian gradients the maximum is Θ_P(√(log p / N)); the proof of Theorem 2 "
+        "needs O_P and a constant in the separation (A6).",
+        "claim score-concentration-rate",
+    ),
+    Erratum(
+        "self-supervised-laplace",
+        "Proof of Theorem 1, eqs. (19)–(20)",
+        "ℓ_D(θ̃) = ℓ_D(θ̂) + O(n⁻²).",
+        "J = −ℓ_D″ grows like n, so the gap is Θ(1/n); the theorem's O(1/n) conclusion holds.",
+        "claim theorem1-proof-eq19",
+    ),
+    Erratum(
+        "self-supervised-laplace",
+        "eq. (8) and Corollary 1",
+        "Eq. (8) uses |J(θ̃)|; Corollary 1 uses J̃ without the 1/n factor it later assumes.",
+        "Eq. (8) needs |J̃(θ̃)|, the Hessian of the augmented likelihood; Corollary 1 holds for "
+        "the 1/n-normalised J̃, which is what is checked.",
+    ),
+    Erratum(
+        "self-supervised-laplace",
+        "App. A.1, highest-density region",
+        "The derivation integrates the L2 loss as a density and ends with {|y − f| ≥ c}.",
+        "That set is the complement of an interval, not a highest-density region; the "
+        "constants are undefined, so the derivation is not checkable as written.",
+    ),
+    Erratum(
         "subnetwork-inference",
         "§5, eq. (23)",
         "Eq. (23) Σ_{d∉S} σ_d² is an approximation of (22) under an independence assumption.",

@@ -73,29 +73,3 @@ def wheel_high_reward_area(ctx: Context) -> Verdict:
         tolerance="exact",
         evidence="Area fraction of the annulus δ < ‖x‖ ≤ 1 in the unit disk is 1 − δ².",
     )
-
-
-@claim(
-    paper=PAPER,
-    name="neural-linear-k",
-    location="§5.1 and App. C (NeuralLinear)",
-    statement=(
-        "NeuralLinear has k = 201 for the YEAR MLP head, k = 65 for the binary CIFAR-10 "
-        "ResNet head and k = 650 for the ten-class head."
-    ),
-)
-def neural_linear_k(ctx: Context) -> Verdict:
-    # Last layer: (width of the last hidden layer) × outputs + outputs (bias).
-    year, binary, ten = 200 * 1 + 1, 64 * 1 + 1, 64 * 10 + 10
-    ok = (year, binary, ten) == (201, 65, 650)
-    return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
-        measured=f"{year}, {binary}, {ten}",
-        expected="201, 65, 650",
-        tolerance="exact",
-        evidence=(
-            "Final linear layer = weights + biases: 200·1 + 1 (3×200 MLP, scalar head), "
-            "64·1 + 1 (CIFAR ResNet, 64 channels after global pooling, one logit), "
-            "64·10 + 10 (ten logits)."
-        ),
-    )

@@ -1,0 +1,165 @@
+"""Per-sample Jacobians of Linear-layer networks from one forward and C backward passes.
+
+SPEC §4 "Scores and subset columns without per-sample Jacobians": for a linear layer
+s = W a + b applied to each sample, ∂f/∂W_ij = δ_i a_j and ∂f/∂b_i = δ_i with δ = ∂f/∂s.
+Because samples do not interact, δ for every sample comes from one backward pass of Σ_n f_c(x_n)
+per output c. Then
+
+- a full Jacobian chunk is a set of outer products (no vmap, no per-sample graph);
+- a column subset S is δ[:, i_S] ∘ a[:, j_S]: O(B·k) per chunk, never B×p;
+- the weighted mean squared gradients of W are (δ∘δ)ᵀ(a∘a) — one product per layer.
+
+Applicable when every trainable parameter belongs to a ``torch.nn.Linear`` called exactly once
+per forward on a 2-D (batch, features) input; :mod:`numerics.jacobians` checks the first row
+against ``torch.func`` and falls back to ``vmap(jacrev)`` otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LinearPlan", "LinearSignals", "linear_plan", "linear_signals"]
+
+
+@dataclass(frozen=True)
+class LinearPlan:
+    """The Linear modules and the flat offsets of their weight and bias blocks."""
+
+    modules: tuple[Any, ...]
+    weight_start: tuple[int, ...]
+    bias_start: tuple[int | None, ...]
+    p: int
+
+
+def linear_plan(model: Any, layout: Any) -> LinearPlan | None:
+    """A plan when every trainable parameter is the weight or bias of an ``nn.Linear``."""
+    import torch
+
+    owner = {}
+    for name, m in model.named_modules():
+        for pname, t in m.named_parameters(recurse=False):
+            owner[f"{name}.{pname}" if name else pname] = (m, pname, t)
+    mods, w_start, b_start = [], [], []
+    seen: dict[int, int] = {}
+    for block in layout.blocks:
+        m, pname, t = owner[block.name]
+        if not isinstance(m, torch.nn.Linear):
+            return None
+        if id(m) not in seen:
+            if not m.weight.requires_grad:
+                return None
+            seen[id(m)] = len(mods)
+            mods.append(m)
+            w_start.append(-1)
+            b_start.append(None)
+        i = seen[id(m)]
+        if pname == "weight":
+            w_start[i] = block.slice.start
+        else:
+            b_start[i] = block.slice.start
+    return LinearPlan(tuple(mods), tuple(w_start), tuple(b_start), layout.p)
+
+
+@dataclass(frozen=True)
+class LinearSignals:
+    """Layer inputs a_l (B, in) and output sensitivities δ_l (B, C, out) of one chunk."""
+
+    plan: LinearPlan
+    a: tuple[Any, ...]
+    delta: tuple[Any, ...]
+
+    def _layers(self) -> Any:
+        """(module, weight offset, bias offset, a, δ) per Linear layer."""
+        p = self.plan
+        return zip(p.modules, p.weight_start, p.bias_start, self.a, self.delta, strict=True)
+
+    def full(self, out: Any = None) -> Any:
+        """The (B, C, p) Jacobian chunk from outer products, written into ``out`` if given."""
+        import torch
+
+        B, C = self.delta[0].shape[:2]
+        if out is None:
+            out = torch.empty((B, C, self.plan.p), dtype=self.a[0].dtype, device=self.a[0].device)
+        for m, ws, bs, a, d in self._layers():
+            n_o, n_i = m.weight.shape
+            view = out[:, :, ws : ws + n_o * n_i].unflatten(-1, (n_o, n_i))
+            torch.mul(d[:, :, :, None], a[:, None, None, :], out=view)
+            if bs is not None:
+                out[:, :, bs : bs + n_o] = d
+        return out
+
+    def columns(self, idx: np.ndarray) -> Any:
+        """J[:, :, idx] (B, C, k) without forming the chunk: δ[:, :, i] · a[:, j] per column."""
+        import torch
+
+        B, C = self.delta[0].shape[:2]
+        out = torch.zeros((B, C, idx.size), dtype=self.a[0].dtype, device=self.a[0].device)
+        for m, ws, bs, a, d in self._layers():
+            n_out, n_in = m.weight.shape
+            pos = np.flatnonzero((idx >= ws) & (idx < ws + n_out * n_in))
+            if pos.size:
+                i, j = np.divmod(idx[pos] - ws, n_in)
+                ti, tj = torch.as_tensor(i), torch.as_tensor(j)
+                out[:, :, pos] = d[:, :, ti] * a[:, None, tj]
+            if bs is not None:
+                pos = np.flatnonzero((idx >= bs) & (idx < bs + n_out))
+                if pos.size:
+                    out[:, :, pos] = d[:, :, torch.as_tensor(idx[pos] - bs)]
+        return out
+
+    def weighted_square_sums(self, W: Any) -> Any:
+        """Σ_n ‖W_nᵀ J_n[:, i]‖² for every column i, (p,): (δ̃∘δ̃)ᵀ(a∘a) per layer.
+
+        ``W`` is (B, C, K): δ̃_n = W_nᵀ δ_n (K rows per sample).
+        """
+        import torch
+
+        s = torch.empty(self.plan.p, dtype=self.a[0].dtype, device=self.a[0].device)
+        for m, ws, bs, a, d in self._layers():
+            dw = torch.einsum("bck,bco->bko", W, d)  # (B, K, out)
+            d2 = (dw * dw).sum(1)  # (B, out)
+            s[ws : ws + m.weight.numel()] = (d2.T @ (a * a)).reshape(-1)
+            if bs is not None:
+                s[bs : bs + d.shape[2]] = d2.sum(0)
+        return s
+
+
+def linear_signals(model: Any, plan: LinearPlan, xb: Any) -> tuple[Any, LinearSignals] | None:
+    """Model outputs (B, C) and the signals of one chunk; None if a Linear is not per-sample."""
+    import torch
+
+    inputs: dict[int, list[Any]] = {id(m): [] for m in plan.modules}
+    outputs: dict[int, list[Any]] = {id(m): [] for m in plan.modules}
+
+    def hook(m: Any, inp: Any, out: Any) -> None:
+        inputs[id(m)].append(inp[0])
+        outputs[id(m)].append(out)
+
+    handles = [m.register_forward_hook(hook) for m in plan.modules]
+    try:
+        with torch.enable_grad():
+            f = model(xb)
+    finally:
+        for h in handles:
+            h.remove()
+    B = xb.shape[0]
+    for m in plan.modules:
+        ins, outs = inputs[id(m)], outputs[id(m)]
+        if len(ins) != 1 or ins[0].ndim != 2 or ins[0].shape[0] != B:
+            return None
+    f2 = f.reshape(B, -1)
+    outs = [outputs[id(m)][0] for m in plan.modules]
+    per_c = []
+    for c in range(f2.shape[1]):
+        g = torch.autograd.grad(
+            f2[:, c].sum(), outs, retain_graph=c + 1 < f2.shape[1], allow_unused=True
+        )
+        per_c.append(
+            [torch.zeros_like(o) if gi is None else gi for gi, o in zip(g, outs, strict=True)]
+        )
+    delta = tuple(torch.stack([g[i] for g in per_c], 1).detach() for i in range(len(outs)))
+    a = tuple(inputs[id(m)][0].detach() for m in plan.modules)
+    return f2.detach(), LinearSignals(plan, a, delta)

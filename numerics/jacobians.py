@@ -1,0 +1,354 @@
+"""Per-sample Jacobians, Gradient-Laplace scores and the parameter layout of torch models.
+
+DESIGN "Real network Jacobians come from torch.func": g(x) = ∇_θ f_θ(x) at θ̂ for every row
+of X, by ``vmap`` over ``jacrev`` of a single-input ``functional_call``, in chunks of rows
+under a memory budget. Columns are flattened in ``model.named_parameters()`` order, first
+layer first (SPEC §0).
+
+- :func:`per_sample_jacobian` returns J (N, p) for one output or (N, C, p) for C outputs; with
+  ``subset`` it returns only the columns S, slicing each chunk as it is computed, so the peak
+  memory is O(N·k + chunk·C·p) — never the full N×p Jacobian (laplace-torch computes the
+  full Jacobian and slices it afterwards, its issues #217 and #232).
+- :func:`gradient_scores` streams s_i = (1/N) Σ_n w_n g_i(x_n)² (SPEC §4) without storing J.
+- :func:`parameter_layout` names the slice and layer of every parameter tensor (NeuralLinear,
+  Last-k, KFAC need it).
+
+torch is imported lazily so that :mod:`numerics` works without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from numerics._layout import (
+    ParameterBlock,
+    ParameterLayout,
+    _check_model,
+    _torch,
+    _trainable,
+    parameter_layout,
+)
+
+__all__ = [
+    "JACOBIAN_BUDGET_BYTES",
+    "ParameterBlock",
+    "ParameterLayout",
+    "gradient_scores",
+    "jacobian_chunks",
+    "parameter_layout",
+    "per_sample_jacobian",
+    "to_cupy",
+]
+
+#: Default memory budget of one chunk of per-sample Jacobians (bytes): 256 MiB.
+JACOBIAN_BUDGET_BYTES = 1 << 28
+
+_LIKELIHOODS = ("regression", "binary", "multiclass")
+
+
+# ------------------------------------------------------------------------------ Jacobians
+def _check_bn_eval(model: Any) -> None:
+    torch = _torch()
+    norm = (torch.nn.modules.batchnorm._BatchNorm,)
+    for name, m in model.named_modules():
+        if isinstance(m, norm) and m.training:
+            raise ValueError(
+                f"model must be in eval mode for per-sample Jacobians: batch-norm layer "
+                f"{name!r} is in training mode (call model.eval())"
+            )
+
+
+def _as_input(model: Any, X: Any) -> Any:
+    torch = _torch()
+    ref = next(iter(_trainable(model).values()))
+    if not isinstance(X, torch.Tensor):
+        try:
+            X = torch.as_tensor(np.asarray(X))
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"X must be a tensor or an array; got {type(X).__name__}") from err
+    if X.ndim < 1 or X.shape[0] == 0:
+        raise ValueError(f"X must have at least one row (shape (N, ...)); got {tuple(X.shape)}")
+    if X.is_floating_point():
+        X = X.to(dtype=ref.dtype)
+    if X.is_floating_point() and not bool(torch.isfinite(X).all()):
+        raise ValueError("X must be finite; it contains NaN or Inf")
+    return X.to(device=ref.device)
+
+
+def _chunk(chunk_size: Any, row_bytes: int, n: int) -> int:
+    if chunk_size is None:
+        return max(1, min(n, JACOBIAN_BUDGET_BYTES // max(row_bytes, 1)))
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer):
+        raise TypeError(f"chunk_size must be a positive integer; got {chunk_size!r}")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer; got chunk_size={chunk_size}")
+    return int(min(chunk_size, n))
+
+
+def _subset_index(subset: Any, p: int) -> np.ndarray:
+    idx = np.asarray(subset)
+    if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError(f"subset must be a non-empty 1-D sequence of integers; got {subset!r}")
+    if idx.min() < 0 or idx.max() >= p:
+        raise ValueError(
+            f"subset must contain indices in [0, p={p}); got {idx.min()}..{idx.max()}"
+        )
+    if np.unique(idx).size != idx.size:
+        raise ValueError("subset must not contain duplicate indices")
+    return idx.astype(np.int64)
+
+
+def _output_shape(model: Any, X: Any) -> tuple[int, ...]:
+    torch = _torch()
+    with torch.no_grad():
+        out = model(X[:1])
+    shape = tuple(out.shape[1:])
+    if len(shape) > 1:
+        raise ValueError(
+            f"model must return (N,), (N, 1) or (N, C) outputs; got {tuple(out.shape)}"
+        )
+    return shape
+
+
+_METHODS = ("auto", "vmap", "linear")
+
+
+def _method(method: Any) -> str:
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
+    return method
+
+
+def _vmap_chunks(model: Any, X: Any, B: int, n_out: int) -> Iterator[tuple[int, Any, Any]]:
+    """(start, J (b, C, p), f (b, C)) by torch.func: vmap over jacrev of one-sample calls."""
+    torch = _torch()
+    from torch.func import functional_call, jacrev, vmap
+
+    params = {n: t.detach() for n, t in _trainable(model).items()}
+    frozen = {n: t.detach() for n, t in model.named_parameters() if not t.requires_grad}
+    buffers = dict(model.named_buffers())
+    names = list(params)
+
+    def f(prm: dict[str, Any], x: Any) -> tuple[Any, Any]:
+        out = functional_call(model, ({**prm, **frozen}, buffers), (x.unsqueeze(0),))
+        return out.reshape(-1), out.reshape(-1)
+
+    jac = vmap(jacrev(f, has_aux=True), in_dims=(None, 0))
+    for start in range(0, X.shape[0], B):
+        xb = X[start : start + B]
+        grads, fb = jac(params, xb)
+        J = torch.cat([grads[n].reshape(xb.shape[0], n_out, -1) for n in names], dim=-1)
+        yield start, J, fb.detach()
+
+
+def _chunks(
+    model: Any, X: Any, *, chunk_size: int | None, method: str
+) -> Iterator[tuple[int, Any, Any, Any]]:
+    """(start, f (b, C), signals or None, J (b, C, p) or None) over row chunks of X.
+
+    ``method="linear"`` (or ``"auto"`` when every trainable parameter sits in an
+    ``nn.Linear``) yields the layer signals of :mod:`numerics._linear_jacobians` (one forward,
+    C backward passes per chunk); ``"auto"`` first checks row 0 against torch.func and falls
+    back to ``vmap(jacrev)`` on any mismatch. Otherwise J comes from torch.func.
+    """
+    from numerics._linear_jacobians import LinearSignals, linear_plan, linear_signals
+
+    _check_model(model)
+    _check_bn_eval(model)
+    method = _method(method)
+    X = _as_input(model, X)
+    out_shape = _output_shape(model, X)
+    n_out = int(np.prod(out_shape)) if out_shape else 1
+    layout = parameter_layout(model)
+    item = next(iter(_trainable(model).values())).element_size()
+    B = _chunk(chunk_size, n_out * layout.p * item, X.shape[0])
+    plan = None if method == "vmap" else linear_plan(model, layout)
+    if method == "linear" and plan is None:
+        raise ValueError("method='linear' needs every trainable parameter in a torch.nn.Linear")
+    if plan is not None:
+        first = linear_signals(model, plan, X[:B])
+        ok = first is not None
+        if ok and method == "auto":  # one-row check against torch.func
+            _, ref, _ = next(_vmap_chunks(model, X[:1], 1, n_out))
+            one = LinearSignals(
+                plan, tuple(a[:1] for a in first[1].a), tuple(d[:1] for d in first[1].delta)
+            ).full()
+            scale = float(ref.abs().max()) or 1.0
+            tol = 1e-4 if ref.dtype == _torch().float32 else 1e-9
+            ok = float((one - ref).abs().max()) <= tol * scale
+        if not ok and method == "linear":
+            raise ValueError("method='linear': a Linear layer is not applied once per sample")
+        if ok:
+            for start in range(0, X.shape[0], B):
+                xb = X[start : start + B]
+                res = first if start == 0 else linear_signals(model, plan, xb)
+                if res is None:  # cannot happen for a model that passed on the first chunk
+                    raise RuntimeError("a Linear layer stopped being applied once per sample")
+                yield start, res[0], res[1], None
+            return
+    for start, J, fb in _vmap_chunks(model, X, B, n_out):
+        yield start, fb, None, J
+
+
+def jacobian_chunks(
+    model: Any, X: Any, *, chunk_size: int | None = None, method: str = "auto"
+) -> Iterator[tuple[int, Any, Any]]:
+    """Yield ``(start, J_chunk, f_chunk)`` over row chunks of X: the per-sample Jacobian.
+
+    ``J_chunk`` is (B, p) for a scalar output (model returning (N,) or (N, 1)) and
+    (B, C, p) for C outputs; ``f_chunk`` is the model output (B,) or (B, C). Only one chunk
+    is alive at a time (the caller decides what to keep). ``chunk_size`` defaults to the
+    largest number of rows whose Jacobian fits in :data:`JACOBIAN_BUDGET_BYTES`.
+    ``method``: "vmap" (torch.func, any model), "linear" (outer products δ aᵀ, SPEC §4;
+    Linear-layer networks only) or "auto" (linear when applicable and verified on row 0).
+    """
+    for start, fb, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
+        J = sig.full() if J is None else J
+        if J.shape[1] == 1:
+            yield start, J[:, 0], fb[:, 0]
+        else:
+            yield start, J, fb
+
+
+def per_sample_jacobian(
+    model: Any,
+    X: Any,
+    *,
+    subset: Any = None,
+    chunk_size: int | None = None,
+    method: str = "auto",
+) -> Any:
+    """Per-sample Jacobian J[n] = ∇_θ f_θ(x_n) at the model's current θ (SPEC §0, g(x)).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Returns (N,), (N, 1) or (N, C) outputs; batch-norm layers must be in eval mode.
+    X : (N, ...) tensor or array
+        Inputs (cast to the parameters' floating dtype and device).
+    subset : sequence of int, optional
+        Distinct flat parameter indices S; only these columns are returned, in this order.
+        torch.func path: each chunk is sliced as it is computed, memory O(N·k + chunk·C·p);
+        Linear path: columns δ_i a_j are formed directly, memory O(N·k + chunk·widths).
+    chunk_size : int, optional
+        Rows per chunk; default from :data:`JACOBIAN_BUDGET_BYTES`.
+    method : {"auto", "vmap", "linear"}
+        See :func:`jacobian_chunks`.
+
+    Returns
+    -------
+    torch.Tensor
+        (N, p) or (N, k) for one output; (N, C, p) or (N, C, k) for C outputs; on the
+        model's device, in the parameters' dtype.
+    """
+    torch = _torch()
+    _check_model(model)
+    p = parameter_layout(model).p
+    idx = None if subset is None else _subset_index(subset, p)
+    X = _as_input(model, X)
+    cols = p if idx is None else idx.size
+    out = None
+    tidx = None
+    for start, fb, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
+        if out is None:
+            ref = fb if J is None else J
+            out = torch.empty((X.shape[0], fb.shape[1], cols), dtype=ref.dtype, device=ref.device)
+        dest = out[start : start + fb.shape[0]]
+        if sig is not None and idx is None:
+            sig.full(out=dest)  # written in place: no chunk copy
+            continue
+        if sig is not None:
+            J = sig.columns(idx)
+        elif idx is not None:
+            if tidx is None:
+                tidx = torch.as_tensor(idx, device=J.device)
+            J = J.index_select(-1, tidx)
+        dest.copy_(J)
+        del J
+    return out[:, 0] if out.shape[1] == 1 else out
+
+
+def _weights(f: Any, likelihood: str, eps: float) -> Any:
+    """Square-root weights W_n with H_n = W_n W_nᵀ, (B, C, K): K = 1 for one output, C for C."""
+    torch = _torch()
+    if likelihood == "regression":
+        return torch.ones_like(f)[:, :, None]
+    if likelihood == "binary":
+        prob = torch.sigmoid(f)
+        return torch.sqrt(prob * (1.0 - prob))[:, :, None]
+    pi = torch.softmax(f, dim=-1)
+    H = torch.diag_embed(pi) - pi[:, :, None] * pi[:, None, :]
+    H = H + eps * torch.eye(pi.shape[-1], dtype=pi.dtype, device=pi.device)
+    lam, U = torch.linalg.eigh(H)
+    return U * torch.sqrt(torch.clamp(lam, min=0.0))[:, None, :]
+
+
+def gradient_scores(
+    model: Any,
+    X: Any,
+    *,
+    likelihood: str,
+    chunk_size: int | None = None,
+    eps: float = 1e-6,
+    method: str = "auto",
+) -> Any:
+    """Gradient-Laplace scores s_i = (1/N) Σ_n w_n g_i(x_n)², streamed without storing J.
+
+    subnetwork-laplace-optimality.txt Alg. 1 and App. C.3; SPEC §4: w = 1 (regression),
+    w = p_n(1 − p_n) with p_n = σ(f(x_n)) (binary), and for C classes the squared column
+    norms of the weighted Jacobian, (1/N) Σ_n ‖W_nᵀ J_n[:, i]‖² with
+    W_n W_nᵀ = diag(π_n) − π_n π_nᵀ + εI (the rows of ``GGN.multiclass``'s J_w).
+    So ``gradient_scores`` equals ``GGN.scores()`` of the matching GGN.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    X : (N, ...) tensor or array
+        The reference set R (training inputs for the paper's scores).
+    likelihood : {"regression", "binary", "multiclass"}
+    chunk_size : int, optional
+    eps : float
+        Multiclass Hessian jitter ε ≥ 0 (default 1e-6, as ``GGN.multiclass``).
+    method : {"auto", "vmap", "linear"}
+        "linear" streams (δ̃∘δ̃)ᵀ(a∘a) per Linear layer — no Jacobian at all (SPEC §4,
+        BackPACK's sum of squared gradients); see :func:`jacobian_chunks`.
+
+    Returns
+    -------
+    torch.Tensor
+        (p,) scores on the model's device.
+    """
+    if likelihood not in _LIKELIHOODS:
+        raise ValueError(f"likelihood must be one of {_LIKELIHOODS}; got {likelihood!r}")
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps >= 0.0:
+        raise ValueError(f"eps must be a non-negative number; got eps={eps!r}")
+    total, n = None, 0
+    for _, f, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
+        if (f.shape[1] > 1) != (likelihood == "multiclass"):
+            raise ValueError(
+                f"likelihood={likelihood!r} does not match the model's output of shape "
+                f"{tuple(f.shape)}"
+            )
+        W = _weights(f, likelihood, float(eps))  # (b, C, K)
+        if sig is not None:
+            part = sig.weighted_square_sums(W)
+        else:
+            part = (W.transpose(1, 2) @ J).pow(2).sum((0, 1))
+        total = part if total is None else total + part
+        n += f.shape[0]
+    return total / n
+
+
+def to_cupy(tensor: Any) -> Any:
+    """Hand a torch CUDA tensor to CuPy without a copy (DLPack; DESIGN "Backends")."""
+    torch = _torch()
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor must be a torch.Tensor; got {type(tensor).__name__}")
+    if tensor.device.type != "cuda":
+        raise ValueError(f"tensor must live on a CUDA device for CuPy; got {tensor.device}")
+    import cupy
+
+    return cupy.from_dlpack(tensor.detach())

@@ -1,0 +1,411 @@
+"""Experiment 1 of the optimality paper on real networks: W2 and coverage of sub-network Laplace.
+
+subnetwork-laplace-optimality.txt §5.1 and App. C: train the MAP → per-sample Jacobians
+(torch.func) → GGN → every selection method over a k-grid → per-test-point
+W2(x*) = |σ_full(x*) − σ_method(x*)| (SPEC §1; σ² = σ0² + PV for the regression target,
+PV for logits) averaged over the test points, and 95% coverage
+mean 1{|f_ref − f_MAP| ≤ 1.96 σ} — mean ± standard error over seeds. Full linearized
+Laplace is the reference; KFAC-Laplace (:mod:`studies.kfac`) and a deep ensemble are
+k-independent references (App. B, C.1 "Deep-Ensemble overlay").
+
+Nested methods (Gradient-Laplace, Subnet-Diagonal, Last-k, Random, largest magnitude) are
+evaluated along their one order: prefixes k ≤ N' from one Cholesky (SPEC §1 "nested
+prefixes"), k > N' by Woodbury on J_w[:, S]. Greedy-Laplace is run per k with the paper's
+candidate count m = min(2k + 1000, p − 1) capped at 30,000 (App. C.3), or 2k.
+
+Coverage reference f_ref: the noiseless function for synthetic data; otherwise an "oracle"
+network of the same architecture trained on a larger training pool (App. C.1 oracle), or
+``"y"``: the held-out targets with the predictive σ² = σ0² + PV (regression only).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from numerics.ggn import GGN
+from numerics.jacobians import parameter_layout, per_sample_jacobian
+from numerics.predictive import (
+    coverage,
+    predictive_variance,
+    subnetwork_variance,
+    subnetwork_variance_path,
+    wasserstein_gap,
+)
+from numerics.selection import (
+    gradient_laplace,
+    greedy_laplace,
+    largest_magnitude,
+    largest_marginal_variance,
+    last_k,
+    neural_linear,
+    random_subset,
+    subnet_diagonal,
+)
+from studies import data as data_mod
+from studies import models
+from studies.kfac import fit_kfac
+from studies.training import TrainConfig, adam_recipe, build_seeded, noise_variance, predict
+from studies.training import train_map as _train
+
+__all__ = [
+    "METHODS",
+    "ExperimentConfig",
+    "ExperimentResult",
+    "SeedResult",
+    "run_experiment",
+    "run_seed",
+]
+
+#: Nested selection rules: name → f(context, k_max) returning an order of length k_max.
+NESTED = (
+    "gradient_laplace",
+    "subnet_diagonal",
+    "last_k",
+    "random",
+    "largest_magnitude",
+    "largest_marginal_variance",
+)
+METHODS = (*NESTED, "greedy_laplace")
+PAPER_METHODS = ("gradient_laplace", "greedy_laplace", "subnet_diagonal", "last_k")
+_MODELS: dict[str, Callable[[int, int], Any]] = {
+    "mlp_2x50": lambda d, c: models.mlp_2x50(d, c),
+    "mlp_3x200": lambda d, c: models.mlp_3x200(d, c),
+    "digits_cnn": lambda d, c: models.digits_cnn(c),
+}
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """One Experiment-1 configuration (defaults: App. C.1 recipe on a package data set)."""
+
+    dataset: str = "randhie"
+    model: str = "mlp_3x200"
+    n_train: int = 2000
+    n_test: int = 1000
+    ks: tuple[int, ...] = (50, 100, 200, 500, 1000, 2000, 5000, 10000)
+    methods: tuple[str, ...] = (*PAPER_METHODS, "random", "largest_magnitude")
+    train: TrainConfig = field(default_factory=adam_recipe)
+    prior_precision: float = 1.0
+    greedy_candidates: str = "paper"
+    coverage_target: str = "oracle"
+    oracle_rows: int = 8000
+    ensemble_size: int = 5
+    kfac: bool = True
+    neural_linear: bool = True
+    chunk_size: int | None = None
+    torch_threads: int | None = 1
+
+    def __post_init__(self) -> None:
+        if self.model not in _MODELS:
+            raise ValueError(f"model must be one of {sorted(_MODELS)}; got {self.model!r}")
+        bad = [m for m in self.methods if m not in METHODS]
+        if bad:
+            raise ValueError(f"methods must be among {METHODS}; got {bad}")
+        ks = np.asarray(self.ks)
+        if ks.ndim != 1 or ks.size == 0 or np.any(ks < 1) or np.any(np.diff(ks) <= 0):
+            raise ValueError(
+                f"ks must be a strictly increasing sequence of sizes ≥ 1; got {self.ks}"
+            )
+        if self.greedy_candidates not in ("paper", "2k"):
+            raise ValueError(
+                f"greedy_candidates must be 'paper' or '2k'; got {self.greedy_candidates!r}"
+            )
+        if self.torch_threads is not None and (
+            isinstance(self.torch_threads, bool)
+            or not isinstance(self.torch_threads, int)
+            or self.torch_threads < 1
+        ):
+            raise ValueError(
+                f"torch_threads must be a positive integer or None; got {self.torch_threads!r}"
+            )
+        if self.coverage_target not in ("oracle", "y", "truth"):
+            raise ValueError(
+                f"coverage_target must be 'oracle', 'y' or 'truth'; got {self.coverage_target!r}"
+            )
+
+
+@dataclass(frozen=True)
+class SeedResult:
+    """One replication: W2 and coverage per method along ks, references, timings (seconds)."""
+
+    seed: int
+    p: int
+    ks: tuple[int, ...]
+    w2: dict[str, np.ndarray]
+    coverage: dict[str, np.ndarray]
+    reference: dict[str, dict[str, float]]
+    noise_var: float
+    timings: dict[str, float]
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """Mean and standard error over seeds of every curve and reference."""
+
+    config: ExperimentConfig
+    seeds: tuple[SeedResult, ...]
+    w2_mean: dict[str, np.ndarray]
+    w2_se: dict[str, np.ndarray]
+    coverage_mean: dict[str, np.ndarray]
+    reference_mean: dict[str, dict[str, float]]
+
+    def table(self) -> str:
+        """A plain-text table of mean W2 (± s.e.) per method and k."""
+        ks = self.seeds[0].ks
+        head = f"{'method':<26}" + "".join(f"{k:>18}" for k in ks)
+        rows = [head]
+        for m, mean in self.w2_mean.items():
+            se = self.w2_se[m]
+            rows.append(
+                f"{m:<26}"
+                + "".join(f"{a:>10.4g} ±{b:<6.2g}" for a, b in zip(mean, se, strict=True))
+            )
+        for name, ref in self.reference_mean.items():
+            rows.append(f"{name:<26}  W2 {ref['w2']:.4g}  coverage {ref['coverage']:.3f}")
+        return "\n".join(rows)
+
+
+def _data(config: ExperimentConfig, rng: np.random.Generator, n_train: int) -> data_mod.Dataset:
+    return data_mod.load(config.dataset, rng, n_train=n_train, n_test=config.n_test)
+
+
+def _ggn(task: str, J: np.ndarray, f: np.ndarray, noise_var: float, alpha: float) -> GGN:
+    if task == "regression":
+        return GGN.regression(J, noise_var=noise_var, prior_precision=alpha)
+    if task == "binary":
+        return GGN.binary(J, f, prior_precision=alpha)
+    return GGN.multiclass(J, f, prior_precision=alpha)
+
+
+def _variance_along(ggn: GGN, G: np.ndarray, order: np.ndarray, ks: list[int]) -> np.ndarray:
+    """PV(order[:k]) for k in ks (host NumPy GGN): nested prefixes share their work.
+
+    k ≤ N': one Cholesky of Ω_oo (SPEC §1, cumulative sums). k > N': Woodbury on the
+    N'×N' kernel I + J_S D J_Sᵀ, whose Gram K and cross term R = J_S D G_Sᵀ are accumulated
+    along the order (each column block is touched once for all larger k), so the cost is
+    O(N'² k_max + N' k_max M) plus one N'×N' Cholesky per k.
+    """
+    from scipy.linalg import cho_factor, solve_triangular
+
+    n = ggn.n_rows
+    small = [k for k in ks if k <= n]
+    out = list(subnetwork_variance_path(ggn, G, order, small)) if small else []
+    big = [k for k in ks if k > n]
+    if not big:
+        return np.stack(out)
+    shape = G.shape[:-1]
+    Gr = G.reshape(-1, G.shape[-1])
+    Jw, D = np.asarray(ggn.Jw), 1.0 / np.asarray(ggn.prior_precision)
+    K = np.zeros((n, n))
+    R = np.zeros((n, Gr.shape[0]))
+    gdg = np.zeros(Gr.shape[0])
+    done = 0
+    for k in big:
+        for a in range(done, k, 4096):  # blocks of ≤ 4096 columns (SPEC §0 BLAS hazard)
+            idx = order[a : min(a + 4096, k)]
+            JD = Jw[:, idx] * D[idx]
+            Gb = Gr[:, idx]
+            K += JD @ Jw[:, idx].T
+            R += JD @ Gb.T
+            gdg += (Gb * Gb) @ D[idx]
+        done = k
+        L, _ = cho_factor(np.eye(n) + K, lower=True)
+        Z = solve_triangular(L, R, lower=True, check_finite=False)
+        out.append((gdg - np.sum(Z * Z, axis=0)).reshape(shape))
+    return np.stack(out)
+
+
+def _members(config: ExperimentConfig, build: Callable[[], Any], ds: Any, seed: int) -> list[Any]:
+    out = []
+    for m in range(config.ensemble_size):
+        net = build_seeded(build, 10_000 * (seed + 1) + m)
+        _train(net, ds.X_train, ds.y_train, likelihood=ds.task, config=config.train, seed=seed + m)
+        out.append(net)
+    return out
+
+
+def run_seed(config: ExperimentConfig, seed: int) -> SeedResult:
+    """One replication of Experiment 1 (all methods share the MAP of this seed, §5.1).
+
+    ``config.torch_threads`` (default 1) bounds torch's intra-op threads for the duration of
+    the call (restored afterwards): small MLPs train several times faster on one thread on a
+    shared 2-core machine (measured: 3.9 s vs 30 s for the same 300 steps under load).
+    """
+    previous = torch.get_num_threads()
+    if config.torch_threads is not None:
+        torch.set_num_threads(config.torch_threads)
+    try:
+        return _run_seed(config, seed)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run_seed(config: ExperimentConfig, seed: int) -> SeedResult:
+    t: dict[str, float] = {}
+    rng_data, rng_rand, rng_oracle = _streams(seed)
+    clock = time.perf_counter()
+    ds = _data(config, rng_data, config.n_train)
+    n_out = 1 if ds.task != "multiclass" else ds.n_classes
+    build = lambda: _MODELS[config.model](ds.n_features, n_out)  # noqa: E731
+    model = build_seeded(build, seed)
+    _train(model, ds.X_train, ds.y_train, likelihood=ds.task, config=config.train, seed=seed)
+    t["training"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    model = model.double().eval()
+    J = per_sample_jacobian(model, ds.X_train, chunk_size=config.chunk_size).numpy()
+    G = per_sample_jacobian(model, ds.X_test, chunk_size=config.chunk_size).numpy()
+    f_train, f_test = predict(model, ds.X_train), predict(model, ds.X_test)
+    t["jacobians"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    s2 = noise_variance(model, ds.X_train, ds.y_train) if ds.task == "regression" else 1.0
+    ggn = _ggn(ds.task, J, f_train, s2, config.prior_precision)
+    scores = ggn.scores()
+    p = ggn.p
+    ks = [k for k in config.ks if k <= p]
+    t["ggn"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    var_full = predictive_variance(ggn, G)
+    t["full_laplace"] = time.perf_counter() - clock
+    noise = s2 if ds.task == "regression" else 0.0
+
+    clock = time.perf_counter()
+    f_ref, cov_noise = _coverage_reference(config, ds, build, seed, rng_oracle, s2)
+    t["coverage_reference"] = time.perf_counter() - clock
+
+    def metrics(var: np.ndarray) -> tuple[float, float]:
+        w2 = float(np.mean(wasserstein_gap(var_full, var, noise_var=noise)))
+        cov = np.nan if f_ref is None else coverage(f_ref, f_test, var + cov_noise)
+        return w2, cov
+
+    w2: dict[str, np.ndarray] = {}
+    cov: dict[str, np.ndarray] = {}
+    orders = {
+        "gradient_laplace": lambda k: gradient_laplace(scores, k),
+        "subnet_diagonal": lambda k: subnet_diagonal(ggn, k),
+        "last_k": lambda k: last_k(p, k),
+        "random": lambda k: random_subset(p, k, rng_rand),
+        "largest_magnitude": lambda k: largest_magnitude(
+            torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy(), k
+        ),
+        "largest_marginal_variance": lambda k: largest_marginal_variance(ggn, k),
+    }
+    for name in config.methods:
+        clock = time.perf_counter()
+        if name == "greedy_laplace":
+            pv = []
+            for k in ks:
+                m = (
+                    min(2 * k + 1000, p - 1, 30_000)
+                    if config.greedy_candidates == "paper"
+                    else None
+                )
+                S = greedy_laplace(ggn, k, n_candidates=max(m, k) if m else None, scores=scores)
+                pv.append(subnetwork_variance(ggn, G, S))
+            pv = np.stack(pv)
+        else:
+            pv = _variance_along(ggn, G, orders[name](max(ks)), ks)
+        res = [metrics(v) for v in pv]
+        w2[name] = np.array([r[0] for r in res])
+        cov[name] = np.array([r[1] for r in res])
+        t[name] = time.perf_counter() - clock
+
+    reference: dict[str, dict[str, float]] = {}
+    reference["full_laplace"] = dict(zip(("w2", "coverage"), metrics(var_full), strict=True))
+    if config.neural_linear:
+        clock = time.perf_counter()
+        S = neural_linear(parameter_layout(model).layer_sizes())
+        w, c = metrics(subnetwork_variance(ggn, G, S))
+        reference["neural_linear"] = {"w2": w, "coverage": c, "k": float(S.size)}
+        t["neural_linear"] = time.perf_counter() - clock
+    if config.kfac and ds.task != "multiclass" and config.model.startswith("mlp"):
+        clock = time.perf_counter()
+        kf = fit_kfac(
+            model,
+            ds.X_train,
+            likelihood=ds.task,
+            prior_precision=config.prior_precision,
+            noise_var=s2,
+        )
+        reference["kfac_laplace"] = dict(
+            zip(("w2", "coverage"), metrics(kf.variance(model, ds.X_test)), strict=True)
+        )
+        t["kfac_laplace"] = time.perf_counter() - clock
+    if config.ensemble_size >= 2:
+        clock = time.perf_counter()
+        outs = np.stack([predict(net, ds.X_test) for net in _members(config, build, ds, seed)])
+        var_ens, f_ens = outs.var(axis=0, ddof=1), outs.mean(axis=0)
+        w = float(np.mean(wasserstein_gap(var_full, var_ens, noise_var=noise)))
+        c = np.nan if f_ref is None else coverage(f_ref, f_ens, var_ens + cov_noise)
+        reference["deep_ensemble"] = {"w2": w, "coverage": c}
+        t["deep_ensemble"] = time.perf_counter() - clock
+    return SeedResult(seed, p, tuple(ks), w2, cov, reference, s2, t)
+
+
+def _coverage_reference(
+    config: ExperimentConfig,
+    ds: Any,
+    build: Callable[[], Any],
+    seed: int,
+    rng: np.random.Generator,
+    s2: float,
+) -> tuple[np.ndarray | None, float]:
+    """(f_ref at the test points, variance added to σ²): truth, oracle network or targets y."""
+    target = config.coverage_target
+    if ds.f_test is not None and target in ("truth", "oracle"):
+        return ds.f_test, 0.0
+    if target == "y":
+        return (ds.y_test, s2) if ds.task == "regression" else (None, 0.0)
+    if target == "truth":
+        return None, 0.0
+    # oracle: same architecture on a larger training pool drawn from the same split (App. C.1)
+    # the same random split (same stream) without subsampling: the pool excludes every test row
+    big = _data(config, _streams(seed)[0], None)
+    rows = min(config.oracle_rows, big.X_train.shape[0])
+    idx = rng.choice(big.X_train.shape[0], size=rows, replace=False)
+    oracle = build_seeded(build, 7 + seed)
+    # oracle inputs must be on the working split's scale
+    Xo = (big.X_train[idx] * big.x_std + big.x_mean - ds.x_mean) / ds.x_std
+    yo = big.y_train[idx]
+    if ds.task == "regression":
+        yo = (yo * big.y_std + big.y_mean - ds.y_mean) / ds.y_std
+    _train(oracle, Xo, yo, likelihood=ds.task, config=config.train, seed=seed + 99)
+    f = predict(oracle, ds.X_test)
+    return f, 0.0
+
+
+def _streams(seed: int) -> list[np.random.Generator]:
+    """Independent generators (data split, Random method, oracle rows) for one replication."""
+    return [np.random.default_rng(s) for s in np.random.SeedSequence([seed, 51]).spawn(3)]
+
+
+def run_experiment(config: ExperimentConfig, seeds: Any) -> ExperimentResult:
+    """Run :func:`run_seed` for each seed and aggregate mean ± s.e. (ten seeds in the paper)."""
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds must contain at least one seed")
+    res = tuple(run_seed(config, s) for s in seeds)
+    n = len(res)
+    w2_mean = {m: np.mean([r.w2[m] for r in res], axis=0) for m in res[0].w2}
+    w2_se = {
+        m: (
+            np.std([r.w2[m] for r in res], axis=0, ddof=1) / np.sqrt(n)
+            if n > 1
+            else np.zeros_like(w2_mean[m])
+        )
+        for m in res[0].w2
+    }
+    cov_mean = {m: np.mean([r.coverage[m] for r in res], axis=0) for m in res[0].coverage}
+    ref_mean = {
+        name: {key: float(np.mean([r.reference[name][key] for r in res])) for key in vals}
+        for name, vals in res[0].reference.items()
+    }
+    return ExperimentResult(config, res, w2_mean, w2_se, cov_mean, ref_mean)

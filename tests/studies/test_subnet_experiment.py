@@ -1,0 +1,105 @@
+"""End-to-end Experiment 1 on a tiny configuration: invariants, dense cross-checks, seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from numerics.ggn import GGN  # noqa: E402
+from studies.subnet_experiment import (  # noqa: E402
+    ExperimentConfig,
+    _variance_along,
+    run_experiment,
+    run_seed,
+)
+from studies.training import adam_recipe  # noqa: E402
+
+P_DIABETES_2X50 = 50 * 10 + 2651
+
+
+def _tiny(**changes):
+    base = dict(
+        dataset="diabetes",
+        model="mlp_2x50",
+        n_train=40,
+        n_test=15,
+        ks=(5, 40, 300, P_DIABETES_2X50),
+        methods=("gradient_laplace", "greedy_laplace", "subnet_diagonal", "last_k", "random"),
+        train=adam_recipe(epochs=4, batch_size=20, lr=1e-2),
+        ensemble_size=2,
+        coverage_target="y",
+    )
+    base.update(changes)
+    return ExperimentConfig(**base)
+
+
+def test_variance_along_prefixes_equals_dense_subnetwork_variance():
+    rng = np.random.default_rng(0)
+    J, G = rng.normal(size=(6, 20)), rng.normal(size=(4, 20))
+    ggn = GGN.regression(J, noise_var=0.5, prior_precision=2.0)
+    order = rng.permutation(20)
+    ks = [3, 6, 15]  # below and above N' = 6: Cholesky path and Woodbury
+    got = _variance_along(ggn, G, order, ks)
+    for row, k in zip(got, ks, strict=True):
+        S = order[:k]
+        om = J[:, S].T @ J[:, S] / 0.5 + 2.0 * np.eye(k)
+        ref = np.einsum("mi,ij,mj->m", G[:, S], np.linalg.inv(om), G[:, S])
+        np.testing.assert_allclose(row, ref, rtol=1e-10)
+
+
+def test_end_to_end_invariants_and_references():
+    res = run_seed(_tiny(), 0)
+    assert res.p == P_DIABETES_2X50 and res.ks[-1] == res.p
+    for name, w2 in res.w2.items():
+        # k = p keeps every parameter: the surrogate is the full Laplace, W2 = 0
+        assert w2[-1] == pytest.approx(0.0, abs=1e-7), name
+        assert res.coverage[name][-1] == res.reference["full_laplace"]["coverage"]
+        assert np.all(w2 >= 0)
+    # nested prefixes: sub-network variance grows with k (Theorem 1), so W2 shrinks
+    for name in ("gradient_laplace", "subnet_diagonal", "last_k", "random"):
+        assert np.all(np.diff(res.w2[name]) <= 1e-12), name
+    assert res.reference["full_laplace"]["w2"] == 0.0
+    assert res.reference["neural_linear"]["k"] == 51
+    assert {"kfac_laplace", "deep_ensemble"} <= set(res.reference)
+    assert res.noise_var >= 1e-3
+    assert {"training", "jacobians", "ggn", "greedy_laplace"} <= set(res.timings)
+
+
+def test_seeds_reproducible_and_aggregated():
+    cfg = _tiny(ks=(5, 40), methods=("gradient_laplace", "random"), ensemble_size=0, kfac=False)
+    a = run_experiment(cfg, [3, 4])
+    b = run_seed(cfg, 3)
+    np.testing.assert_array_equal(a.seeds[0].w2["random"], b.w2["random"])
+    w = np.array([s.w2["gradient_laplace"] for s in a.seeds])
+    np.testing.assert_allclose(a.w2_mean["gradient_laplace"], w.mean(0))
+    np.testing.assert_allclose(a.w2_se["gradient_laplace"], w.std(0, ddof=1) / np.sqrt(2))
+    assert "gradient_laplace" in a.table()
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="model"):
+        ExperimentConfig(model="resnet1000")
+    with pytest.raises(ValueError, match="methods"):
+        ExperimentConfig(methods=("oracle",))
+    with pytest.raises(ValueError, match="ks"):
+        ExperimentConfig(ks=(10, 5))
+    with pytest.raises(ValueError, match="coverage_target"):
+        ExperimentConfig(coverage_target="labels")
+    with pytest.raises(ValueError, match="seeds"):
+        run_experiment(_tiny(), [])
+
+
+def test_catalog_study_run_one_flattens_the_seed_result():
+    from studies.catalog import network_subnet_w2
+    from studies.registry import studies
+
+    assert "network-subnet-w2" in set(studies())
+    params = {"dataset": "diabetes", "model": "mlp_2x50", "n_train": 40}
+    out = network_subnet_w2.run_one(params, np.random.default_rng(0))
+    for m in ("gradient_laplace", "greedy_laplace", "subnet_diagonal", "last_k", "random"):
+        assert out[f"w2_{m}_k1000"] <= out[f"w2_{m}_k50"] + 1e-12
+        assert 0.0 <= out[f"coverage_{m}_k50"] <= 1.0
+    assert out["w2_full_laplace"] == 0.0
+    assert {"w2_kfac_laplace", "w2_deep_ensemble", "w2_neural_linear"} <= set(out)
