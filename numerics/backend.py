@@ -37,6 +37,7 @@ __all__ = [
     "namespace",
     "serial_blas",
     "solve_triangular",
+    "subtract_gram_lower",
     "to_numpy",
     "weighted_gram",
 ]
@@ -227,6 +228,27 @@ def eigh(A: Array) -> tuple[Array, Array]:
         return w, V
     w, V = xp.linalg.eigh(A)
     return w, V
+
+
+def subtract_gram_lower(S: Array, L: Array) -> Array:
+    """S − Lᵀ L for a symmetric S (n × n) and L (r × n), exact at least on the lower triangle.
+
+    A symmetric rank-r update (BLAS-3 ``syrk``). On NumPy, a C-contiguous S is overwritten in
+    place and only its lower triangle (i ≥ j) is updated, at half the flops of a product; torch
+    updates all of S in place (``addmm_``); other namespaces return a new, full array.
+    """
+    xp = namespace(S, L)
+    kind = _kind(xp)
+    if kind == "numpy" and S.dtype == L.dtype and S.dtype in (np.float32, np.float64):
+        import scipy.linalg.blas
+
+        syrk = scipy.linalg.blas.get_blas_funcs("syrk", (S,))
+        # S.T is S in Fortran order: its upper triangle is the lower triangle of S
+        out = syrk(-1.0, L.T, beta=1.0, c=S.T, trans=0, lower=0, overwrite_c=1)
+        return out.T
+    if kind == "torch":
+        return S.addmm_(L.mT, L, alpha=-1.0)
+    return S - L.T @ L
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,14 +7,7 @@ Ties always go to the lowest index (or, inside Greedy-Laplace, the lowest candid
 position).
 
 Greedy-Laplace (subnetwork-laplace-optimality.txt Alg. 2) is computed as a diagonally
-pivoted partial Cholesky of Ω_KK (SPEC §4) written in the GGN factor: Ω_KK = A_Kᵀ A_K with
-A = [J_w; V^{1/2}], and the Schur complement after the pivots T is
-J_Rᵀ M_T J_R + V_R with M_T = I − Σ_t y_t y_tᵀ (N' × N'), y_t = M_{t−1} j_{s_t} / √d_{s_t}.
-Only the diagonal d must be current for all m candidates; it is kept exactly current on a
-working set of the largest entries (where the next pivots must lie, because d only
-decreases) and updated everywhere else once per block by one BLAS-3 product (see
-``_pivoted_cholesky``), so the pivots are exactly the sequential algorithm's.
-Ω_KK is never stored: memory O(N'm + N'² + 64·m).
+pivoted partial Cholesky of Ω_KK (SPEC §4) by the kernels in :mod:`numerics.pivoted_cholesky`.
 """
 
 from __future__ import annotations
@@ -25,7 +18,8 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from numerics.backend import as_float, namespace, serial_blas, to_numpy
+from numerics import pivoted_cholesky
+from numerics.backend import as_float, gram_blocks, serial_blas, to_numpy
 from numerics.ggn import GGN
 from numerics.predictive import marginal_variance
 from theory._validation import subset_size
@@ -42,10 +36,6 @@ __all__ = [
     "random_subset",
     "subnet_diagonal",
 ]
-
-#: Greedy-Laplace blocking: at most _BLOCK pivots per block; each block adds the _BATCH largest
-#: diagonal entries to the working set, which keeps at most _CAP entries.
-_BLOCK, _BATCH, _CAP = 64, 128, 512
 
 
 def _host_vector(x: Any, name: str) -> np.ndarray:
@@ -191,13 +181,15 @@ def greedy_laplace(
     candidates K are the top-m ``scores`` (default :meth:`GGN.scores`, m = ``n_candidates``,
     default min(2k, p); the paper's experiments use min(2k + 1000, p − 1) capped at 30 000),
     then k pivots by the largest Schur-complement diagonal, ties to the lowest candidate
-    position. Ω_KK is never formed: Schur columns come from J_w (module docstring).
-
-    Cost O(N'mk + N'²(k + f)) flops, mostly BLAS-3 (f ≈ 1.5k fetched working-set columns on
-    random Jacobians); memory O(N'm + N'² + 64·m + 512·N'). Runs on one BLAS thread on
-    NumPy (its products are skinny panels). Exactly reproducible: the same S for every
-    block size. In float32 the S is the exact greedy order of the float32-rounded Ω, which
-    can leave the float64 order at near-ties.
+    position. Two exact kernels (:mod:`numerics.pivoted_cholesky`): if Ω_KK fits 512 MiB
+    and the flop model of ``store_omega`` favours it, Ω_KK is formed once (tiled syrk, N'm²
+    flops) and factored by a blocked pivoted partial Cholesky ((m³ − (m−k)³)/3 flops,
+    BLAS-3 trailing updates); otherwise Ω_KK is never formed and Schur columns come from
+    J_w: O(N'mk + N'²(k + f)) flops, mostly BLAS-3 (f ≈ 1.5k fetched working-set columns
+    on random Jacobians), memory O(N'm + N'² + 64·m + 512·N'), on one BLAS thread on NumPy
+    (skinny panels). Exactly reproducible: the same S for either kernel and every block
+    size (up to roundoff at exact near-ties). In float32 the S is the exact greedy order of
+    the float32-rounded Ω, which can leave the float64 order at near-ties.
 
     Parameters
     ----------
@@ -223,128 +215,9 @@ def greedy_laplace(
     dev = array_api_compat.device(ggn.Jw)
     JK = xp.take(ggn.Jw, xp.asarray(K, device=dev), axis=1)
     d = xp.sum(JK * JK, axis=0) + xp.take(ggn.prior_precision, xp.asarray(K, device=dev))
-    with serial_blas(xp):  # skinny panels: threads gain little, oversubscription costs a lot
-        chosen = _pivoted_cholesky(JK, d, k)
+    if pivoted_cholesky.store_omega(ggn.n_rows, m, k, xp.finfo(JK.dtype).bits // 8):
+        chosen = pivoted_cholesky.stored_pivots(gram_blocks(JK), d, k)
+    else:
+        with serial_blas(xp):  # skinny panels: threads gain little, oversubscription costs a lot
+            chosen = pivoted_cholesky.factor_pivots(JK, d, k)
     return K[chosen]
-
-
-def _pivoted_cholesky(JK: Any, d: Any, k: int) -> np.ndarray:
-    """Pivot positions of the greedy partial Cholesky of JKᵀJK + diag(d − colsum(JK²)).
-
-    Exactness: the Schur-complement diagonal only decreases (d ← d − l²). A block starts
-    from the working set ws = the ``_BATCH`` largest d (ties: lowest position) and the
-    threshold τ = the largest d outside ws. Inside the block only d_ws is kept current, from
-    the B × B Schur block G = J_wsᵀ M_T J_ws; while max d_ws > τ (or = τ at a lower position
-    than every outside entry at τ) the global argmax lies in ws, so the pivots are exactly
-    the sequential ones. At the block end the whole diagonal gets the deferred update
-    d ← d − colsum(L²), L = Y J_K (one BLAS-3 product with the block's y vectors), and the
-    working set is carried over: W = M_T J_ws and G are updated by the block's rank-j term,
-    and only entries new to the top-B are projected from J (BLAS-3).
-    """
-    xp = namespace(JK)
-    dev = array_api_compat.device(JK)
-    n_rows, m = JK.shape
-    dtype = JK.dtype
-    neg_inf = -float("inf")
-    # M_T X costs 2N't per column from the rows y_t (Yall) and N'² from M_T itself, which then
-    # needs N'² per pivot to update: with ~1.4 fetched columns per pivot, M wins past t ≈ 0.85N'
-    Yall = xp.zeros((0, n_rows), dtype=dtype, device=dev)  # rows y_t while t < 0.85 N'
-    M = None  # M_T = I − Σ y_t y_tᵀ afterwards
-
-    def project(X: Any) -> Any:  # M_T X
-        return M @ X if M is not None else X - Yall.T @ (Yall @ X)
-
-    def dev_index(a: np.ndarray) -> Any:
-        return xp.asarray(a.astype(np.int64), device=dev)
-
-    members = np.zeros(0, dtype=np.int64)  # ws positions in J_K, ascending
-    Jws = W = G = None
-    chosen: list[int] = []
-    while len(chosen) < k:
-        dh = to_numpy(d)
-        top = np.argsort(-dh, kind="stable")[: min(_BATCH, m - len(chosen))]
-        ws = np.union1d(members[np.isfinite(dh[members])], top)  # keep the live old entries
-        if ws.size > _CAP:  # drop the smallest d (ties: the highest position)
-            ws = np.sort(ws[np.argsort(-dh[ws], kind="stable")[:_CAP]])
-        outside = dh.copy()
-        outside[ws] = neg_inf
-        tau_pos = int(np.argmax(outside))  # the lowest position with the largest outside d
-        tau = float(outside[tau_pos])
-        # carry the working set over: kept entries are current, new ones are projected
-        kept = np.isin(ws, members)
-        new = ws[~kept]
-        Jn = xp.take(JK, dev_index(new), axis=1)
-        Wn = project(Jn)
-        if kept.any():
-            old = dev_index(np.searchsorted(members, ws[kept]))
-            Jk, Wk = xp.take(Jws, old, axis=1), xp.take(W, old, axis=1)
-            Gkk = xp.take(xp.take(G, old, axis=0), old, axis=1)
-            Gkn = Jk.T @ Wn
-            G = xp.concat([xp.concat([Gkk, Gkn], axis=1), xp.concat([Gkn.T, Jn.T @ Wn], axis=1)])
-            perm = dev_index(np.argsort(np.concatenate([ws[kept], new]), kind="stable"))
-            Jws = xp.take(xp.concat([Jk, Jn], axis=1), perm, axis=1)
-            W = xp.take(xp.concat([Wk, Wn], axis=1), perm, axis=1)
-            G = xp.take(xp.take(G, perm, axis=0), perm, axis=1)
-        else:
-            Jws, W, G = Jn, Wn, Jn.T @ Wn
-        members = ws
-        ix = dev_index(ws)
-        dws = xp.take(d, ix)
-        Lb = xp.zeros((_BLOCK, ws.size), dtype=dtype, device=dev)
-        Yb = xp.zeros((_BLOCK, n_rows), dtype=dtype, device=dev)
-        j = _block_pivots(xp, G, W, dws, ws, tau, tau_pos, Lb, Yb, k, chosen)
-        Y = Yb[:j, :]
-        L = Y @ JK  # rows l_t = J_Kᵀ y_t of the block (j × m)
-        d = d - xp.sum(L * L, axis=0)
-        for s in chosen[len(chosen) - j :]:
-            d[s] = neg_inf
-        Lws = xp.take(L, ix, axis=1)
-        W = W - Y.T @ Lws
-        G = G - Lws.T @ Lws
-        if M is not None:
-            M = M - Y.T @ Y
-        else:
-            Yall = xp.concat([Yall, Y], axis=0)
-            if Yall.shape[0] >= 0.85 * n_rows:
-                M = xp.eye(n_rows, dtype=dtype, device=dev) - Yall.T @ Yall
-    return np.asarray(chosen, dtype=np.int64)
-
-
-def _block_pivots(
-    xp: Any,
-    G: Any,
-    W: Any,
-    dws: Any,
-    ws: np.ndarray,
-    tau: float,
-    tau_pos: int,
-    Lb: Any,
-    Yb: Any,
-    k: int,
-    chosen: list[int],
-) -> int:
-    """The pivots of one block (appended to ``chosen``); returns their number j.
-
-    Fills Lb[:j] (the block's l vectors on ws) and Yb[:j] (its y vectors); see
-    :func:`_pivoted_cholesky` for the stopping rule that keeps the pivots exact.
-    """
-    neg_inf = -float("inf")
-    j = 0
-    while j < Lb.shape[0] and len(chosen) < k:
-        c = int(xp.argmax(dws))
-        ds = float(dws[c])
-        if not (ds > tau or (ds == tau and int(ws[c]) < tau_pos)):
-            break
-        inv = 1.0 / ds**0.5 if ds > 0.0 else 0.0  # ds ≤ 0 only after total roundoff
-        col, u = G[:, c], W[:, c]
-        if j:
-            col = col - Lb[:j, c] @ Lb[:j, :]
-            u = u - Lb[:j, c] @ Yb[:j, :]  # Lb[i, c] = y_iᵀ j_c
-        lws = col * inv
-        dws = dws - lws * lws
-        dws[c] = neg_inf
-        Lb[j, :] = lws
-        Yb[j, :] = u * inv
-        chosen.append(int(ws[c]))
-        j += 1
-    return j

@@ -56,6 +56,19 @@ def test_tiled_products_equal_direct_products(backend):
     np.testing.assert_allclose(K, (B.T * diag[:4]) @ B, rtol=0, atol=1e-13)
 
 
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-13), (np.float32, 1e-5)])
+def test_subtract_gram_lower(backend, dtype, tol):
+    """S − LᵀL on the lower triangle (BLAS syrk in place on NumPy), float64 and float32."""
+    rng = np.random.default_rng(4)
+    B, L = rng.standard_normal((9, 7)), rng.standard_normal((3, 7))
+    S = B.T @ B
+    ref = S - L.T @ L
+    got = host(bk.subtract_gram_lower(backend(S.astype(dtype)), backend(L.astype(dtype))))
+    assert got.dtype == dtype
+    lower = np.tril_indices(7)
+    np.testing.assert_allclose(got[lower], ref[lower], rtol=0, atol=tol * np.abs(S).max())
+
+
 def test_as_float_policy(backend):
     x = bk.as_float(backend(np.arange(3)), "x")
     assert host(x).dtype == np.float64

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from unittest import mock
 
 import numpy as np
@@ -22,7 +23,7 @@ from numerics import (
     random_subset,
     subnet_diagonal,
 )
-from numerics import selection as sel
+from numerics import pivoted_cholesky as pc
 from tests.numerics.conftest import random_problem
 
 FEW = min(settings.default.max_examples, 25)
@@ -39,23 +40,47 @@ def greedy_problems(draw):
     return seed, n, p, k, m, block
 
 
+def _kernel(stored: bool, block: int = 64, batch: int = 128):
+    """Patches forcing the stored-Ω_KK kernel (with ``block`` pivots per block) or the J_w one."""
+    patches = [
+        mock.patch.object(pc, "store_omega", lambda *args: stored),
+        mock.patch.object(pc, "_STORED_BLOCK", block),
+        mock.patch.object(pc, "_BLOCK", block),
+        mock.patch.object(pc, "_BATCH", batch),
+    ]
+    stack = contextlib.ExitStack()
+    for p in patches:
+        stack.enter_context(p)
+    return stack
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["stored-omega", "jacobian"])
 @settings(max_examples=max(FEW, 10))
-@given(greedy_problems())
-def test_greedy_equals_literal_algorithm(problem):
-    """Same ordered S as the literal Algorithm 2, for every block/batch size of the kernel."""
+@given(problem=greedy_problems())
+def test_greedy_equals_literal_algorithm(stored, problem):
+    """Same ordered S as the literal Algorithm 2, for both kernels and every block size."""
     seed, n, p, k, m, (block, batch) = problem
     rng = np.random.default_rng(seed)
     J, V = random_problem(rng, n, p)
     ggn = GGN.regression(J, noise_var=rng.uniform(0.1, 2.0), prior_precision=V)
     ref = greedy_laplace_reference(ggn.dense(), ggn.scores(), k, n_candidates=m)
-    with mock.patch.object(sel, "_BLOCK", block), mock.patch.object(sel, "_BATCH", batch):
+    with _kernel(stored, block, batch):
         got = greedy_laplace(ggn, k, n_candidates=m)
     np.testing.assert_array_equal(got, ref)
     assert got.dtype == np.int64 and np.unique(got).size == k
 
 
+def test_greedy_kernel_choice():
+    """Ω_KK is stored when it fits 512 MiB and its flops win; never at m = 20000 or N' ≪ m."""
+    assert pc.store_omega(1500, 3000, 1500, 8)  # the 50x benchmark
+    assert not pc.store_omega(2000, 20000, 10000, 8)  # 3.2 GB: J_w kernel
+    assert not pc.store_omega(100, 3000, 1500, 8)  # N' m² + m³/3 ≫ 2N'mk
+    assert pc.store_omega(8000, 8192, 4096, 8) and not pc.store_omega(8000, 8193, 4096, 8)
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["stored-omega", "jacobian"])
 @pytest.mark.parametrize("which", ["regression", "binary", "multiclass"])
-def test_greedy_on_every_backend(backend, which):
+def test_greedy_on_every_backend(backend, which, stored):
     rng = np.random.default_rng(5)
     n, p, k = 15, 120, 50
     J, V = random_problem(rng, n, p)
@@ -72,7 +97,7 @@ def test_greedy_on_every_backend(backend, which):
     omega = host(ggn.dense())
     scores = host(ggn.scores())
     ref = greedy_laplace_reference(omega, scores, k, n_candidates=90)
-    with mock.patch.object(sel, "_BLOCK", 8), mock.patch.object(sel, "_BATCH", 12):
+    with _kernel(stored, 8, 12):
         got = greedy_laplace(ggn, k, n_candidates=90)
     np.testing.assert_array_equal(got, ref)
     # a separate reference set's scores rank the candidates instead
@@ -83,7 +108,13 @@ def test_greedy_on_every_backend(backend, which):
     )
 
 
-def test_greedy_closed_forms_and_ties():
+@pytest.mark.parametrize("stored", [True, False], ids=["stored-omega", "jacobian"])
+def test_greedy_closed_forms_and_ties(stored):
+    with _kernel(stored, block=2, batch=3):
+        _closed_forms_and_ties()
+
+
+def _closed_forms_and_ties():
     # J = 0: Ω = V is diagonal, Schur complements never change: S = the k largest v_i,
     # ties to the lowest candidate position (the candidates are ordered by score: all 0).
     V = np.array([1.0, 3.0, 2.0, 3.0, 1.0, 3.0])
