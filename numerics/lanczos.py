@@ -186,7 +186,15 @@ class _Krylov:
             nrm = self.space.norm(r)
             if nrm > 1e-6 * r0:
                 return r / nrm
-        return None
+        # Random draws can lie in span(Q) (e.g. when the operator was built from the same
+        # random stream): fall back to the coordinate vector farthest from span(Q), whose
+        # residual norm² is 1 − Σ_i Q_ie² ≥ 1 − (j+1)/n > 0.
+        leverage = np.sum(_to_host(self.Q[: j + 1, :]) ** 2, axis=0)
+        e = np.zeros(self.space.n)
+        e[int(np.argmin(leverage))] = 1.0
+        r, _ = self._orthogonalize(self.space.asarray(e), j)
+        nrm = self.space.norm(r)
+        return r / nrm if nrm > 1e-6 else None
 
     def extend(self, start: int, stop: int) -> int:
         """Lanczos steps j = start .. stop-1 from the unit vector in Q[start].
@@ -438,7 +446,7 @@ def eigsh(
                 residuals=res[want].copy(),
                 num_matvecs=kry.num_matvecs,
                 num_restarts=restarts,
-                converged=bool(np.all(res[want] <= tol * scale)),
+                converged=bool(want.size == k and np.all(res[want] <= tol * scale)),
             )
         # Thick restart: keep l Ritz vectors and the residual vector q_{m+1}.
         nconv = int(np.sum(res[want] <= tol * scale))

@@ -267,3 +267,17 @@ def test_bad_input_is_rejected_with_the_argument_named():
         lanczos_inverse_sqrt(lambda v: -v, np.ones(5), 3)
     with pytest.raises(TypeError, match="matvec must be callable"):
         eigsh(A, 5, 2)
+
+
+def test_eigsh_when_random_restarts_lie_in_the_krylov_space():
+    # The operator is built from the same random stream as eigsh's start and restart
+    # vectors, so every random draw lies in range(A) = span(Q) after rank steps; eigsh must
+    # still find the k − rank zero eigenvalues (it once returned only `rank` values,
+    # flagged converged).
+    rank, n, k = 4, 26, 6
+    J = np.random.default_rng(0).standard_normal((rank, n))
+    A = J.T @ J
+    res = eigsh(lambda v: A @ v, n, k, rng=np.random.default_rng(0))
+    dense = np.linalg.eigvalsh(A)[::-1][:k]
+    assert res.converged and res.values.shape == (k,)
+    np.testing.assert_allclose(res.values, dense, rtol=0, atol=1e-10 * dense[0])
