@@ -124,7 +124,7 @@ def ipv(
 def ipv_full(
     Lam: object, *, n: float, noise_var: float = 1.0, prior_precision: float | np.ndarray = 1.0
 ) -> float:
-    """IPV_full = IPV({1, …, p}) (§4, after eq. 8)."""
+    """IPV_full = IPV({1, …, p}) (§4, after eq. 8); arguments as in :func:`ipv`."""
     p = np.shape(Lam)[0] if np.ndim(Lam) == 2 else 0
     return ipv(Lam, np.arange(p), n=n, noise_var=noise_var, prior_precision=prior_precision)
 
@@ -137,7 +137,10 @@ def discrepancy(
     noise_var: float = 1.0,
     prior_precision: float | np.ndarray = 1.0,
 ) -> float:
-    """Dis(S) = IPV_full − IPV(S) (§4; ≥ 0 by Theorem 1, so no absolute value is needed)."""
+    """Dis(S) = IPV_full − IPV(S) (§4; ≥ 0 by Theorem 1, so no absolute value is needed).
+
+    Arguments as in :func:`ipv`. Returns a float ≥ 0 up to roundoff.
+    """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     idx = subset(S, L.shape[0])
     full = float(_ipv_prefixes(L, np.arange(L.shape[0]), scale, c, v)[-1])

@@ -99,6 +99,20 @@ def check_monotonicity(
 
     With ``noise_var=1`` and Λ^C in place of Λ this is the classification monotonicity
     of Appendix A.3. ``margin`` = IPV(S′) − IPV(S).
+
+    Parameters
+    ----------
+    Lam : (p, p) array_like
+        Λ, symmetric PSD.
+    n, noise_var, prior_precision
+        N, σ0² and V as in :func:`theory.ipv`.
+    S, S_sup : sequence of int
+        Nested subsets, S ⊆ S′.
+
+    Returns
+    -------
+    Check
+        ``holds`` when IPV(S) ≤ IPV(S′) up to the summed roundoff bounds of both.
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
@@ -128,7 +142,23 @@ def check_theorem2(
     For Λ ∈ C_PI and V = cI: S* (the k largest diagonal entries of Λ) attains
     max_{|S|=k} IPV(S), and S̃* (the k smallest) attains the minimum. Compared by value
     with the exhaustive search, so any tie-broken choice of S* counts as optimal.
-    ``margin`` = min(IPV(S*) − max IPV, min IPV − IPV(S̃*)) (0 when the theorem holds).
+    ``margin``: IPV(S*) − max IPV or min IPV − IPV(S̃*), whichever is worse relative to its
+    roundoff bound (0 when the theorem holds).
+
+    Parameters
+    ----------
+    Lam : (p, p) array_like
+        Λ, symmetric PSD.
+    n, noise_var, prior_precision
+        N, σ0² and V as in :func:`theory.ipv`. ``prior_precision`` must be isotropic.
+    k : int
+        The subset size, 1 ≤ k ≤ p.
+
+    Returns
+    -------
+    Check
+        ``premises`` is Λ ∈ C_PI (:func:`theory.is_cpi`); ``details`` holds S*, S̃*, their
+        IPVs and the exhaustive argmax/argmin.
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
@@ -192,6 +222,21 @@ def check_theorem3(
     ``details["part_a"]`` and ``details["part_b"]`` are the two sub-checks, each with its
     own premises (dominance and its ratio condition). The overall check ``holds`` when every
     part whose premises are met holds (or, if none is met, when both conclusions hold).
+
+    Parameters
+    ----------
+    Lam : (p, p) array_like
+        Λ, symmetric PSD.
+    n, noise_var, prior_precision
+        N, σ0² and V as in :func:`theory.ipv`. ``prior_precision`` must be isotropic.
+    k : int
+        The subset size, 1 ≤ k ≤ p.
+    eps : float
+        The dominance level ε in (0, 1).
+
+    Returns
+    -------
+    Check
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
@@ -306,6 +351,20 @@ def theorem1_decomposition(
     Numerics: Ã⁻¹AÃ⁻¹ − 2Ã⁻¹ + A⁻¹ is never formed (it cancels catastrophically when
     σ0²/N is small); the cross term is evaluated as tr(F⁻¹Wᵀ(I − Γ)²W) with W = Λ_A^{-1/2}QᵀB
     and I − Γ = (I + ZᵀD⁻¹Z)⁻¹, A = ZZᵀ — non-negative by construction.
+
+    Parameters
+    ----------
+    Lam : (p, p) array_like
+        Λ, symmetric PSD.
+    n, noise_var, prior_precision
+        N, σ0² and V as in :func:`theory.ipv`.
+    S, T : sequence of int
+        Disjoint subsets.
+
+    Returns
+    -------
+    Theorem1Decomposition
+        ``ipv_S``, ``cross_term``, ``schur_term``, ``ipv_union`` and ``tolerance``.
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
