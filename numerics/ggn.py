@@ -39,6 +39,16 @@ DENSE_MAX_P = 16384
 Array = Any
 
 
+def _invertible(v: Array, xp: Any) -> Array:
+    """``v`` unchanged if v and 1/v are finite in its dtype (D = V⁻¹ is used by Woodbury)."""
+    if not (bool(xp.all(xp.isfinite(v))) and bool(xp.all(xp.isfinite(1 / v)))):
+        raise ValueError(
+            "prior_precision must be finite with a finite reciprocal in the array's dtype "
+            "(D = V⁻¹ enters the Woodbury identity)"
+        )
+    return v
+
+
 def prior_vector(prior_precision: Any, p: int, like: Array) -> Array:
     """The prior precision V as a positive length-p vector in the namespace, dtype and device
     of ``like`` (a scalar means αI); a ValueError naming ``prior_precision`` otherwise."""
@@ -48,7 +58,7 @@ def prior_vector(prior_precision: Any, p: int, like: Array) -> Array:
         prior_precision, bool
     ):
         val = positive_scalar(prior_precision, "prior_precision")
-        return xp.full((p,), val, dtype=like.dtype, device=dev)
+        return _invertible(xp.full((p,), val, dtype=like.dtype, device=dev), xp)
     try:
         v = as_float(prior_precision, "prior_precision")
     except TypeError:
@@ -65,7 +75,7 @@ def prior_vector(prior_precision: Any, p: int, like: Array) -> Array:
         raise ValueError("prior_precision must be positive in every entry")
     if vxp is not xp:
         v = xp.asarray(to_numpy(v), device=dev)
-    return xp.astype(v, like.dtype)
+    return _invertible(xp.astype(v, like.dtype), xp)
 
 
 def _jacobian(J: Any, ndim: int, name: str = "J") -> Array:

@@ -24,10 +24,10 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from numerics.backend import as_float, cholesky, namespace, solve_triangular
+from numerics.backend import as_float, cholesky, eigh, namespace, solve_triangular, to_numpy
 from numerics.ggn import GGN, host_subset, prior_vector
 from numerics.predictive import marginal_variance, predictive_variance, subnetwork_variance
-from theory._validation import SYMMETRY_RTOL, positive_scalar
+from theory._validation import PSD_RTOL, SYMMETRY_RTOL, positive_scalar
 
 __all__ = [
     "discrepancy",
@@ -68,6 +68,13 @@ def _lam_setup(
     scale = float(xp.max(xp.abs(L)))
     if float(xp.max(xp.abs(L - L.T))) > SYMMETRY_RTOL * max(scale, 1e-300):
         raise ValueError("Lam must be symmetric")
+    w = np.asarray(to_numpy(eigh(L)[0]), dtype=np.float64)  # PSD, as theory.ipv requires
+    floor = -PSD_RTOL * max(1.0, L.shape[0] / 100) * max(float(w[-1]), 0.0)
+    if w[0] < floor:
+        raise ValueError(
+            f"Lam must be positive semi-definite; its smallest eigenvalue is {w[0]:.3g} "
+            f"(tolerance {floor:.3g})"
+        )
     c = positive_scalar(noise_var, "noise_var") / positive_scalar(n, "n")
     return L, c, prior_vector(prior_precision, L.shape[0], L)
 

@@ -23,7 +23,7 @@ import numpy as np
 from array_api_compat import array_namespace
 
 from numerics._arrays import Space, as_matrix, to_host
-from numerics.backend import cholesky, solve_triangular
+from numerics.backend import as_float, cholesky, solve_triangular
 from numerics.ggn import prior_vector
 from numerics.lanczos import EigshResult, eigsh
 
@@ -129,6 +129,7 @@ class LowRankLaplace:
         -------
         array, shape (n_test,) (or a 0-d array for a single row)
         """
+        G_test = as_float(G_test, "G_test")
         xp = array_namespace(G_test)
         single = len(G_test.shape) == 1
         G = xp.reshape(G_test, (1, -1)) if single else G_test

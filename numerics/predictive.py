@@ -202,8 +202,8 @@ def wasserstein_gap(var_full: Any, var_sub: Any, *, noise_var: float = 0.0) -> A
             f"var_full and var_sub must have the same shape (M,) or (M, C); got "
             f"{tuple(vf.shape)} and {tuple(vs.shape)}"
         )
-    if isinstance(noise_var, bool) or not float(noise_var) >= 0.0:
-        raise ValueError(f"noise_var must be non-negative; got noise_var={noise_var!r}")
+    if isinstance(noise_var, bool) or not 0.0 <= float(noise_var) < np.inf:
+        raise ValueError(f"noise_var must be finite and non-negative; got noise_var={noise_var!r}")
     xp = namespace(vf, vs)
     gap = xp.abs(_std(vf + noise_var, "var_full") - _std(vs + noise_var, "var_sub"))
     return xp.mean(gap, axis=1) if gap.ndim == 2 else gap
@@ -222,8 +222,8 @@ def coverage(f_ref: Any, f_map: Any, variance: Any, *, z: float = 1.96) -> float
             "f_ref, f_map and variance must have the same non-scalar shape; got "
             f"{tuple(a.shape)}, {tuple(b.shape)}, {tuple(v.shape)}"
         )
-    if isinstance(z, bool) or not float(z) > 0.0:
-        raise ValueError(f"z must be positive; got z={z!r}")
+    if isinstance(z, bool) or not 0.0 < float(z) < np.inf:
+        raise ValueError(f"z must be positive and finite; got z={z!r}")
     xp = namespace(a, b, v)
     inside = xp.abs(a - b) <= z * _std(v, "variance")
     return float(xp.mean(xp.astype(inside, xp.float64)))

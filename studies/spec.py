@@ -6,12 +6,15 @@ measure; :mod:`studies.runner` owns seeding, the store, executors, progress and 
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 import inspect
 import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,18 @@ Grid = Mapping[str, Sequence[Any]]
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _SCALARS = (bool, int, float, str)
+
+
+@functools.cache
+def _package_digest() -> str:
+    """A hash of every source file of the packages a study's maths can call."""
+    h = hashlib.sha256()
+    for name in ("theory", "numerics", "studies"):
+        root = Path(importlib.import_module(name).__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            h.update(path.relative_to(root.parent).as_posix().encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def _check_grid(grid: Grid, name: str) -> dict[str, tuple[Any, ...]]:
@@ -121,13 +136,15 @@ class Study:
 
     @property
     def code_version(self) -> str:
-        """``version`` plus a hash of ``run_one``'s source: a changed body is a new version."""
+        """``version``, a hash of ``run_one``'s module source and a hash of the package code
+        it can call (theory, numerics, studies): any change is a new version, so a resumed
+        run never mixes rows from old and new code."""
         try:
-            source = inspect.getsource(self.run_one)
+            source = inspect.getsource(inspect.getmodule(self.run_one) or self.run_one)
         except (OSError, TypeError):
             source = repr(self.run_one)
         digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-        return f"{self.version}+{digest}"
+        return f"{self.version}+{digest}+{_package_digest()}"
 
     def grid_for(self, *, full: bool = False) -> dict[str, tuple[Any, ...]]:
         """The default or the full grid."""

@@ -68,6 +68,11 @@ class NormalNormal(ConjugateModel):
     def __repr__(self) -> str:
         return f"NormalNormal({self.prior_mean}, {self.prior_var}, {self.noise_var})"
 
+    def _check_stats(self, s: NormalStats) -> None:
+        super()._check_stats(s)
+        if np.any(np.asarray(s.m2) < 0):
+            raise ValueError(f"data: the sufficient statistic m2 must be ≥ 0; got {s.m2}")
+
     def _stats(self, data: Any) -> NormalStats:
         x = data_vector(data)
         mean = float(np.mean(x))
@@ -167,6 +172,14 @@ class PoissonGamma(ConjugateModel):
 
     def __repr__(self) -> str:
         return f"PoissonGamma({self.shape}, {self.rate})"
+
+    def _check_stats(self, s: PoissonStats) -> None:
+        super()._check_stats(s)
+        total = np.asarray(s.total, dtype=np.float64)
+        if np.any(total < 0) or np.any(total != np.round(total)):
+            raise ValueError(
+                f"data: the sufficient statistic total must be an integer ≥ 0; got {s.total}"
+            )
 
     def _stats(self, data: Any) -> PoissonStats:
         x = count_values(data_vector(data), "data")

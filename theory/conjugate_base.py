@@ -140,10 +140,21 @@ class ConjugateModel(abc.ABC):
 
     # ----------------------------------------------------------------- public API
     def sufficient_statistics(self, data: Any) -> Any:
-        """The sufficient statistics of ``data`` (returned unchanged if already statistics)."""
+        """The sufficient statistics of ``data`` (validated and returned if already statistics)."""
         if isinstance(data, self.stats_type):
+            self._check_stats(data)
             return data
         return self._stats(data)
+
+    def _check_stats(self, s: Any) -> None:
+        """Statistics passed by the caller: finite, and n a positive integer (ValueError
+        naming ``data``); models add their own constraints."""
+        for name, value in zip(s._fields, s, strict=True):
+            if not np.all(np.isfinite(np.asarray(value, dtype=np.float64))):
+                raise ValueError(f"data: the sufficient statistic {name} must be finite")
+        n = np.asarray(s.n, dtype=np.float64)
+        if np.any(n < 1) or np.any(n != np.round(n)):
+            raise ValueError(f"data: the sufficient statistic n must be an integer ≥ 1; got {s.n}")
 
     def _theta(self, theta: object) -> np.ndarray:
         t = np.asarray(theta, dtype=np.float64)

@@ -252,3 +252,21 @@ def test_bad_data_raise_naming_the_argument():
         pg.sample_data(np.random.default_rng(0), 0, 3.0)
     with pytest.raises(ValueError, match="theta must"):
         blr.log_likelihood(np.ones(3), (np.ones((3, 2)), np.ones(3)))
+
+
+def test_passed_sufficient_statistics_are_validated():
+    from theory.conjugate import NormalStats, PoissonStats
+
+    nn, pg = NormalNormal(4.0, 1.0, 2.0), PoissonGamma(6.0, 2.0)
+    bad = [
+        (nn, NormalStats(-5.0, 1.0, 0.0), "n must be an integer"),
+        (nn, NormalStats(0.0, 1.0, 0.0), "n must be an integer"),
+        (nn, NormalStats(2.5, 1.0, 0.0), "n must be an integer"),
+        (nn, NormalStats(3.0, float("nan"), 0.0), "mean must be finite"),
+        (nn, NormalStats(3.0, 1.0, -1.0), "m2 must be"),
+        (pg, PoissonStats(10.0, -3.0, 0.0), "total must be an integer"),
+        (pg, PoissonStats(float("nan"), 3.0, 0.0), "n must be finite"),
+    ]
+    for model, statistics, match in bad:
+        with pytest.raises(ValueError, match=match):
+            model.predictive(statistics)
