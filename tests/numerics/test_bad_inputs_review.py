@@ -34,3 +34,22 @@ def test_lowrank_rejects_nan_test_jacobians():
     G[0, 3] = np.nan
     with pytest.raises(ValueError, match="G_test"):
         lr.predictive_variance(G)
+
+
+def test_float32_woodbury_is_accurate_at_training_rows():
+    # g in the row space of J_w and a weak prior make gᵀDg − ‖L⁻¹J_wDg‖² cancel; the exact
+    # in-sample value of σ0²·(row)ᵀΩ⁻¹(row) is computed densely in float64.
+    from numerics import predictive_variance
+
+    rng = np.random.default_rng(3)
+    J = rng.standard_normal((60, 400))
+    for alpha in (1e-2, 1e-4):
+        ggn64 = GGN.regression(J, noise_var=0.1, prior_precision=alpha)
+        G = J[:10] / np.sqrt(0.1)
+        Omega = J.T @ J / 0.1 + alpha * np.eye(400)
+        exact = np.einsum("ij,ji->i", G, np.linalg.solve(Omega, G.T))
+        ggn32 = GGN.regression(J.astype(np.float32), noise_var=0.1, prior_precision=alpha)
+        got = predictive_variance(ggn32, G.astype(np.float32))
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, exact, rtol=1e-3)
+        np.testing.assert_allclose(predictive_variance(ggn64, G), exact, rtol=1e-6)
