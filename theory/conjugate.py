@@ -173,6 +173,12 @@ class PoissonGamma(ConjugateModel):
     def __repr__(self) -> str:
         return f"PoissonGamma({self.shape}, {self.rate})"
 
+    def _theta(self, theta: object) -> np.ndarray:
+        t = super()._theta(theta)
+        if np.any(t <= 0):
+            raise ValueError("theta must be positive: λ is a Poisson rate")
+        return t
+
     def _check_stats(self, s: PoissonStats) -> None:
         super()._check_stats(s)
         total = np.asarray(s.total, dtype=np.float64)

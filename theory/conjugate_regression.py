@@ -257,7 +257,13 @@ class NormalInverseGammaRegression(_Regression):
 
     def _mle(self, s: RegressionStats) -> np.ndarray:
         w = self._ls(s)
-        eta = np.log(self._rss(w, s) / s.n)
+        rss = np.asarray(self._rss(w, s))
+        if np.any(rss <= 0):
+            raise ValueError(
+                "data: the residual sum of squares of the least-squares fit is 0 (n ≤ d or an "
+                "exact fit), so the noise MLE log σ̂² = log(RSS/n) is −∞"
+            )
+        eta = np.log(rss / s.n)
         return np.concatenate([w, np.asarray(eta)[..., None]], axis=-1)
 
     def _post_nig(self, s: RegressionStats) -> tuple[np.ndarray, np.ndarray, Any, Any]:

@@ -270,3 +270,13 @@ def test_passed_sufficient_statistics_are_validated():
     for model, statistics, match in bad:
         with pytest.raises(ValueError, match=match):
             model.predictive(statistics)
+
+
+def test_parameter_domain_and_degenerate_fits_raise():
+    from theory import NormalInverseGammaRegression
+
+    with pytest.raises(ValueError, match="theta must be positive"):
+        PoissonGamma(6.0, 2.0).log_likelihood(-1.0, [1, 2, 3])
+    nig = NormalInverseGammaRegression(np.zeros(2), np.eye(2), 2.0, 1.0)
+    with pytest.raises(ValueError, match="residual sum of squares"):
+        nig.mle((np.eye(2), np.ones(2)))
