@@ -248,8 +248,20 @@ class PoissonGamma(ConjugateModel):
         return self.shape + s.total, (self.rate + s.n) / (self.rate + s.n + 1.0)
 
     def _predictive(self, s: PoissonStats, x_new: None) -> Any:
-        """NegBin(r = α + Σx, p = (β + n)/(β + n + 1)) = scipy ``nbinom(r, p)``."""
-        return stats.nbinom(*self._nb(s))
+        """NegBin(r = α + Σx, p = (β + n)/(β + n + 1)) = scipy ``nbinom(r, p)``.
+
+        The frozen object's ``logpmf``/``pmf`` are replaced by the stable closed form of
+        :meth:`_log_predictive`: scipy's loses ~1e-8 in log-pmf at r ≈ 3·10⁶ (n = 10⁶),
+        which would swamp divergences of order 1e-20.
+        """
+        frozen = stats.nbinom(*self._nb(s))
+
+        def logpmf(k: Any) -> Any:
+            return self._out(self._log_predictive(s, self._check_y_new(k), None))
+
+        frozen.logpmf = logpmf
+        frozen.pmf = lambda k: np.exp(logpmf(k))
+        return frozen
 
     def _log_predictive(self, s: PoissonStats, y_new: np.ndarray, x_new: None) -> np.ndarray:
         """Stable NegBin log-pmf.

@@ -280,3 +280,19 @@ def test_parameter_domain_and_degenerate_fits_raise():
     nig = NormalInverseGammaRegression(np.zeros(2), np.eye(2), 2.0, 1.0)
     with pytest.raises(ValueError, match="residual sum of squares"):
         nig.mle((np.eye(2), np.ones(2)))
+
+
+def test_poisson_predictive_logpmf_is_accurate_at_large_n():
+    # scipy's nbinom.logpmf loses ~1e-8 at r ≈ 3e6; the public predictive must not, or
+    # divergences of order 1e-25 (SSLA at n = 1e6) come out 1e7 times too large.
+    from theory import divergences, ssla_predictive
+    from theory.conjugate import PoissonStats
+    from theory.ssla_rates import exact_predictive
+
+    m = PoissonGamma(6.0, 2.0)
+    s = PoissonStats(1e6, 3e6, 0.0)
+    approx = ssla_predictive(m, s, variant="refit")
+    public = divergences(approx, m.predictive(s)).kl_forward
+    reference = divergences(approx, exact_predictive(m, s)).kl_forward
+    assert public == pytest.approx(reference, rel=1e-6)
+    assert reference == pytest.approx(1.5754e-25, rel=1e-3)  # 50-digit mpmath value
