@@ -355,6 +355,7 @@ def eigsh(
     v0: Array | None = None,
     rng: np.random.Generator | None = None,
     like: Array | None = None,
+    verify: bool = False,
 ) -> EigshResult:
     """k extreme eigenpairs of a symmetric operator by thick-restart Lanczos.
 
@@ -383,6 +384,12 @@ def eigsh(
         Basis size per cycle; default ``min(n, max(2k + 1, 20))`` (ARPACK's rule).
     v0, rng, like
         As in :func:`lanczos`.
+    verify : bool
+        After convergence, run deflated cycles from fresh random vectors orthogonal to the
+        kept Ritz vectors until the wanted values stop changing. Single-vector Krylov finds
+        one copy of a repeated eigenvalue per direction it is started in, so without this a
+        multiplicity above the rounding-induced copies (ARPACK shares the limitation) can be
+        reported converged with a copy missing; verification costs extra matvecs.
 
     Returns
     -------
@@ -432,10 +439,12 @@ def eigsh(
         # but wanted eigenvalues (e.g. further copies of a repeated one, or of 0 for "SA"
         # on a GGN) may lie in the unexplored complement. Accept only once a whole cycle
         # of fresh exploration has left the wanted values unchanged.
-        if converged and len(kry.breakdowns) > seen:
+        deflate = False
+        if converged and (verify or len(kry.breakdowns) > seen):
             stable = previous is not None and np.all(np.abs(theta[want] - previous) <= tol * scale)
             previous = theta[want].copy()
             converged = bool(stable)
+            deflate = verify and not converged
         done = converged or kry.exhausted or m_eff == n
         if done or restarts >= max_restarts:
             Y = space.asarray(np.ascontiguousarray(S[:, want]))
@@ -451,7 +460,7 @@ def eigsh(
         # Thick restart: keep l Ritz vectors and the residual vector q_{m+1}.
         nconv = int(np.sum(res[want] <= tol * scale))
         keep_n = min(k + max(nconv, int(_KEEP_FRAC * (m - k))), m - 2)
-        keep_n = max(keep_n, k)
+        keep_n = k if deflate else max(keep_n, k)
         keep = order[:keep_n]
         Sk = space.asarray(np.ascontiguousarray(S[:, keep].T))
         new_rows = Sk @ kry.Q[:m_eff, :]
@@ -461,6 +470,11 @@ def eigsh(
         T = np.zeros_like(kry.T)
         T[np.arange(keep_n), np.arange(keep_n)] = theta[keep]
         T[:keep_n, keep_n] = T[keep_n, :keep_n] = beta_m * S[m_eff - 1, keep]
+        if deflate:  # explore from a fresh direction; the converged couplings are ≤ tol
+            fresh = kry._fresh_vector(keep_n - 1)
+            if fresh is not None:
+                kry.Q[keep_n, :] = fresh
+                T[:keep_n, keep_n] = T[keep_n, :keep_n] = 0.0
         kry.T = T
         start = keep_n
         restarts += 1

@@ -281,3 +281,17 @@ def test_eigsh_when_random_restarts_lie_in_the_krylov_space():
     dense = np.linalg.eigvalsh(A)[::-1][:k]
     assert res.converged and res.values.shape == (k,)
     np.testing.assert_allclose(res.values, dense, rtol=0, atol=1e-10 * dense[0])
+
+
+def test_eigsh_verify_finds_every_copy_of_a_highly_repeated_eigenvalue():
+    # Single-vector Krylov sees one copy per start direction (plus rounding-induced ones):
+    # without verification 6 of the 10 copies of λ = 1 are found and reported converged
+    # (ARPACK also misses copies); verify=True explores deflated fresh directions.
+    rng = np.random.default_rng(0)
+    n = 200
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    w = np.concatenate([np.ones(10), np.linspace(0.5, 0.0, n - 10)])
+    A = (Q * w) @ Q.T
+    res = eigsh(lambda v: A @ v, n, 12, rng=np.random.default_rng(1), verify=True)
+    assert res.converged
+    np.testing.assert_allclose(res.values, np.sort(w)[::-1][:12], atol=1e-9)
