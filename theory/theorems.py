@@ -79,11 +79,11 @@ def roundoff_tolerance(
     return float(scale * (first_order + bounds.sum()))
 
 
-def _check(holds_margin: float, tol: float, details: dict, premises: bool = True) -> Check:
+def _check(margin: float, tol: float, details: dict, premises: bool = True) -> Check:
     """A Check whose conclusion holds when margin ≥ −tol; a non-finite margin is an error."""
-    if not np.isfinite(holds_margin):
-        raise FloatingPointError(f"the IPV margin is not finite ({holds_margin}); check the input")
-    return Check(holds_margin >= -tol, holds_margin, {**details, "tolerance": tol}, premises)
+    if not np.isfinite(margin):
+        raise FloatingPointError(f"the IPV margin is not finite ({margin}); check the input")
+    return Check(margin >= -tol, margin, {**details, "tolerance": tol}, premises)
 
 
 def check_monotonicity(
