@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -103,3 +105,60 @@ def test_catalog_study_run_one_flattens_the_seed_result():
         assert 0.0 <= out[f"coverage_{m}_k50"] <= 1.0
     assert out["w2_full_laplace"] == 0.0
     assert {"w2_kfac_laplace", "w2_deep_ensemble", "w2_neural_linear"} <= set(out)
+
+
+def test_setup_d_options_noise_from_test_split_and_test_fraction(monkeypatch):
+    import studies.subnet_experiment as se
+
+    seen = []
+    original = se.noise_variance
+
+    def spy(model, X, y, **kw):
+        seen.append(X.shape[0])
+        return original(model, X, y, **kw)
+
+    monkeypatch.setattr(se, "noise_variance", spy)
+    cfg = _tiny(
+        n_train=None,
+        n_test=None,
+        test_fraction=0.1,
+        ks=(5, 40),
+        methods=("gradient_laplace",),
+        ensemble_size=0,
+        kfac=False,
+        neural_linear=False,
+    )
+    a = run_seed(cfg, 0)
+    b = run_seed(replace(cfg, noise_from="test"), 0)
+    # diabetes: 442 rows, 90/10 split → 44 test rows, 398 training rows (App. C.6)
+    assert seen == [398, 44]
+    assert a.noise_var != b.noise_var  # same MAP (same seed), different residuals
+
+
+def test_blas_pool_bounded_inside_a_seed_and_restored(monkeypatch):
+    import threadpoolctl
+
+    import studies.subnet_experiment as se
+
+    inside = []
+    monkeypatch.setattr(
+        se,
+        "_run_seed",
+        lambda config, seed: inside.append(
+            [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+        ),
+    )
+    before = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+    run_seed(_tiny(blas_threads=1), 0)
+    assert inside[0] and set(inside[0]) == {1}
+    after = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+    assert after == before
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("noise_from", "holdout"), ("blas_threads", 0), ("blas_threads", True), ("torch_threads", 0)],
+)
+def test_setup_d_config_validation(field, value):
+    with pytest.raises(ValueError, match=field):
+        _tiny(**{field: value})
