@@ -76,9 +76,10 @@ def test_greedy_minus_gradient_is_the_paired_mean_and_standard_error():
         _seed([3, 2, 1], [2, 2, 2], [0] * 3, [0] * 3),
         _seed([5, 2, 1], [2, 1, 0], [0] * 3, [0] * 3),
     ]
-    mean, se = greedy_minus_gradient(_result(seeds))
+    mean, se, worse = greedy_minus_gradient(_result(seeds))
     np.testing.assert_allclose(mean, [-2.0, -0.5, 0.0])
     np.testing.assert_allclose(se, [1.0, 0.5, 1.0])  # |d1 − d2| / 2 for two seeds
+    np.testing.assert_array_equal(worse, [0, 0, 1])  # differences (−1, −3), (0, −1), (1, −1)
 
 
 def test_neural_linear_crossing_interpolates_in_log_k():
