@@ -151,6 +151,8 @@ def w2_figure(ctx: Context, panels: dict[str, Any], filename: str) -> tuple[str,
         if nl is not None:
             ax.plot([nl["k"]], [nl["w2"]], "D", mfc="none", color="k", label="neural_linear")
         ax.set_xscale("log")
+        ax.set_xticks(ks, [str(k) for k in ks], minor=False)
+        ax.minorticks_off()
         ax.set_xlabel("subset size k")
         ax.set_ylabel("mean W2 to full Laplace")
         ax.set_title(title, fontsize=9)
