@@ -1,0 +1,375 @@
+"""Measured cost exponents of Algorithms 1–2 of *subnetwork-laplace-optimality* (issue #8).
+
+§3, "Computational Complexity" after Alg. 1: Gradient-Laplace costs O(max{|D|p, p log p,
+Nk²}) (scores and top-k sort, then Ω_SS); after Alg. 2: Greedy-Laplace costs
+O(max{Np, p log p, Nk², k³}) (scores and top-2k, Ω⁽¹⁾ = Ω_KK, then the k Schur steps). Each
+claim sweeps one of p, N, k at a time (≥ 8× span) in a regime where one term of the bound
+dominates and fits the exponent of the CPU time of every stage and of the whole algorithm
+(``paper_checks._scaling``), next to the exponent of the operation count of the same shapes.
+The reference set is the training set (|D| = N), as in the experiments.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from numerics import GGN, gradient_laplace, greedy_laplace, greedy_laplace_reference
+from paper_checks._scaling import (
+    StageClock,
+    best_stage_times,
+    fit_exponent,
+    gram_macs,
+    literal_greedy_macs,
+    single_thread,
+)
+from paper_checks.registry import Context, Status, Verdict, claim
+
+PAPER = "subnetwork-laplace-optimality"
+#: A measured exponent may exceed the bound's by at most TOL (the bound is an upper bound) and,
+#: where the probed term dominates, fall short of it by at most TOL (else it was not probed).
+TOL = 0.3
+#: The operation counts of the chosen shapes must show the bound's exponent within OP_TOL:
+#: the check that each sweep sits in the regime of its term (deterministic).
+OP_TOL = 0.1
+
+Shape = tuple[int, int, int]  # (N, p, k)
+Terms = Mapping[str, Callable[[int, int, int], float]]
+
+
+class Sweep(NamedTuple):
+    """One axis varied at fixed others; ``probed``: the stages whose term the sweep tests."""
+
+    axis: str
+    sizes: tuple[int, ...]
+    shape: Callable[[int], Shape]
+    probed: tuple[str, ...]
+
+
+def _plogp(p: int) -> float:
+    return p * math.log2(p)
+
+
+#: The paper's itemised terms per stage (constants 1) and the operation counts of our stages.
+ALG1_TERMS: Terms = {
+    "scores + top-k": lambda n, p, k: max(n * p, _plogp(p)),
+    "Ω_SS": lambda n, p, k: n * k * k,
+}
+ALG1_OPS: Terms = {
+    "scores + top-k": lambda n, p, k: n * p + _plogp(p),
+    "Ω_SS": lambda n, p, k: gram_macs(n, k),
+}
+ALG2_TERMS: Terms = {
+    "scores + top-2k": lambda n, p, k: max(n * p, _plogp(p)),
+    "Ω⁽¹⁾ = Ω_KK": lambda n, p, k: n * k * k,
+    "greedy loop": lambda n, p, k: k**3,
+}
+ALG2_OPS: Terms = {
+    "scores + top-2k": lambda n, p, k: n * p + _plogp(p),
+    "Ω⁽¹⁾ = Ω_KK": lambda n, p, k: gram_macs(n, 2 * k),
+    "greedy loop": lambda n, p, k: literal_greedy_macs(2 * k, k),
+}
+
+
+def _ggn(rng: np.random.Generator, n: int, p: int) -> GGN:
+    """A regression GGN (σ0² = 1, V = I) on a random N × p Jacobian with uneven column scales;
+    built in place (up to 512 MiB in quick mode: the Np sweeps stream from main memory)."""
+    J = rng.random((n, p))
+    J *= np.exp(rng.standard_normal(p))
+    return GGN(J, 1.0, noise_var=1.0, likelihood="regression")
+
+
+def _sizes(start: int, full: bool) -> tuple[int, ...]:
+    """Four doublings (an 8× span) in quick mode, five (16×) with ``--full``."""
+    return tuple(start * 2**i for i in range(5 if full else 4))
+
+
+def _gradient_laplace_run(ggn: GGN, k: int) -> Callable[[StageClock], object]:
+    def run(clock: StageClock) -> object:
+        with clock("scores + top-k"):
+            S = gradient_laplace(ggn.scores(), k)
+        with clock("Ω_SS"):
+            return ggn.submatrix(S)
+
+    return run
+
+
+def _greedy_laplace_run(ggn: GGN, k: int) -> Callable[[StageClock], object]:
+    def run(clock: StageClock) -> object:
+        with clock("scores + top-2k"):
+            s = ggn.scores()
+            K = gradient_laplace(s, 2 * k)
+        with clock("Ω⁽¹⁾ = Ω_KK"):
+            omega = ggn.submatrix(K)
+        with clock("greedy loop"):
+            return K[greedy_laplace_reference(omega, s[K], k)]
+
+    return run
+
+
+class Measured(NamedTuple):
+    """CPU times, operation counts and bound terms of one sweep (series by stage)."""
+
+    sweep: Sweep
+    times: dict[str, list[float]]
+    ops: dict[str, list[float]]
+    terms: dict[str, list[float]]
+
+
+def _measure(
+    sweep: Sweep,
+    make_run: Callable[[GGN, int], Callable[[StageClock], object]],
+    terms: Terms,
+    ops: Terms,
+    rng: np.random.Generator,
+    extra: Callable[[GGN, int, object], Mapping[str, float]] | None = None,
+) -> Measured:
+    """Time ``make_run(ggn, k)`` by stage at every size of ``sweep`` (one BLAS thread), with
+    the operation counts ``ops`` and the paper's terms ``terms``; ``extra(ggn, k, result)``
+    adds further timings (not part of the total)."""
+    times: dict[str, list[float]] = {}
+    counts: dict[str, list[float]] = {s: [] for s in [*ops, "total"]}
+    bound: dict[str, list[float]] = {s: [] for s in [*terms, "total"]}
+    for size in sweep.sizes:
+        n, p, k = sweep.shape(size)
+        ggn = _ggn(rng, n, p)
+        with single_thread():
+            best, result = best_stage_times(make_run(ggn, k))
+            if extra is not None:
+                best.update(extra(ggn, k, result))
+        del ggn  # before the next, larger one
+        for stage, t in best.items():
+            times.setdefault(stage, []).append(t)
+        for stage, f in ops.items():
+            counts[stage].append(float(f(n, p, k)))
+        counts["total"].append(sum(float(f(n, p, k)) for f in ops.values()))
+        for stage, f in terms.items():
+            bound[stage].append(float(f(n, p, k)))
+        bound["total"].append(max(float(f(n, p, k)) for f in terms.values()))
+    return Measured(sweep, times, counts, bound)
+
+
+class Check(NamedTuple):
+    """One fitted exponent against the bound's; ``probed``: the term dominates (two-sided)."""
+
+    axis: str
+    series: str
+    expected: float
+    time_exponent: float
+    time_ci: tuple[float, float]
+    op_exponent: float
+    probed: bool
+
+    @property
+    def status(self) -> Status:
+        if self.time_exponent > self.expected + TOL:
+            return Status.REFUTED
+        if not self.probed:
+            return Status.CONFIRMED
+        low = self.time_exponent < self.expected - TOL
+        off = abs(self.op_exponent - self.expected) > OP_TOL
+        return Status.NOT_REPRODUCIBLE_HERE if low or off else Status.CONFIRMED
+
+
+def _checks(m: Measured) -> list[Check]:
+    """Every stage whose term grows along the sweep (bound exponent ≥ 0.5) and the total:
+    two-sided for the probed stages and the total, upper bound only for the others."""
+    out = []
+    for series, term in m.terms.items():
+        expected = round(fit_exponent(m.sweep.sizes, term).exponent, 2)
+        if expected < 0.5:
+            continue  # constant along this axis: reported, not checked
+        t = fit_exponent(m.sweep.sizes, m.times[series])
+        out.append(
+            Check(
+                m.sweep.axis,
+                series,
+                expected,
+                t.exponent,
+                (t.ci_low, t.ci_high),
+                fit_exponent(m.sweep.sizes, m.ops[series]).exponent,
+                series in m.sweep.probed or series == "total",
+            )
+        )
+    return out
+
+
+def _verdict_status(checks: list[Check]) -> Status:
+    statuses = {c.status for c in checks}
+    for s in (Status.REFUTED, Status.NOT_REPRODUCIBLE_HERE):
+        if s in statuses:
+            return s
+    return Status.CONFIRMED
+
+
+def _figure(ctx: Context, measured: list[Measured], name: str, title: str) -> tuple[str, ...]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(measured), figsize=(4.2 * len(measured), 3.6))
+    for ax, m in zip(np.atleast_1d(axes), measured, strict=True):
+        x = np.asarray(m.sweep.sizes, dtype=float)
+        for series in [*m.sweep.probed, *(s for s in m.times if s not in m.sweep.probed)]:
+            y = np.asarray(m.times[series])
+            fit = fit_exponent(x, y)
+            (line,) = ax.loglog(x, y, "o", label=f"{series}: slope {fit.exponent:.2f}")
+            ax.loglog(x, fit.prefactor * x**fit.exponent, "--", color=line.get_color(), lw=1)
+        n, p, k = m.sweep.shape(m.sweep.sizes[0])
+        fixed = {"N": n, "p": p, "k": k}
+        fixed.pop(m.sweep.axis)
+        ax.set_xlabel(f"{m.sweep.axis}  ({', '.join(f'{a}={v}' for a, v in fixed.items())})")
+        ax.set_ylabel("thread CPU time, min over repeats [s]")
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return ctx.save_figure(fig, name)
+
+
+def _summary(checks: list[Check]) -> str:
+    return "; ".join(
+        f"{c.axis}/{c.series}: {c.time_exponent:.2f} [{c.time_ci[0]:.2f}, {c.time_ci[1]:.2f}] "
+        f"(ops {c.op_exponent:.2f}, bound {c.expected:g}) {c.status.value}"
+        for c in checks
+    )
+
+
+def _details(measured: list[Measured], checks: list[Check]) -> dict:
+    return {
+        "sweeps": [
+            {
+                "axis": m.sweep.axis,
+                "sizes": list(m.sweep.sizes),
+                "shapes_N_p_k": [m.sweep.shape(s) for s in m.sweep.sizes],
+                "cpu_s": m.times,
+                "op_counts": m.ops,
+            }
+            for m in measured
+        ],
+        "checks": [
+            {**c._asdict(), "time_ci": list(c.time_ci), "status": c.status.value} for c in checks
+        ],
+        "tolerance": TOL,
+        "op_tolerance": OP_TOL,
+    }
+
+
+TOLERANCE_TEXT = (
+    f"every fitted time exponent ≤ bound exponent + {TOL}; for the sweep's dominant term and "
+    f"the total also ≥ bound exponent − {TOL} and operation-count exponent within ±{OP_TOL} "
+    "(else the term was not probed)"
+)
+HOW = (
+    "Thread CPU time (time.thread_time, BLAS pinned to one thread, minimum over ≥ 3 repeats "
+    "and ≥ 0.15 s per size), exponent = OLS slope of log time on log size with a 95% t-interval "
+    "over sizes spanning 8× (4 sizes); the operation count of the same shapes (multiply-adds "
+    "N'p for the scores, p log₂p for the sort, N'Σt_it_j of the tiled Gram, Σ_t(m−t)² for the "
+    "Schur updates) gives the noise-free exponent of the regime. Tolerance ±"
+    f"{TOL}: a factor 8^{TOL} ≈ {8**TOL:.1f} over the span, the size of BLAS-efficiency, "
+    "cache-level and per-call-overhead effects; one power more would be a factor 8."
+)
+
+
+@claim(
+    paper=PAPER,
+    name="gradient-laplace-complexity",
+    location="§3, Computational Complexity after Alg. 1",
+    statement=(
+        "Gradient-Laplace (scores, top-k sort, then Ω_SS) costs O(max{|D|p, p log p, Nk²})."
+    ),
+)
+def gradient_laplace_complexity(ctx: Context) -> Verdict:
+    rng = ctx.rng("gradient-laplace-complexity")
+    full = ctx.full
+    kmax = 512 * 2 ** (4 if full else 3)
+    sweeps = [
+        Sweep("p", _sizes(16384, full), lambda p: (512, p, 32), ("scores + top-k",)),
+        Sweep("N", _sizes(1024, full), lambda n: (n, 8192, 32), ("scores + top-k",)),
+        Sweep("k", _sizes(512, full), lambda k: (256, kmax, k), ("Ω_SS",)),
+    ]
+    measured = [_measure(s, _gradient_laplace_run, ALG1_TERMS, ALG1_OPS, rng) for s in sweeps]
+    checks = [c for m in measured for c in _checks(m)]
+    figs = _figure(ctx, measured, "gradient_laplace_complexity.png", "Alg. 1 (Gradient-Laplace)")
+    totals = {c.axis: round(c.time_exponent, 2) for c in checks if c.series == "total"}
+    return Verdict(
+        _verdict_status(checks),
+        measured=f"time exponents of the whole algorithm: {totals}",
+        expected="p: 1 (|D|p ≥ p log p), N: 1, k: 2 (Nk²)",
+        tolerance=TOLERANCE_TEXT,
+        evidence=f"{HOW} Fits (exponent [95% CI]): {_summary(checks)}.",
+        details=_details(measured, checks),
+        figures=figs,
+    )
+
+
+PIVOTED = "pivoted Cholesky (SPEC §4)"
+
+
+@claim(
+    paper=PAPER,
+    name="greedy-complexity",
+    location="§3, Computational Complexity after Alg. 2",
+    statement=(
+        "Greedy-Laplace (scores, top-2k, Ω⁽¹⁾ = Ω_KK, then k Schur-complement steps) costs "
+        "O(max{Np, p log p, Nk², k³})."
+    ),
+)
+def greedy_complexity(ctx: Context) -> Verdict:
+    rng = ctx.rng("greedy-complexity")
+    full = ctx.full
+    kmax = 64 * 2 ** (4 if full else 3)
+    sweeps = [
+        Sweep("p", _sizes(16384, full), lambda p: (512, p, 16), ("scores + top-2k",)),
+        Sweep("N", _sizes(1024, full), lambda n: (n, 8192, 16), ("scores + top-2k",)),
+        Sweep("k", _sizes(64, full), lambda k: (8, 2 * kmax, k), ("greedy loop",)),
+    ]
+    identical: list[bool] = []
+
+    def pivoted(ggn: GGN, k: int, literal: object) -> dict[str, float]:
+        timing = best_stage_times(lambda clock: _timed(clock, PIVOTED, greedy_laplace, ggn, k))
+        identical.append(bool(np.array_equal(timing.result, literal)))
+        return {PIVOTED: timing.best[PIVOTED]}
+
+    measured = [
+        _measure(s, _greedy_laplace_run, ALG2_TERMS, ALG2_OPS, rng, pivoted) for s in sweeps
+    ]
+    checks = [c for m in measured for c in _checks(m)]
+    figs = _figure(ctx, measured, "greedy_laplace_complexity.png", "Alg. 2 (Greedy-Laplace)")
+    totals = {c.axis: round(c.time_exponent, 2) for c in checks if c.series == "total"}
+    fast = {m.sweep.axis: fit_exponent(m.sweep.sizes, m.times[PIVOTED]) for m in measured}
+    fast_text = ", ".join(
+        f"{a}: {f.exponent:.2f} [{f.ci_low:.2f}, {f.ci_high:.2f}]" for a, f in fast.items()
+    )
+    status = _verdict_status(checks)
+    if not all(identical):
+        status = Status.REFUTED
+    return Verdict(
+        status,
+        measured=f"time exponents of the whole algorithm: {totals}",
+        expected="p: 1 (Np ≥ p log p), N: 1, k: 3 (k³ of the loop, N ≪ k)",
+        tolerance=TOLERANCE_TEXT,
+        evidence=(
+            f"{HOW} Fits (exponent [95% CI]): {_summary(checks)}. The k sweep runs at N = 8: "
+            "the literal loop costs ≈ 7k³/3 multiply-adds at ~30× the time per multiply-add "
+            "of the BLAS-3 Gram, so the Nk² term cannot dominate the total at any k unless "
+            "N ≳ 30k; its k-exponent is measured two-sided in Alg. 1 (same tiled Gram). "
+            f"The pivoted-Cholesky form (numerics.greedy_laplace, SPEC §4) returned the "
+            f"identical S at all {len(identical)} sizes: {all(identical)}; its time "
+            f"exponents: {fast_text}."
+        ),
+        details={
+            **_details(measured, checks),
+            "pivoted_cholesky_exponents": {a: f._asdict() for a, f in fast.items()},
+            "identical_S": identical,
+        },
+        figures=figs,
+    )
+
+
+def _timed(clock: StageClock, stage: str, fn: Callable, *args: object) -> object:
+    with clock(stage):
+        return fn(*args)
