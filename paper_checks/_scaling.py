@@ -133,7 +133,7 @@ class Timing(NamedTuple):
 
 
 def best_stage_times(
-    run: Callable[[StageClock], object], *, repeats: int = 3, budget: float = 0.15
+    run: Callable[[StageClock], object], *, repeats: int = 2, budget: float = 0.1
 ) -> Timing:
     """Per-stage minimum CPU time of ``run(clock)`` over repeats, plus the minimal "total".
 

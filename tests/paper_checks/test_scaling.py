@@ -160,15 +160,17 @@ def test_single_thread_pins_blas_and_restores_it():
 
 
 @pytest.mark.parametrize(
-    ("measured", "op", "probed", "status"),
+    ("measured", "op", "probed", "regime", "status"),
     [
-        (2.0 + TOL + 0.01, 2.0, False, Status.REFUTED),  # above the bound: always refuted
-        (2.0 + TOL - 0.01, 2.0, True, Status.CONFIRMED),
-        (2.0 - TOL - 0.01, 2.0, True, Status.NOT_REPRODUCIBLE_HERE),  # the term was not probed
-        (2.0 - TOL - 0.01, 2.0, False, Status.CONFIRMED),  # not dominant: upper bound only
-        (2.0, 1.8, True, Status.NOT_REPRODUCIBLE_HERE),  # sizes outside the term's regime
+        (2.0 + TOL + 0.01, 2.0, False, False, Status.REFUTED),  # above the bound: refuted
+        (2.0 + TOL - 0.01, 2.0, True, True, Status.CONFIRMED),
+        (2.0 - TOL - 0.01, 2.0, True, True, Status.NOT_REPRODUCIBLE_HERE),  # not probed
+        (2.0 - TOL - 0.01, 2.0, False, True, Status.CONFIRMED),  # total: upper bound only
+        (2.0, 1.8, True, True, Status.NOT_REPRODUCIBLE_HERE),  # sizes outside the regime
+        (2.0, 1.8, False, False, Status.CONFIRMED),  # a non-dominant stage: no regime check
     ],
 )
-def test_check_status(measured, op, probed, status):
-    check = Check("k", "Ω_SS", 2.0, measured, (measured - 0.1, measured + 0.1), op, probed)
+def test_check_status(measured, op, probed, regime, status):
+    ci = (measured - 0.1, measured + 0.1)
+    check = Check("k", "Ω_SS", 2.0, measured, ci, op, probed, regime)
     assert check.status is status
