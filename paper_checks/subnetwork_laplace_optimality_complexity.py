@@ -222,26 +222,35 @@ def _verdict_status(checks: list[Check]) -> Status:
 
 
 def _figure(ctx: Context, measured: list[Measured], name: str, title: str) -> tuple[str, ...]:
+    """Log-log CPU time against size, one panel per sweep: every stage, the total and the
+    bound's slope (dotted, through the total's first point), each with its fitted slope."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(measured), figsize=(4.2 * len(measured), 3.6))
+    series = list(dict.fromkeys(s for m in measured for s in m.times))
+    colour = {s: f"C{i}" for i, s in enumerate(series)}
+    fig, axes = plt.subplots(1, len(measured), figsize=(4.4 * len(measured), 3.8))
     for ax, m in zip(np.atleast_1d(axes), measured, strict=True):
         x = np.asarray(m.sweep.sizes, dtype=float)
-        for series in [*m.sweep.probed, *(s for s in m.times if s not in m.sweep.probed)]:
-            y = np.asarray(m.times[series])
+        for s, y in m.times.items():
             fit = fit_exponent(x, y)
-            (line,) = ax.loglog(x, y, "o", label=f"{series}: slope {fit.exponent:.2f}")
-            ax.loglog(x, fit.prefactor * x**fit.exponent, "--", color=line.get_color(), lw=1)
+            ax.loglog(x, y, "o", color=colour[s], label=f"{s}: slope {fit.exponent:.2f}")
+            ax.loglog(x, fit.prefactor * x**fit.exponent, "--", color=colour[s], lw=1)
+        e = fit_exponent(x, m.terms["total"]).exponent
+        ax.loglog(
+            x, m.times["total"][0] * (x / x[0]) ** e, ":", color="k", label=f"bound: {e:.2f}"
+        )
         n, p, k = m.sweep.shape(m.sweep.sizes[0])
         fixed = {"N": n, "p": p, "k": k}
         fixed.pop(m.sweep.axis)
-        ax.set_xlabel(f"{m.sweep.axis}  ({', '.join(f'{a}={v}' for a, v in fixed.items())})")
+        ax.set_xlabel(f"{m.sweep.axis}  ({', '.join(f'{a} = {v}' for a, v in fixed.items())})")
+        ax.set_xticks(x, [str(v) for v in m.sweep.sizes])
+        ax.minorticks_off()
         ax.set_ylabel("thread CPU time, min over repeats [s]")
         ax.legend(fontsize=7)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(f"{title}: cost exponents (one BLAS thread)", fontsize=10)
     fig.tight_layout()
     return ctx.save_figure(fig, name)
 
