@@ -94,7 +94,7 @@ class Jacobians:
 
 
 def _sizes(start: int, full: bool) -> tuple[int, ...]:
-    """Four doublings (an 8× span) in quick mode, five (16×) with ``--full``."""
+    """Four sizes, each twice the last (an 8× span), in quick mode; five (16×) with --full."""
     return tuple(start * 2**i for i in range(5 if full else 4))
 
 
