@@ -297,7 +297,7 @@ HOW = (
     "tiled Gram, Σ_t(m−t)² for the Schur updates) gives the noise-free exponent of the "
     f"regime. Tolerance ±{TOL}: a factor 8^{TOL} ≈ {8**TOL:.1f} over the span, the size of "
     "BLAS-efficiency, cache-level and per-call-overhead effects; one power more would be a "
-    "factor 8; 5 runs under load spread by ≤ 0.2."
+    "factor 8."
 )
 MEMORY = (
     "Sizes avoid two machine artefacts that are not the algorithm's cost: power-of-two "
