@@ -34,7 +34,7 @@ from numerics.ipv import (
     ipv_path,
 )
 from numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
-from numerics.lanczos import EigshResult, LanczosResult, eigsh, lanczos, lanczos_inverse_sqrt
+from numerics.krylov import LanczosResult, lanczos, lanczos_inverse_sqrt
 from numerics.lowrank import LowRankLaplace
 from numerics.ntk_sketch import jvp_ntk_estimate, ntk_estimate_variance, paper_ntk_variance
 from numerics.predictive import (
@@ -57,6 +57,7 @@ from numerics.selection import (
     random_subset,
     subnet_diagonal,
 )
+from numerics.thick_restart import EigshResult, eigsh
 
 __all__ = [
     "DENSE_MAX_P",

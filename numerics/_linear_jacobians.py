@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from numerics._large_outputs import empty
+
 __all__ = ["LinearPlan", "LinearSignals", "linear_plan", "linear_signals"]
 
 
@@ -82,7 +84,7 @@ class LinearSignals:
 
         B, C = self.delta[0].shape[:2]
         if out is None:
-            out = torch.empty((B, C, self.plan.p), dtype=self.a[0].dtype, device=self.a[0].device)
+            out = empty((B, C, self.plan.p), dtype=self.a[0].dtype, device=self.a[0].device)
         for m, ws, bs, a, d in self._layers():
             n_o, n_i = m.weight.shape
             view = out[:, :, ws : ws + n_o * n_i].unflatten(-1, (n_o, n_i))

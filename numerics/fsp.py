@@ -3,7 +3,7 @@
 - :func:`rkhs_norm_estimate` — the context-point estimate of eq. (3.7),
   ``(f(C) − μ(C))ᵀ Σ(C, C)⁻¹ (f(C) − μ(C)) = ‖h_C‖²_H ≤ ‖f − μ‖²_H``.
 - :func:`fsp_laplace` — Algorithm 2, steps 2–9, matrix-free in p: Lanczos on the kernel
-  Gram Σ(C, C) from ``J(C)1/‖J(C)1‖`` (:func:`numerics.lanczos.lanczos_inverse_sqrt`),
+  Gram Σ(C, C) from ``J(C)1/‖J(C)1‖`` (:func:`numerics.krylov.lanczos_inverse_sqrt`),
   ``M = J(C)ᵀL``, thin SVD, the r × r matrix A of eq. (3.9), its eigendecomposition, the
   square root ``S = U_M U_A D_A^{†/2}`` and the truncation of step 9 so that marginal
   variances at the context points do not exceed the prior's.
@@ -27,7 +27,7 @@ import scipy.linalg
 from array_api_compat import array_namespace
 
 from numerics._arrays import Space, as_matrix, positive_int, to_host
-from numerics.lanczos import lanczos_inverse_sqrt
+from numerics.krylov import lanczos_inverse_sqrt
 
 __all__ = ["DroppedTerms", "FSPLaplace", "dropped_terms", "fsp_laplace", "rkhs_norm_estimate"]
 

@@ -41,7 +41,9 @@ Array = Any
 
 def _invertible(v: Array, xp: Any) -> Array:
     """``v`` unchanged if v and 1/v are finite in its dtype (D = V⁻¹ is used by Woodbury)."""
-    if not (bool(xp.all(xp.isfinite(v))) and bool(xp.all(xp.isfinite(1 / v)))):
+    with np.errstate(over="ignore", divide="ignore"):  # an overflow is the answer, not noise
+        finite_inverse = bool(xp.all(xp.isfinite(1 / v)))
+    if not (bool(xp.all(xp.isfinite(v))) and finite_inverse):
         raise ValueError(
             "prior_precision must be finite with a finite reciprocal in the array's dtype "
             "(D = V⁻¹ enters the Woodbury identity)"

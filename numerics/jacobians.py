@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from numerics._large_outputs import empty as _empty
 from numerics._layout import (
     ParameterBlock,
     ParameterLayout,
@@ -220,6 +221,7 @@ def per_sample_jacobian(
     subset: Any = None,
     chunk_size: int | None = None,
     method: str = "auto",
+    out: Any = None,
 ) -> Any:
     """Per-sample Jacobian J[n] = ∇_θ f_θ(x_n) at the model's current θ (SPEC §0, g(x)).
 
@@ -237,12 +239,17 @@ def per_sample_jacobian(
         Rows per chunk; default from :data:`JACOBIAN_BUDGET_BYTES`.
     method : {"auto", "vmap", "linear"}
         See :func:`jacobian_chunks`.
+    out : torch.Tensor, optional
+        A buffer of the returned shape, dtype and device to write J into (reused across
+        calls, e.g. when streaming test batches, it saves the first-touch cost of a fresh
+        N × p output). Without it, a large CPU output is allocated on transparent huge pages
+        (:mod:`numerics._large_outputs`).
 
     Returns
     -------
     torch.Tensor
         (N, p) or (N, k) for one output; (N, C, p) or (N, C, k) for C outputs; on the
-        model's device, in the parameters' dtype.
+        model's device, in the parameters' dtype. ``out`` itself when given.
     """
     torch = _torch()
     _check_model(model)
@@ -250,13 +257,18 @@ def per_sample_jacobian(
     idx = None if subset is None else _subset_index(subset, p)
     X = _as_input(model, X)
     cols = p if idx is None else idx.size
-    out = None
+    given, buf = out, None
     tidx = None
     for start, fb, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
-        if out is None:
+        if buf is None:
             ref = fb if J is None else J
-            out = torch.empty((X.shape[0], fb.shape[1], cols), dtype=ref.dtype, device=ref.device)
-        dest = out[start : start + fb.shape[0]]
+            shape = (X.shape[0], fb.shape[1], cols)
+            buf = (
+                _empty(shape, dtype=ref.dtype, device=ref.device)
+                if given is None
+                else _output_view(given, shape, ref)
+            )
+        dest = buf[start : start + fb.shape[0]]
         if sig is not None and idx is None:
             sig.full(out=dest)  # written in place: no chunk copy
             continue
@@ -268,7 +280,23 @@ def per_sample_jacobian(
             J = J.index_select(-1, tidx)
         dest.copy_(J)
         del J
-    return out[:, 0] if out.shape[1] == 1 else out
+    return given if given is not None else (buf[:, 0] if buf.shape[1] == 1 else buf)
+
+
+def _output_view(out: Any, shape: tuple[int, int, int], ref: Any) -> Any:
+    """``out`` checked against the Jacobian's shape, dtype and device; viewed as (N, C, cols)."""
+    torch = _torch()
+    want = shape[::2] if shape[1] == 1 else shape
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a torch.Tensor; got {type(out).__name__}")
+    if tuple(out.shape) != want or out.dtype != ref.dtype or out.device != ref.device:
+        raise ValueError(
+            f"out must have shape {want}, dtype {ref.dtype} and device {ref.device}; got "
+            f"shape {tuple(out.shape)}, dtype {out.dtype}, device {out.device}"
+        )
+    if not out.is_contiguous():
+        raise ValueError("out must be contiguous")
+    return out.view(shape)
 
 
 def _weights(f: Any, likelihood: str, eps: float) -> Any:

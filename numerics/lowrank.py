@@ -1,7 +1,7 @@
 """Low-rank Laplace: the top-r eigenpairs of the GGN's likelihood part plus the exact prior.
 
 ``Ω ≈ Ω_r = U diag(λ) Uᵀ + V`` with (λ, U) the top-r Ritz pairs of ``J_wᵀ J_w`` from
-:func:`numerics.lanczos.eigsh` and V the diagonal prior precision (SPEC.md §5). The
+:func:`numerics.thick_restart.eigsh` and V the diagonal prior precision (SPEC.md §5). The
 predictive variance and the log-determinant follow from Woodbury on an r × r system with
 B = U diag(λ)^{1/2} and D = V⁻¹ (SPEC.md §1, never a p × p matrix, never an explicit
 inverse)::
@@ -25,7 +25,7 @@ from array_api_compat import array_namespace
 from numerics._arrays import Space, as_matrix, to_host
 from numerics.backend import as_float, cholesky, solve_triangular
 from numerics.ggn import prior_vector
-from numerics.lanczos import EigshResult, eigsh
+from numerics.thick_restart import EigshResult, eigsh
 
 __all__ = ["LowRankLaplace"]
 

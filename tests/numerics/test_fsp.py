@@ -134,9 +134,11 @@ def test_truncation_caps_context_variances_at_the_prior():
     # step 9 must remove the smallest eigenvalues of D_A until none does.
     J_C, gram, _, _, _ = _gp_setting(seed=4)
     res = fsp_laplace(J_C, gram, None, num_steps=4)
-    full_var = np.sum(
-        (J_C @ (res.basis @ np.linalg.pinv(np.diag(np.sqrt(res.eigenvalues))))) ** 2, axis=1
-    )
+    # Untruncated covariance U_M A⁺ U_Mᵀ with A = U_Mᵀ Λ U_M and Λ = M Mᵀ (no data term).
+    UM = res.basis.T @ res.M
+    A = UM @ UM.T
+    np.testing.assert_allclose(np.linalg.eigvalsh(A), res.eigenvalues, rtol=1e-8, atol=1e-10)
+    full_var = np.einsum("ij,jk,ik->i", J_C @ res.basis, np.linalg.pinv(A), J_C @ res.basis)
     assert np.any(full_var > res.prior_variance * 1.01)  # truncation was needed
     assert res.num_truncated >= 1
     assert np.all(res.context_variance <= res.prior_variance * (1 + 1e-9))

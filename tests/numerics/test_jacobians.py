@@ -299,3 +299,32 @@ def test_dlpack_handoff_to_cupy():
     c = to_cupy(t)
     c[0] = 42.0  # shares memory: no copy
     assert float(t[0]) == 42.0
+
+
+@pytest.mark.parametrize("d_out", [1, 3])
+def test_out_buffer_is_filled_and_returned(d_out):
+    model = _mlp(3, d_out)
+    X = torch.randn(7, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    ref = per_sample_jacobian(model, X, method="vmap")
+    buf = torch.full_like(ref, float("nan"))
+    got = per_sample_jacobian(model, X, chunk_size=3, out=buf)
+    assert got is buf
+    torch.testing.assert_close(buf, ref, rtol=1e-13, atol=1e-15)
+    S = [4, 0, 30]
+    sub = torch.empty(ref[..., S].shape, dtype=torch.float64)
+    assert per_sample_jacobian(model, X, subset=S, out=sub) is sub
+    torch.testing.assert_close(sub, ref[..., S], rtol=1e-13, atol=1e-15)
+
+
+def test_out_buffer_is_checked():
+    model = _mlp(3, 1)
+    X = torch.randn(4, 3, dtype=torch.float64)
+    p = parameter_layout(model).p
+    with pytest.raises(TypeError, match="out"):
+        per_sample_jacobian(model, X, out=np.zeros((4, p)))
+    with pytest.raises(ValueError, match="out must have shape"):
+        per_sample_jacobian(model, X, out=torch.zeros(4, p + 1, dtype=torch.float64))
+    with pytest.raises(ValueError, match="dtype"):
+        per_sample_jacobian(model, X, out=torch.zeros(4, p))
+    with pytest.raises(ValueError, match="contiguous"):
+        per_sample_jacobian(model, X, out=torch.zeros(p, 4, dtype=torch.float64).T)

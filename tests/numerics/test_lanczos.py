@@ -8,7 +8,8 @@ import scipy.sparse.linalg as spla
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics.lanczos import eigsh, lanczos, lanczos_inverse_sqrt
+from numerics.krylov import lanczos, lanczos_inverse_sqrt
+from numerics.thick_restart import eigsh
 from tests.numerics.conftest import host
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from numerics.ggn import GGN
-from numerics.lanczos import eigsh
 from numerics.lowrank import LowRankLaplace
+from numerics.thick_restart import eigsh
 from tests.numerics.conftest import host
 
 

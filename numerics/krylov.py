@@ -1,17 +1,15 @@
-"""Symmetric Lanczos you can trust: full reorthogonalisation, a breakdown guard, thick restarts.
+"""Symmetric Lanczos you can trust: full reorthogonalisation and a breakdown guard.
 
-Three public kernels, all matrix-free and array-API generic (NumPy, CuPy, torch,
-array_api_strict): the basis lives in the namespace of the start vector (or of ``like``);
-the small tridiagonal / arrowhead eigenproblems are solved on the host in float64.
+Matrix-free and array-API generic (NumPy, CuPy, torch, array_api_strict): the basis lives in
+the namespace of the start vector (or of ``like``); the small tridiagonal eigenproblems are
+solved on the host in float64. :func:`numerics.thick_restart.eigsh` builds on the same
+process.
 
 - :func:`lanczos` — the Lanczos process ``A Q = Q T + β_m q_{m+1} e_mᵀ`` with classical
   Gram–Schmidt reorthogonalisation applied twice, and a breakdown guard: when
   ``β_j ≤ tol·‖T‖`` an invariant subspace was found; the process either stops or continues
   with a fresh random vector orthogonal to the basis (``SPEC.md`` §5). A GGN has rank
   ≤ N·C < p, so this is the normal case, not an edge case.
-- :func:`eigsh` — thick-restart Lanczos (Wu & Simon 2000; equivalent to ARPACK's implicit
-  restart with exact shifts) for k extreme eigenpairs, with the relative convergence test
-  ``|β_m s_{m,i}| ≤ tol·|θ_max|``.
 - :func:`lanczos_inverse_sqrt` — ``L`` with ``L Lᵀ = Q T⁺ Qᵀ ≈ A⁺`` on the Krylov space
   (fsp-laplace.txt §3.2, Algorithm 2 step 3).
 
@@ -22,7 +20,6 @@ Deterministic: all randomness comes from ``rng`` (a ``numpy.random.Generator``; 
 from __future__ import annotations
 
 from collections.abc import Callable
-from numbers import Integral
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -34,22 +31,13 @@ from numerics._arrays import positive_float as _positive_float
 from numerics._arrays import positive_int as _positive_int
 from numerics._arrays import to_host as _to_host
 
-__all__ = [
-    "EigshResult",
-    "LanczosResult",
-    "eigsh",
-    "lanczos",
-    "lanczos_inverse_sqrt",
-]
+__all__ = ["LanczosResult", "lanczos", "lanczos_inverse_sqrt"]
 
 Array = Any
 Matvec = Callable[[Array], Array]
 
 #: Default breakdown threshold, in units of the dtype's machine epsilon times ‖T‖.
 _BREAKDOWN_EPS_FACTOR = 50.0
-#: Thick restart keeps k + max(#converged, _KEEP_FRAC·(ncv − k)) Ritz vectors (0.3–0.7 measured
-#: within ±3% matvecs on power-law and flat GGN spectra).
-_KEEP_FRAC = 0.5
 
 
 class LanczosResult(NamedTuple):
@@ -80,35 +68,6 @@ class LanczosResult(NamedTuple):
     breakdowns: tuple[int, ...]
     orthogonality_loss: float
     num_matvecs: int
-
-
-class EigshResult(NamedTuple):
-    """The outcome of :func:`eigsh`, most wanted eigenpair first.
-
-    Attributes
-    ----------
-    values : ndarray, shape (k,)
-        Ritz values (host, float64), ordered most wanted first: descending for ``"LA"``,
-        ascending for ``"SA"``, descending magnitude for ``"LM"``.
-    vectors : array, shape (n, k)
-        Ritz vectors (orthonormal columns, in the namespace of the basis).
-    residuals : ndarray, shape (k,)
-        Residual norms ``‖A y_i − θ_i y_i‖`` as estimated by ``|β_m s_{m,i}|`` (exact up to
-        roundoff under full reorthogonalisation).
-    num_matvecs : int
-        Number of products with A.
-    num_restarts : int
-        Number of thick restarts performed.
-    converged : bool
-        Whether every returned pair met ``residual ≤ tol·|θ_max|``.
-    """
-
-    values: np.ndarray
-    vectors: Array
-    residuals: np.ndarray
-    num_matvecs: int
-    num_restarts: int
-    converged: bool
 
 
 def _start_vector(
@@ -330,154 +289,6 @@ def lanczos(
         orthogonality_loss=loss,
         num_matvecs=kry.num_matvecs,
     )
-
-
-# ----------------------------------------------------------------------------- eigsh
-
-
-def _wanted_order(theta: np.ndarray, which: str) -> np.ndarray:
-    if which == "LA":
-        return np.argsort(-theta, kind="stable")
-    if which == "SA":
-        return np.argsort(theta, kind="stable")
-    return np.argsort(-np.abs(theta), kind="stable")
-
-
-def eigsh(
-    matvec: Matvec,
-    n: int,
-    k: int,
-    *,
-    which: Literal["LA", "SA", "LM"] = "LA",
-    tol: float | None = None,
-    max_restarts: int = 200,
-    ncv: int | None = None,
-    v0: Array | None = None,
-    rng: np.random.Generator | None = None,
-    like: Array | None = None,
-    verify: bool = False,
-) -> EigshResult:
-    """k extreme eigenpairs of a symmetric operator by thick-restart Lanczos.
-
-    Each cycle extends an orthonormal basis (full reorthogonalisation, breakdown guard as in
-    :func:`lanczos`) to ``ncv`` vectors, solves the projected eigenproblem on the host, and
-    keeps the ``k + (ncv − k)//2`` most wanted Ritz vectors plus the residual vector
-    (Wu & Simon 2000, "Thick-restart Lanczos"). A Ritz pair has converged when
-    ``|β_m s_{m,i}| ≤ tol·|θ_max|`` (SPEC.md §5: relative, not absolute).
-
-    Parameters
-    ----------
-    matvec : callable
-        ``v ↦ A v`` for a symmetric A.
-    n : int
-        Dimension of A.
-    k : int
-        Number of eigenpairs, in [1, n].
-    which : {"LA", "SA", "LM"}
-        Largest algebraic, smallest algebraic, largest magnitude.
-    tol : float, optional
-        Relative residual tolerance; default ``max(1e-10, 100·eps)`` of the dtype (1e-10 in
-        float64, 1.2e-5 in float32).
-    max_restarts : int
-        Give up (``converged=False``) after this many restarts.
-    ncv : int, optional
-        Basis size per cycle; default ``min(n, max(2k + 1, 20))`` (ARPACK's rule).
-    v0, rng, like
-        As in :func:`lanczos`.
-    verify : bool
-        After convergence, run deflated cycles from fresh random vectors orthogonal to the
-        kept Ritz vectors until the wanted values stop changing. Single-vector Krylov finds
-        one copy of a repeated eigenvalue per direction it is started in, so without this a
-        multiplicity above the rounding-induced copies (ARPACK shares the limitation) can be
-        reported converged with a copy missing; verification costs extra matvecs.
-
-    Returns
-    -------
-    EigshResult
-        ``(values, vectors, residuals, num_matvecs, num_restarts, converged)``.
-    """
-    n = _positive_int(n, "n")
-    k = _positive_int(k, "k", high=n)
-    if which not in ("LA", "SA", "LM"):
-        raise ValueError(f"which must be 'LA', 'SA' or 'LM'; got {which!r}")
-    tol_given = None if tol is None else _positive_float(tol, "tol")
-    if isinstance(max_restarts, bool) or not isinstance(max_restarts, Integral):
-        raise TypeError(f"max_restarts must be an integer; got {type(max_restarts).__name__}")
-    if max_restarts < 0:
-        raise ValueError(f"max_restarts must be >= 0; got max_restarts={max_restarts}")
-    m = min(n, max(2 * k + 1, 20)) if ncv is None else _positive_int(ncv, "ncv", high=n)
-    if m < min(n, k + 2) and m != n:
-        raise ValueError(f"ncv must be >= k + 2 (or n); got ncv={m}, k={k}, n={n}")
-    if not callable(matvec):
-        raise TypeError(f"matvec must be callable; got {type(matvec).__name__}")
-    rng = _check_rng(rng)
-    space = _Space(n, v0, like)
-    tol = max(1e-10, 100.0 * space.eps) if tol_given is None else tol_given
-    kry = _Krylov(
-        matvec,
-        space,
-        m,
-        rng=rng,
-        tol=_BREAKDOWN_EPS_FACTOR * space.eps,
-        full=True,
-        restart_on_breakdown=True,
-    )
-    kry.Q[0, :] = _start_vector(space, v0, rng)
-    start, restarts = 0, 0
-    previous: np.ndarray | None = None
-    while True:
-        seen = len(kry.breakdowns)
-        m_eff = kry.extend(start, m)
-        theta, S = scipy.linalg.eigh(kry.T[:m_eff, :m_eff])
-        beta_m = 0.0 if kry.exhausted else kry.beta_last
-        res = np.abs(beta_m * S[m_eff - 1, :])
-        order = _wanted_order(theta, which)
-        want = order[:k]
-        scale = max(float(np.max(np.abs(theta))), np.finfo(float).tiny)
-        converged = bool(np.all(res[want] <= tol * scale))
-        # After a breakdown the basis spans an invariant subspace: its Ritz pairs are exact,
-        # but wanted eigenvalues (e.g. further copies of a repeated one, or of 0 for "SA"
-        # on a GGN) may lie in the unexplored complement. Accept only once a whole cycle
-        # of fresh exploration has left the wanted values unchanged.
-        deflate = False
-        if converged and (verify or len(kry.breakdowns) > seen):
-            stable = previous is not None and np.all(np.abs(theta[want] - previous) <= tol * scale)
-            previous = theta[want].copy()
-            converged = bool(stable)
-            deflate = verify and not converged
-        done = converged or kry.exhausted or m_eff == n
-        if done or restarts >= max_restarts:
-            Y = space.asarray(np.ascontiguousarray(S[:, want]))
-            vectors = kry.Q[:m_eff, :].T @ Y
-            return EigshResult(
-                values=theta[want].copy(),
-                vectors=vectors,
-                residuals=res[want].copy(),
-                num_matvecs=kry.num_matvecs,
-                num_restarts=restarts,
-                converged=bool(want.size == k and np.all(res[want] <= tol * scale)),
-            )
-        # Thick restart: keep l Ritz vectors and the residual vector q_{m+1}.
-        nconv = int(np.sum(res[want] <= tol * scale))
-        keep_n = min(k + max(nconv, int(_KEEP_FRAC * (m - k))), m - 2)
-        keep_n = k if deflate else max(keep_n, k)
-        keep = order[:keep_n]
-        Sk = space.asarray(np.ascontiguousarray(S[:, keep].T))
-        new_rows = Sk @ kry.Q[:m_eff, :]
-        next_q = kry.Q[m_eff, :]
-        kry.Q[:keep_n, :] = new_rows
-        kry.Q[keep_n, :] = next_q
-        T = np.zeros_like(kry.T)
-        T[np.arange(keep_n), np.arange(keep_n)] = theta[keep]
-        T[:keep_n, keep_n] = T[keep_n, :keep_n] = beta_m * S[m_eff - 1, keep]
-        if deflate:  # explore from a fresh direction; the converged couplings are ≤ tol
-            fresh = kry._fresh_vector(keep_n - 1)
-            if fresh is not None:
-                kry.Q[keep_n, :] = fresh
-                T[:keep_n, keep_n] = T[keep_n, :keep_n] = 0.0
-        kry.T = T
-        start = keep_n
-        restarts += 1
 
 
 # ----------------------------------------------------------------------------- A^{+1/2}
