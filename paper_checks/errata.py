@@ -118,8 +118,11 @@ ERRATA: tuple[Erratum, ...] = (
         "self-supervised-laplace",
         "App. A.1, highest-density region",
         "The derivation integrates the L2 loss as a density and ends with {|y − f| ≥ c}.",
-        "That set is the complement of an interval, not a highest-density region; the "
-        "constants are undefined, so the derivation is not checkable as written.",
+        "That set is the complement of an interval, not a highest-density region; 8 of "
+        "the 10 displayed equalities after eq. (26) fail as algebra (eq. 28's extra −ℓ̃, "
+        "|b*| for (b*)², a cube root taken twice, a sign of log(2π/n), 𝔠's −3 log π "
+        "counted twice).",
+        "claim hdr-derivation-app-a1",
     ),
     Erratum(
         "subnetwork-inference",
