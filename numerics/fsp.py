@@ -29,7 +29,14 @@ from array_api_compat import array_namespace
 from numerics._arrays import Space, as_matrix, positive_int, to_host
 from numerics.krylov import lanczos_inverse_sqrt
 
-__all__ = ["DroppedTerms", "FSPLaplace", "dropped_terms", "fsp_laplace", "rkhs_norm_estimate"]
+__all__ = [
+    "DroppedTerms",
+    "FSPLaplace",
+    "dropped_terms",
+    "fsp_laplace",
+    "fsp_laplace_from_factor",
+    "rkhs_norm_estimate",
+]
 
 Array = Any
 
@@ -117,6 +124,20 @@ class FSPLaplace:
         return self.scale @ (self.scale.T @ v)
 
 
+def _check_inputs(J_context: Array, Jw: Array | None, prior_variance: Array):
+    """Validate J(C), J_w and diag Σ(C, C); return them as (J(C), J_w, host prior)."""
+    J_context = as_matrix(J_context, "J_context")
+    nC, p = (int(s) for s in J_context.shape)
+    if Jw is not None:
+        Jw = as_matrix(Jw, "Jw")
+        if int(Jw.shape[1]) != p:
+            raise ValueError(f"Jw must have p={p} columns; got {Jw.shape[1]}")
+    prior = to_host(prior_variance).reshape(-1)
+    if prior.size != nC or not np.all(prior > 0):
+        raise ValueError(f"prior_variance must be positive with length n_C={nC}")
+    return J_context, Jw, prior
+
+
 def fsp_laplace(
     J_context: Array,
     gram: Any,
@@ -153,11 +174,6 @@ def fsp_laplace(
     FSPLaplace
     """
     J_context = as_matrix(J_context, "J_context")
-    nC, p = (int(s) for s in J_context.shape)
-    if Jw is not None:
-        Jw = as_matrix(Jw, "Jw")
-        if int(Jw.shape[1]) != p:
-            raise ValueError(f"Jw must have p={p} columns; got {Jw.shape[1]}")
     matvec = gram.matvec if hasattr(gram, "matvec") else gram
     if not callable(matvec):
         raise TypeError(f"gram must be callable or have .matvec; got {type(gram).__name__}")
@@ -165,18 +181,41 @@ def fsp_laplace(
         if not hasattr(gram, "diagonal"):
             raise ValueError("prior_variance is required when gram has no .diagonal()")
         prior_variance = gram.diagonal()
-    prior = to_host(prior_variance).reshape(-1)
-    if prior.size != nC or not np.all(prior > 0):
-        raise ValueError(f"prior_variance must be positive with length n_C={nC}")
+    J_context, Jw, prior = _check_inputs(J_context, Jw, prior_variance)
+    nC, p = (int(s) for s in J_context.shape)
     num_steps = min(positive_int(num_steps, "num_steps"), nC)
     xp = array_namespace(J_context)
-    space = Space(p, None, J_context)
-
     # Steps 2–3: Lanczos on Σ(C, C) from J(C)1 / ‖J(C)1‖.
     v = J_context @ xp.ones((p,), dtype=J_context.dtype, device=J_context.device)
     if float(xp.linalg.vector_norm(v)) == 0.0:
         raise ValueError("J_context @ 1 is zero: the Lanczos start vector of step 2 is undefined")
     L = lanczos_inverse_sqrt(matvec, v, num_steps)
+    return fsp_laplace_from_factor(J_context, L, Jw, prior_variance=prior, rcond=rcond, rtol=rtol)
+
+
+def fsp_laplace_from_factor(
+    J_context: Array,
+    L: Array,
+    Jw: Array | None,
+    *,
+    prior_variance: Array,
+    rcond: float = 1e-10,
+    rtol: float = 1e-9,
+) -> FSPLaplace:
+    """Algorithm 2 of fsp-laplace.txt, steps 4–9, from a given factor L with LLᵀ ≈ Σ(C, C)†.
+
+    :func:`fsp_laplace` calls it with the Lanczos factor of step 3; passing the dense
+    ``L = V Θ^{†/2}`` of ``Σ(C, C) = V Θ Vᵀ`` gives Algorithm 2 with the exact
+    pseudo-inverse (the reference of the ``lanczos-factor`` paper check). Parameters as in
+    :func:`fsp_laplace`; ``L`` has shape (n_C·d', r) and ``prior_variance`` is required.
+    """
+    J_context, Jw, prior = _check_inputs(J_context, Jw, prior_variance)
+    nC, p = (int(s) for s in J_context.shape)
+    L = as_matrix(L, "L")
+    if int(L.shape[0]) != nC:
+        raise ValueError(f"L must have n_C·d'={nC} rows; got {L.shape[0]}")
+    xp = array_namespace(J_context)
+    space = Space(p, None, J_context)
     # Step 4–5: M = J(C)ᵀ L and its thin SVD (drop numerically zero singular values).
     # Thin SVD as QR of the tall M (backend) + SVD of the small R (host): U_M = Q U_R.
     M = J_context.T @ L
