@@ -27,8 +27,10 @@ __all__ = [
     "LanczosSweep",
     "consumed_precision_error",
     "eckart_young_floor",
+    "lanczos_figure",
     "lanczos_sweep",
     "pinv_factor",
+    "summarize",
 ]
 
 
@@ -77,6 +79,9 @@ class LanczosSweep(NamedTuple):
     floor: np.ndarray  #: Eckart–Young floor of the raw error at rank(L)
     precision: np.ndarray  #: ‖J(C)ᵀ(LLᵀ − Σ†)J(C)‖_F / ‖J(C)ᵀΣ†J(C)‖_F
     variance: np.ndarray  #: max relative error of the predictive variances at test points
+    ratio_min: np.ndarray  #: min over test points of Var_L / Var_† (< 1: too confident)
+    truncated: np.ndarray  #: k of Algorithm 2 step 9 with the m-step factor
+    n: int  #: n_C d', the order of Σ(C, C)
     steps_reached: int  #: Lanczos steps until breakdown or the cap
     breakdown: bool  #: whether Lanczos stopped at an invariant subspace before the cap
     rcond: float  #: relative cutoff of Σ† (and of the Ritz values at m = n)
@@ -118,7 +123,8 @@ def lanczos_sweep(
     if num_points is None or num_points >= reached:
         steps = np.arange(1, reached + 1)
     else:
-        steps = np.unique(np.geomspace(1, reached, num_points).round().astype(int))
+        grid = np.geomspace(1, reached, num_points).round().astype(int)
+        steps = np.unique(np.append(grid, min(n // 2, reached)))  # include m = n_C d'/2
     rcond = n * np.finfo(float).eps
     L_exact, theta = pinv_factor(gram.dense(), rcond=rcond)
     K_pinv = L_exact @ L_exact.T
@@ -127,22 +133,85 @@ def lanczos_sweep(
     var_exact = fsp_laplace_from_factor(
         J_context, L_exact, Jw, prior_variance=prior
     ).predictive_variance(J_test)
-    out = {k: [] for k in ("rank", "raw", "floor", "precision", "variance")}
+    out = {
+        k: [] for k in ("rank", "raw", "floor", "precision", "variance", "ratio_min", "truncated")
+    }
     for m in steps:
         L = lanczos_inverse_sqrt(gram.matvec, v, int(m))
         E = L @ L.T - K_pinv
-        var = fsp_laplace_from_factor(J_context, L, Jw, prior_variance=prior)
+        res = fsp_laplace_from_factor(J_context, L, Jw, prior_variance=prior)
+        ratio = res.predictive_variance(J_test) / var_exact
         out["rank"].append(L.shape[1])
         out["raw"].append(np.linalg.norm(E) / np.linalg.norm(K_pinv))
         out["floor"].append(eckart_young_floor(theta, L.shape[1], rcond=rcond))
         out["precision"].append(consumed_precision_error(R, E, K_pinv))
-        out["variance"].append(
-            np.max(np.abs(var.predictive_variance(J_test) - var_exact) / var_exact)
-        )
+        out["variance"].append(np.max(np.abs(ratio - 1.0)))
+        out["ratio_min"].append(np.min(ratio))
+        out["truncated"].append(res.num_truncated)
     return LanczosSweep(
         steps=steps,
         **{k: np.asarray(val) for k, val in out.items()},
+        n=n,
         steps_reached=reached,
         breakdown=bool(run.breakdowns) and reached < min(max_steps, n),
         rcond=rcond,
     )
+
+
+def summarize(sweep: LanczosSweep, *, rank_fraction: float, rel_tol: float) -> dict:
+    """JSON-ready numbers of a sweep: at the rank reached, at m = n_C d'/2, and the m needed.
+
+    ``rank_ok``: r ≤ rank_fraction·n_C d'; ``approx_ok``: both consumed errors (prior
+    precision, predictive variance) ≤ rel_tol at r; ``steps_needed``: the smallest swept m
+    from which both stay ≤ rel_tol (None if never).
+    """
+    n = sweep.n
+    ok = np.maximum(sweep.precision, sweep.variance) <= rel_tol
+    tail_ok = np.flip(np.cumprod(np.flip(ok))).astype(bool)  # tail_ok[i] = all(ok[i:])
+    half = int(np.searchsorted(sweep.steps, min(n // 2, sweep.steps_reached)))
+    out = {
+        "n": n,
+        "steps_reached": sweep.steps_reached,
+        "rank": int(sweep.rank[-1]),
+        "breakdown": sweep.breakdown,
+        "rank_ok": bool(sweep.rank[-1] <= rank_fraction * n),
+        "approx_ok": bool(ok[-1]),
+        "steps_needed": int(sweep.steps[np.argmax(tail_ok)]) if tail_ok[-1] else None,
+        "half_steps": int(sweep.steps[half]),
+        "rcond": float(sweep.rcond),
+    }
+    for field in ("raw", "floor", "precision", "variance", "ratio_min", "truncated"):
+        values = getattr(sweep, field)
+        out[field] = values[-1].item()
+        out[f"half_{field}"] = values[half].item()
+    out["sweep"] = {
+        f: getattr(sweep, f).tolist() for f in ("steps", "raw", "precision", "variance")
+    }
+    return out
+
+
+def lanczos_figure(sweeps: dict[str, LanczosSweep], *, rank_fraction: float, rel_tol: float):
+    """The three errors of each sweep against the number of Lanczos steps (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharex=True)
+    titles = ("‖LLᵀ − Σ†‖_F / ‖Σ†‖_F", "‖Jᵀ(LLᵀ − Σ†)J‖_F / ‖JᵀΣ†J‖_F", "max |Var_L/Var_† − 1|")
+    tiny = 1e-16
+    for label, sw in sweeps.items():
+        for ax, field in zip(axes, ("raw", "precision", "variance"), strict=True):
+            (line,) = ax.semilogy(sw.steps, np.maximum(getattr(sw, field), tiny), label=label)
+            if field == "raw":
+                ax.semilogy(sw.steps, np.maximum(sw.floor, tiny), ":", color=line.get_color())
+    n = max(sw.n for sw in sweeps.values())
+    for ax, title in zip(axes, titles, strict=True):
+        ax.axhline(rel_tol, color="k", lw=0.8, ls="--")
+        ax.axvline(rank_fraction * n, color="grey", lw=0.8, ls="--")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("Lanczos steps m")
+    axes[0].legend(fontsize=7, title="dotted: Eckart–Young floor", title_fontsize=7)
+    fig.suptitle("FSP-Laplace Alg. 2 step 3: Lanczos factor vs dense Σ†", fontsize=10)
+    fig.tight_layout()
+    return fig

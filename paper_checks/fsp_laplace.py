@@ -220,3 +220,94 @@ def _decomposition(ctx: Context) -> Verdict:
         ),
         details={f"{k}/{t}": r for (k, t), r in runs.items()},
     )
+
+
+#: Tolerances of the ``lanczos-factor`` check, fixed before measuring: "r ≪ n_C d'" means
+#: r ≤ n_C d'/2 (at least a factor 2 saved); "L Lᵀ ≈ Σ†" means ≤ 5 % relative error in
+#: what Algorithm 2 consumes (J(C)ᵀ L Lᵀ J(C) in Frobenius norm, and every predictive
+#: variance at the test points) — the accuracy at which a predictive error bar is "right".
+LANCZOS_RANK_FRACTION = 0.5
+LANCZOS_REL_TOL = 0.05
+
+
+def _test_points(task: str) -> np.ndarray:
+    if task == "regression":
+        return np.linspace(-2.0, 2.0, 201)[:, None]
+    g = np.linspace(-3.75, 3.75, 21)
+    return np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)
+
+
+@claim(
+    paper=PAPER,
+    name="lanczos-factor",
+    location="§3.2 and Alg. 2 step 3",
+    statement=(
+        "Fully reorthogonalised Lanczos on Σ(C, C) started at J(C)1/‖J(C)1‖ gives a rank "
+        "r ≪ n_C d' factor with L Lᵀ ≈ Σ(C, C)†."
+    ),
+    expected=Status.REFUTED,
+)
+def _lanczos_factor(ctx: Context) -> Verdict:
+    from threadpoolctl import threadpool_limits
+
+    from paper_checks._fsp_lanczos import lanczos_figure, lanczos_sweep, summarize
+
+    sweeps, details = {}, {}
+    for (kname, task), s in _setups(ctx.full, ctx.seed).items():
+        J_test = s.model.jacobian(s.theta, _test_points(task))
+        with threadpool_limits(limits=1, user_api="blas"):  # small matrices: see _setups
+            sw = lanczos_sweep(s.J_C, s.gram, s.Jw, J_test, num_points=None if ctx.full else 25)
+        sweeps[f"{kname} {task}"] = sw
+        details[f"{kname} {task}"] = summarize(
+            sw, rank_fraction=LANCZOS_RANK_FRACTION, rel_tol=LANCZOS_REL_TOL
+        ) | {"p": s.model.num_params}
+    fig = lanczos_figure(sweeps, rank_fraction=LANCZOS_RANK_FRACTION, rel_tol=LANCZOS_REL_TOL)
+    figs = ctx.save_figure(fig, "fsp_lanczos_factor.png")
+    failing = [k for k, d in details.items() if not (d["rank_ok"] and d["approx_ok"])]
+    rows = [
+        f"{k}: {d['steps_reached']} of n_C d' = {d['n']} steps "
+        f"({'breakdown' if d['breakdown'] else 'no breakdown'}), r = {d['rank']}; at r: raw "
+        f"{d['raw']:.1e}, J(C)ᵀLLᵀJ(C) {d['precision']:.1e}, Var {d['variance']:.1e}; at "
+        f"m = {d['half_steps']}: raw {d['half_raw']:.2f} (Eckart–Young floor "
+        f"{d['half_floor']:.2f}), J(C)ᵀLLᵀJ(C) {d['half_precision']:.1e}, Var "
+        f"{d['half_variance']:.1e} (step 9 cuts {d['half_truncated']}, smallest Var ratio "
+        f"{d['half_ratio_min']:.3f}); consumed errors ≤ 5 % from m = {d['steps_needed']} on"
+        for k, d in details.items()
+    ]
+    if failing:
+        d = details[failing[0]]
+        summary = (
+            f"Counterexample {failing[0]}: Lanczos from J(C)1/‖J(C)1‖ runs all "
+            f"{d['steps_reached']} = n_C d' steps (full rank, LLᵀ = Σ⁻¹ to {d['raw']:.0e}); "
+            f"stopped at m = n_C d'/2 = {d['half_steps']} the prior-precision term is off by "
+            f"{d['half_precision']:.0%} and the predictive variances by up to "
+            f"{d['half_variance']:.0%}. "
+        )
+    else:
+        summary = "In every configuration r ≤ n_C d'/2 with consumed errors ≤ 5 %. "
+    worst = max(max(d["precision"], d["variance"]) for d in details.values())
+    raw_lo = min(d["half_raw"] for d in details.values())
+    raw_hi = max(d["half_raw"] for d in details.values())
+    n_floor = sum(d["half_floor"] > LANCZOS_REL_TOL for d in details.values())
+    return Verdict(
+        Status.REFUTED if failing else Status.CONFIRMED,
+        measured="; ".join(f"{k}: r = {d['rank']}/{d['n']}" for k, d in details.items()),
+        expected="r ≤ n_C d'/2 with ≤ 5 % relative error in J(C)ᵀLLᵀJ(C) and Var f(x*)",
+        tolerance=(
+            f"r ≤ {LANCZOS_RANK_FRACTION}·n_C d'; ≤ {LANCZOS_REL_TOL:.0%} relative error in "
+            f"the consumed quantities (worst at r: {worst:.1e}); Σ† cuts eigenvalues "
+            "≤ n_C d'·eps·θ_max (none here: the 1e-6 jitter keeps Σ(C, C) definite)"
+        ),
+        evidence=(
+            summary + "The verdict is driven by r (Lanczos run as Algorithm 2 prescribes: "
+            "until breakdown β ≤ 50·eps·‖T‖ or min(500, n_C d') steps) and by the errors in "
+            "what Algorithm 2 consumes (L enters only through J(C)ᵀLLᵀJ(C)). The raw "
+            "‖LLᵀ − Σ†‖_F/‖Σ†‖_F is reported, not used: Krylov resolves the large eigenvalues "
+            "of Σ first while Σ† is dominated by the small ones, so it stays near 1 until the "
+            f"last steps ({raw_lo:.2f}–{raw_hi:.2f} at m = min(r, n_C d'/2)), and even the "
+            f"best rank-n_C d'/2 approximation of Σ† (Eckart–Young) misses by > 5 % in "
+            f"{n_floor} of {len(details)} configurations. " + "; ".join(rows)
+        ),
+        details=details,
+        figures=figs,
+    )
