@@ -5,9 +5,12 @@ The Table C.2 set-ups follow App. B.1: 1-D regression on y = sin(2πx) + ε (σ_
 x ~ U([−1, −0.5] ∪ [0.5, 1])) with a 2×50 tanh MLP, and two moons (noise 0.1) with a 2×100
 tanh MLP; 100 context points on a regular grid; RBF and Matérn-1/2 priors. Networks are
 trained to the FSP MAP (eq. 3.5 with the estimate of eq. 3.7 at fixed context points) by
-full-batch Adam, and Algorithm 2 runs with at most 500 Lanczos steps. Deviations: kernel
-hyperparameters are fixed (not fitted by marginal likelihood), the Gram matrices get a
-jitter of 1e-6·σ², and quick mode trains for fewer steps (and, for two moons, a 2×50 MLP).
+full-batch Adam, and Algorithm 2 runs with at most 500 Lanczos steps. The same trained
+networks serve the Table C.2 claims and ``lanczos-factor`` (Algorithm 2 step 3: the rank and
+accuracy of the Lanczos factor L Lᵀ ≈ Σ(C, C)†; helpers in :mod:`paper_checks._fsp_lanczos`).
+Deviations: kernel hyperparameters are fixed (not fitted by marginal likelihood), the Gram
+matrices get a jitter of 1e-6·σ², and quick mode trains for fewer steps (and, for two moons,
+a 2×50 MLP).
 """
 
 from __future__ import annotations
@@ -237,6 +240,35 @@ def _test_points(task: str) -> np.ndarray:
     return np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)
 
 
+def _lanczos_counterexamples(details: dict) -> str:
+    """The configurations that violate "r ≪ n_C d'" or "≈", in words ('' if none)."""
+    out = []
+    full = {k: d for k, d in details.items() if not d["rank_ok"]}
+    if full:
+        worst = max(full.values(), key=lambda d: d["half_variance"])
+        out.append(
+            f"In {len(full)} of {len(details)} configurations ({', '.join(full)}) Lanczos "
+            "from J(C)1/‖J(C)1‖ does not break down before n_C d' steps: r = "
+            f"{', '.join(str(d['rank']) for d in full.values())} of n_C d' = "
+            f"{', '.join(str(d['n']) for d in full.values())} (full rank: "
+            f"LLᵀ = Σ⁻¹ to ≤ {max(d['raw'] for d in full.values()):.0e}). Stopped at "
+            f"m = n_C d'/2 instead, J(C)ᵀLLᵀJ(C) is off by up to "
+            f"{max(d['half_precision'] for d in full.values()):.0%} and the predictive "
+            f"variances by up to {max(d['half_variance'] for d in full.values()):.0%} (worst "
+            f"{next(k for k, d in full.items() if d is worst)}: step 9 truncates "
+            f"{worst['half_truncated']} eigenvalues and a variance shrinks to "
+            f"{worst['half_ratio_min']:.3f}× the exact one). "
+        )
+    for k, d in details.items():
+        if d["rank_ok"] and not d["approx_ok"]:
+            out.append(
+                f"{k}: Lanczos breaks down at r = {d['rank']} ≤ n_C d'/2 = {d['n'] // 2}, but "
+                f"the predictive variances are off by up to {d['variance']:.0%} "
+                f"(J(C)ᵀLLᵀJ(C) by {d['precision']:.1%}). "
+            )
+    return "".join(out)
+
+
 @claim(
     paper=PAPER,
     name="lanczos-factor",
@@ -263,7 +295,6 @@ def _lanczos_factor(ctx: Context) -> Verdict:
         ) | {"p": s.model.num_params}
     fig = lanczos_figure(sweeps, rank_fraction=LANCZOS_RANK_FRACTION, rel_tol=LANCZOS_REL_TOL)
     figs = ctx.save_figure(fig, "fsp_lanczos_factor.png")
-    failing = [k for k, d in details.items() if not (d["rank_ok"] and d["approx_ok"])]
     rows = [
         f"{k}: {d['steps_reached']} of n_C d' = {d['n']} steps "
         f"({'breakdown' if d['breakdown'] else 'no breakdown'}), r = {d['rank']}; at r: raw "
@@ -271,26 +302,21 @@ def _lanczos_factor(ctx: Context) -> Verdict:
         f"m = {d['half_steps']}: raw {d['half_raw']:.2f} (Eckart–Young floor "
         f"{d['half_floor']:.2f}), J(C)ᵀLLᵀJ(C) {d['half_precision']:.1e}, Var "
         f"{d['half_variance']:.1e} (step 9 cuts {d['half_truncated']}, smallest Var ratio "
-        f"{d['half_ratio_min']:.3f}); consumed errors ≤ 5 % from m = {d['steps_needed']} on"
+        f"{d['half_ratio_min']:.3f}); "
+        + (
+            f"consumed errors ≤ 5 % for all swept m ≥ {d['steps_needed']}"
+            if d["steps_needed"]
+            else "consumed errors never all ≤ 5 %"
+        )
         for k, d in details.items()
     ]
-    if failing:
-        d = details[failing[0]]
-        summary = (
-            f"Counterexample {failing[0]}: Lanczos from J(C)1/‖J(C)1‖ runs all "
-            f"{d['steps_reached']} = n_C d' steps (full rank, LLᵀ = Σ⁻¹ to {d['raw']:.0e}); "
-            f"stopped at m = n_C d'/2 = {d['half_steps']} the prior-precision term is off by "
-            f"{d['half_precision']:.0%} and the predictive variances by up to "
-            f"{d['half_variance']:.0%}. "
-        )
-    else:
-        summary = "In every configuration r ≤ n_C d'/2 with consumed errors ≤ 5 %. "
+    summary = _lanczos_counterexamples(details)
     worst = max(max(d["precision"], d["variance"]) for d in details.values())
     raw_lo = min(d["half_raw"] for d in details.values())
     raw_hi = max(d["half_raw"] for d in details.values())
     n_floor = sum(d["half_floor"] > LANCZOS_REL_TOL for d in details.values())
     return Verdict(
-        Status.REFUTED if failing else Status.CONFIRMED,
+        Status.REFUTED if summary else Status.CONFIRMED,
         measured="; ".join(f"{k}: r = {d['rank']}/{d['n']}" for k, d in details.items()),
         expected="r ≤ n_C d'/2 with ≤ 5 % relative error in J(C)ᵀLLᵀJ(C) and Var f(x*)",
         tolerance=(
@@ -299,7 +325,8 @@ def _lanczos_factor(ctx: Context) -> Verdict:
             "≤ n_C d'·eps·θ_max (none here: the 1e-6 jitter keeps Σ(C, C) definite)"
         ),
         evidence=(
-            summary + "The verdict is driven by r (Lanczos run as Algorithm 2 prescribes: "
+            (summary or "In every configuration r ≤ n_C d'/2 with consumed errors ≤ 5 %. ")
+            + "The verdict is driven by r (Lanczos run as Algorithm 2 prescribes: "
             "until breakdown β ≤ 50·eps·‖T‖ or min(500, n_C d') steps) and by the errors in "
             "what Algorithm 2 consumes (L enters only through J(C)ᵀLLᵀJ(C)). The raw "
             "‖LLᵀ − Σ†‖_F/‖Σ†‖_F is reported, not used: Krylov resolves the large eigenvalues "
