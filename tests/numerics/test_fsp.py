@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.gaussian_process import kernels as skk
 
-from numerics.fsp import dropped_terms, fsp_laplace, rkhs_norm_estimate
+from numerics.fsp import dropped_terms, fsp_laplace, fsp_laplace_from_factor, rkhs_norm_estimate
 from numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
 from paper_checks._tanh_mlp import TanhMLP
 from tests.numerics.conftest import host
@@ -127,6 +127,32 @@ def test_algorithm2_equals_dense_computation_on_a_small_mlp():
         rtol=1e-8,
     )
     assert res.num_truncated == 0
+
+
+def test_algorithm2_from_the_dense_inverse_factor_equals_the_dense_computation():
+    # Steps 4–9 from L = V Θ^{-1/2} (L Lᵀ = Σ⁻¹ exactly): the same dense reference as above,
+    # and the full-length Lanczos run of fsp_laplace agrees with it.
+    rng = np.random.default_rng(7)
+    mlp = TanhMLP(3, 10)
+    theta = mlp.init(rng)
+    C = rng.uniform(-2, 2, size=(15, 3))
+    J_C, Jw = mlp.jacobian(theta, C), mlp.jacobian(theta, rng.uniform(-1, 1, (8, 3))) / 0.2
+    gram = KernelGram(Matern12(1.0, 0.6), C)
+    K = gram.dense()
+    w, V = np.linalg.eigh(K)
+    res = fsp_laplace_from_factor(J_C, V / np.sqrt(w), Jw, prior_variance=gram.diagonal())
+    Lam = J_C.T @ np.linalg.solve(K, J_C) + Jw.T @ Jw
+    U = np.linalg.svd(J_C.T, full_matrices=False)[0]
+    dense_cov = U @ np.linalg.solve(U.T @ Lam @ U, U.T)
+    J_test = mlp.jacobian(theta, rng.uniform(-3, 3, size=(11, 3)))
+    want = np.einsum("ij,jk,ik->i", J_test, dense_cov, J_test)
+    np.testing.assert_allclose(res.predictive_variance(J_test), want, rtol=1e-8)
+    lanczos_run = fsp_laplace(J_C, gram, Jw)
+    np.testing.assert_allclose(lanczos_run.predictive_variance(J_test), want, rtol=1e-8)
+    with pytest.raises(ValueError, match="L must have n_C"):
+        fsp_laplace_from_factor(J_C, V[:5], Jw, prior_variance=gram.diagonal())
+    with pytest.raises(ValueError, match="prior_variance must be positive"):
+        fsp_laplace_from_factor(J_C, V, Jw, prior_variance=np.zeros(15))
 
 
 def test_truncation_caps_context_variances_at_the_prior():
