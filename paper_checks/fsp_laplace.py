@@ -259,6 +259,12 @@ def _lanczos_counterexamples(details: dict) -> str:
             f"{worst['half_truncated']} eigenvalues and a variance shrinks to "
             f"{worst['half_ratio_min']:.3f}× the exact one). "
         )
+        needed = [d["steps_needed"] or d["n"] for d in full.values()]
+        if min(needed) > min(d["n"] for d in full.values()) // 2:
+            out.append(
+                "No other stopping rule rescues the claim there: both consumed errors stay "
+                f"≤ 5 % only from (swept) m = {', '.join(map(str, needed))} on. "
+            )
     for k, d in details.items():
         if d["rank_ok"] and not d["approx_ok"]:
             out.append(
