@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from paper_checks.registry import Context, Status, Verdict
 
@@ -33,14 +34,22 @@ def _mean_se(diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ordering_verdict(
-    res: Any, *, label: str, figures: tuple[str, ...] = (), k_min: int = 200
+    res: Any,
+    *,
+    label: str,
+    figures: tuple[str, ...] = (),
+    k_min: int = 200,
+    alpha: float = 0.05,
 ) -> Verdict:
     """Gradient/Greedy below Subnet-Diagonal/Last-k at every k ≥ ``k_min`` (paired seeds).
 
     Per seed the difference (worse of Gradient/Greedy) − (better of Subnet-Diagonal/Last-k)
-    is formed at each k. REFUTED where its mean exceeds two standard errors; settled
-    (CONFIRMED) where the mean is below minus two standard errors or the difference is
-    negative in every seed; NOT_REPRODUCIBLE_HERE (inconclusive) otherwise.
+    is formed at each k. Each k ≥ ``k_min`` gets two one-sided tests at level
+    ``alpha / n_k`` (Bonferroni over the n_k grid points, family-wise ``alpha``): the paired
+    Student-t test (mean beyond t_{1 − alpha/n_k, n − 1} standard errors) and, for the
+    settling direction only, the exact sign test (negative in all n seeds, p = 2⁻ⁿ). REFUTED
+    where the t-test shows the reverse ordering; CONFIRMED where every k is settled;
+    NOT_REPRODUCIBLE_HERE (inconclusive) otherwise.
     """
     ks = np.asarray(res.seeds[0].ks)
     m = res.w2_mean
@@ -57,9 +66,12 @@ def ordering_verdict(
         ]
     )
     mean, se = _mean_se(diffs)
-    fails = [int(k) for k in ks[sel & (mean > 2 * se)]]
-    settled = (mean < -2 * se) | np.all(diffs < 0, axis=0)
-    unclear = [int(k) for k in ks[sel & ~settled & ~(mean > 2 * se)]]
+    n, level = len(diffs), alpha / int(sel.sum())
+    crit = float(stats.t.ppf(1 - level, n - 1)) if n > 1 else np.inf
+    reversed_ = mean > crit * se
+    settled = (mean < -crit * se) | (np.all(diffs < 0, axis=0) & (0.5**n <= level))
+    fails = [int(k) for k in ks[sel & reversed_]]
+    unclear = [int(k) for k in ks[sel & ~settled & ~reversed_]]
     ratio = float(np.max(ours[sel] / base[sel]))
     ev = (
         f"{label}; mean W2 per k: "
@@ -67,10 +79,15 @@ def ordering_verdict(
         + f" at k = {ks.tolist()}. Max ratio (worse of Grad/Greedy)/(better of "
         f"SubnetDiag/Last-k) over k ≥ {k_min}: {ratio:.3f}."
     )
+    sign = "allowed" if 0.5**n <= level else "too few seeds"
+    ev += (
+        f" Paired one-sided tests over {n} seeds at level {alpha:g}/{int(sel.sum())} per k: "
+        f"t critical value {crit:.2f}; sign test {sign}."
+    )
     if fails:
-        ev += f" Ordering reversed beyond two standard errors at k = {fails}."
+        ev += f" Ordering reversed (t-test) at k = {fails}."
     if unclear:
-        ev += f" Difference within two standard errors (inconclusive) at k = {unclear}."
+        ev += f" Neither direction significant (inconclusive) at k = {unclear}."
     details: dict[str, Any] = {name: [float(v) for v in vals] for name, vals in m.items()}
     details["se"] = {name: [float(v) for v in vals] for name, vals in res.w2_se.items()}
     details["ks"] = ks.tolist()
@@ -82,7 +99,7 @@ def ordering_verdict(
         status,
         measured=ratio,
         expected=f"< 1 at every k ≥ {k_min}",
-        tolerance="paired seed differences: beyond two standard errors or same sign in every seed",
+        tolerance=f"paired one-sided t / sign tests, family-wise level {alpha:g} over k ≥ {k_min}",
         evidence=ev,
         details=details,
         figures=figures,

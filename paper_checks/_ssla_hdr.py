@@ -29,6 +29,7 @@ __all__ = [
     "Step",
     "chain_discrepancies",
     "eq27_error",
+    "eq27_likelihood_vs_loss",
     "gaussian_region",
     "random_inputs",
 ]
@@ -145,28 +146,69 @@ def _threshold_equivalent(v: Inputs) -> float:  # printed: ∛(9/4 (1 − α)²)
 
 
 class Step(NamedTuple):
-    """One displayed equality ``left = right`` of App. A.1."""
+    """One displayed equality ``left = right`` of App. A.1.
+
+    ``error`` names the mistake a failure points to (two steps can share one, e.g. a typo
+    that appears and then silently disappears); ``reading`` is non-empty when the step's
+    outcome depends on how an ambiguous definition is read.
+    """
 
     label: str
     left: Callable[[Inputs], float]
     right: Callable[[Inputs], float]
+    error: str
+    reading: str = ""
 
+
+_EQ28 = "eq. (28) carries an extra −ℓ̃(θ̂) that eqs. (26)-(27) do not give"
+_C_READING = (
+    "𝔠 read as its underbrace defines it (containing −3 log π); the text also calls 𝔠 "
+    "prior-free, under which reading this step holds"
+)
 
 #: The consecutive equalities of App. A.1 after eq. (26), in the paper's order.
 STEPS = (
-    Step("eqs. (26)-(27) => eq. (28): b*", b_from_26_27, b_eq28),
-    Step("p̂^α = p(ŷ + b*) with the density (y − f)²e^K of eq. (26) vs printed |b*|e^K", _p1, _p2),
-    Step("|b*|e^K with b* of eq. (28) = |∛(3/2(1 − α)e^{−K})|e^K", _p2, _p3),
-    Step("cube root taken inside the exponent (line 4)", _p3, _p4),
-    Step("line 4 = line 5", _p4, _p5),
-    Step("line 5 = line 6 (final p̂^α)", _p5, _p6),
-    Step("final p̂^α = rewrite ∛(9/4)(1 − α)^{2/3}exp[𝔠/3 + log π]", _p6, _p7),
-    Step("threshold of eq. (29) = p̂_L = p̂^α exp[𝔠 − 3 log π]", _threshold_29, _threshold_final),
-    Step("p̂_L = ∛(9/4)(1 − α)^{2/3} exp[4𝔠/3 − 2 log π]", _threshold_final, _threshold_closed),
+    Step("eqs. (26)-(27) => eq. (28): b*", b_from_26_27, b_eq28, _EQ28),
+    Step(
+        "p̂^α = p(ŷ + b*): eq. (27)'s integrand (b*)²e^K vs the printed |b*|e^K (ŷ = f)",
+        _p1,
+        _p2,
+        "the p̂^α display uses |y − f| where eq. (27) integrates (y − f)²",
+    ),
+    Step("|b*|e^K with b* of eq. (28) = |∛(3/2(1 − α)e^{−K})|e^K", _p2, _p3, _EQ28),
+    Step(
+        "line 3 → line 4 (∛ taken into the exponent)",
+        _p3,
+        _p4,
+        "line 4: the exponent is divided by 3 inside a cube root that is kept; even with the "
+        "root applied once, log|I_ℓD|/6 should be log|I_ℓD|/3",
+    ),
+    Step("line 4 = line 5", _p4, _p5, "line 4 → line 5"),
+    Step("line 5 = line 6 (final p̂^α)", _p5, _p6, "line 5 → line 6"),
+    Step(
+        "final p̂^α = rewrite ∛(9/4)(1 − α)^{2/3}exp[𝔠/3 + log π]",
+        _p6,
+        _p7,
+        "the rewrite of p̂^α in terms of 𝔠",
+    ),
+    Step(
+        "threshold of eq. (29) = p̂_L = p̂^α exp[𝔠 − 3 log π]",
+        _threshold_29,
+        _threshold_final,
+        "−3 log π counted twice in p̂_L",
+        _C_READING,
+    ),
+    Step(
+        "p̂_L = ∛(9/4)(1 − α)^{2/3} exp[4𝔠/3 − 2 log π]",
+        _threshold_final,
+        _threshold_closed,
+        "",
+    ),
     Step(
         "… = ∛(9/4 (1 − α)²) e^{4𝔠/3} π(θ̂)^{−2} (final display)",
         _threshold_closed,
         _threshold_equivalent,
+        "",
     ),
 )
 
@@ -196,11 +238,30 @@ def chain_discrepancies(samples: list[Inputs]) -> dict[str, float]:
 
 
 def eq27_error(y_hat: float, f: float, b: float) -> float:
-    """Relative error of eq. (27), ∫_{ŷ−b}^{ŷ+b}(y − f)²dy = 2b³/3, by adaptive quadrature."""
+    """Relative error of eq. (27)'s antiderivative, ∫_{ŷ−b}^{ŷ+b}(y − f)²dy = 2b³/3 (its
+    integrand is wrong: :func:`eq27_likelihood_vs_loss`), by adaptive quadrature."""
     if not b > 0:
         raise ValueError(f"b must be positive; got b={b}")
     value, _ = integrate.quad(lambda y: (y - f) ** 2, y_hat - b, y_hat + b, epsabs=0, epsrel=1e-12)
     return abs(value - 2 * b**3 / 3) / value
+
+
+def eq27_likelihood_vs_loss(bs: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)) -> float:
+    """Spread of log[∫ 𝓛 dy / ∫ (y − f)² dy] over half-widths b, 𝓛 = exp ℓ̃ (Gaussian in y).
+
+    Eq. (26) turns ∫ exp ℓ̃(θ̂) dy into ∫ 𝓛 dy, so 𝓛 is the likelihood (eq. 32:
+    ℓ = log 𝓛); for the L2 loss, ℓ̃ = −(y − f)²/(2σ²) + const. Eq. (27) then sets
+    𝓛 = (y − f)², the loss itself. If the two were proportional, the log ratio of their
+    integrals over [f − b, f + b] would not depend on b; the returned max − min measures by
+    how much it does (σ = 1; any σ and constant only shift the log ratio).
+    """
+    if len(bs) < 2 or not all(b > 0 for b in bs):
+        raise ValueError(f"bs must hold at least two positive half-widths; got {bs!r}")
+    logs = []
+    for b in bs:
+        lik, _ = integrate.quad(lambda y: np.exp(-(y**2) / 2), -b, b, epsabs=0, epsrel=1e-12)
+        logs.append(np.log(lik / (2 * b**3 / 3)))
+    return float(max(logs) - min(logs))
 
 
 class Region(NamedTuple):

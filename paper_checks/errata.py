@@ -118,10 +118,10 @@ ERRATA: tuple[Erratum, ...] = (
         "self-supervised-laplace",
         "App. A.1, highest-density region",
         "The derivation integrates the L2 loss as a density and ends with {|y − f| ≥ c}.",
-        "That set is the complement of an interval, not a highest-density region; 8 of "
-        "the 10 displayed equalities after eq. (26) fail as algebra (eq. 28's extra −ℓ̃, "
-        "|b*| for (b*)², a cube root taken twice, a sign of log(2π/n), 𝔠's −3 log π "
-        "counted twice).",
+        "That set is the complement of an interval, not a highest-density region. Eq. (27) "
+        "replaces the likelihood 𝓛 = exp ℓ̃ by the loss (y − f)², and six more displayed "
+        "steps fail as algebra (eq. 28's extra −ℓ̃, |b*| for (b*)², the cube-root lines, "
+        "the rewrite in 𝔠).",
         "claim hdr-derivation-app-a1",
     ),
     Erratum(

@@ -243,7 +243,12 @@ def _test_points(task: str) -> np.ndarray:
 def _lanczos_counterexamples(details: dict) -> str:
     """The configurations that violate "r ≪ n_C d'" or "≈", in words ('' if none)."""
     out = []
-    full = {k: d for k, d in details.items() if not d["rank_ok"]}
+    # No breakdown before n_C d'/2 refutes only if stopping at n_C d'/2 is also inaccurate.
+    full = {
+        k: d
+        for k, d in details.items()
+        if not d["rank_ok"] and max(d["half_precision"], d["half_variance"]) > LANCZOS_REL_TOL
+    }
     if full:
         worst = max(full.values(), key=lambda d: d["half_variance"])
         out.append(
@@ -332,6 +337,11 @@ def _lanczos_factor(ctx: Context) -> Verdict:
         ),
         evidence=(
             (summary or "In every configuration r ≤ n_C d'/2 with consumed errors ≤ 5 %. ")
+            + "In these settings (n_C d' = 100 ≤ the 500-step cap) Algorithm 2 as the paper runs "
+            "it is full rank, so the paper's reported numbers do not rest on the low-rank "
+            "statement; what is refuted is the statement itself. Where J(C)ᵀLLᵀJ(C) is close "
+            "but the variances are not, step 9 amplifies the small precision error by "
+            "truncating eigenvalues. "
             + "The verdict is driven by r (Lanczos run as Algorithm 2 prescribes: "
             "until breakdown β ≤ 50·eps·‖T‖ or min(500, n_C d') steps) and by the errors in "
             "what Algorithm 2 consumes (L enters only through J(C)ᵀLLᵀJ(C)). The raw "

@@ -202,7 +202,7 @@ def _ordering_config(full: bool):  # -> ExperimentConfig
         coverage_target="oracle",
         oracle_rows=2000,
         greedy_candidates="2k",
-    ), (0, 1)
+    ), tuple(range(6))
 
 
 @functools.lru_cache(maxsize=4)

@@ -49,3 +49,23 @@ def test_gaussian_region_numbers():
     assert r.density_ratio == pytest.approx(np.exp(-(0.0627068**2) / 2), rel=1e-6)
     with pytest.raises(ValueError, match="alpha"):
         gaussian_region(1.0)
+
+
+def test_eq27_likelihood_vs_loss_equals_the_closed_form_spread():
+    from scipy import stats
+
+    from paper_checks._ssla_hdr import eq27_likelihood_vs_loss
+
+    bs = (0.25, 1.0, 4.0)
+    gauss = [np.sqrt(2 * np.pi) * (2 * stats.norm.cdf(b) - 1) for b in bs]
+    logs = [np.log(g / (2 * b**3 / 3)) for g, b in zip(gauss, bs, strict=True)]
+    assert eq27_likelihood_vs_loss(bs) == pytest.approx(max(logs) - min(logs), rel=1e-10)
+    with pytest.raises(ValueError, match="bs"):
+        eq27_likelihood_vs_loss((1.0,))
+
+
+def test_steps_name_their_errors_and_readings():
+    errors = [s.error for s in STEPS]
+    assert errors[0] == errors[2]  # eq. (28)'s extra −ℓ̃ appears, then silently disappears
+    assert [bool(s.reading) for s in STEPS].count(True) == 1
+    assert errors[-2:] == ["", ""]  # the valid closing rewrites point to no error
