@@ -256,6 +256,19 @@ def subtract_gram_lower(S: Array, L: Array) -> Array:
 # ---------------------------------------------------------------------------------------------
 
 
+def _add_diagonal(A: Array, d: Array, xp: ModuleType) -> Array:
+    """A + diag(d) for a square A, in place on NumPy, CuPy and torch (no n × n temporaries)."""
+    kind = _kind(xp)
+    if kind in ("numpy", "cupy"):
+        idx = xp.arange(A.shape[0])
+        A[idx, idx] += d
+        return A
+    if kind == "torch":
+        A.diagonal().add_(d)
+        return A
+    return A + xp.eye(A.shape[0], dtype=A.dtype, device=array_api_compat.device(A)) * d
+
+
 def _tiles(n: int, tile: int) -> list[tuple[int, int]]:
     return [(a, min(a + tile, n)) for a in range(0, n, tile)]
 
@@ -278,7 +291,7 @@ def gram_blocks(B: Array, *, diag: Array | None = None, tile: int = TILE) -> Arr
         for c, d in tiles[i:]:
             blk = Bi.T @ B[:, c:d]
             if c == a and diag is not None:
-                blk = blk + xp.eye(b - a, dtype=B.dtype, device=dev) * diag[a:b]
+                blk = _add_diagonal(blk, diag[a:b], xp)
             if out is None:
                 return blk
             out[a:b, c:d] = blk
