@@ -1,7 +1,7 @@
 """Experiment 2 of *subnetwork-laplace-optimality*: the Wheel Bandit orderings (Tables 1–2).
 
 The paper's setting (§5.2, App. D: T = 16,000 rounds, 25 seeds, ten agents, δ ∈ {0.95, 0.9})
-is ≈ 20–40 CPU-hours per table here (2–5 minutes per run, measured). Quick mode runs one
+is ≈ 8–20 CPU-hours per table here (250 runs of 2–5 minutes, measured). Quick mode runs one
 seed of six agents (MAP, NeuralLinear and the four sub-network methods at k = 100) at
 T = 150 and is NOT_REPRODUCIBLE_HERE with the reduced-setting regrets as evidence. Full mode
 runs the paper's horizon T = 16,000 for all ten agents (k ∈ {100, 500}) with 3 seeds (about
