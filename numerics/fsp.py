@@ -173,7 +173,6 @@ def fsp_laplace(
     -------
     FSPLaplace
     """
-    J_context = as_matrix(J_context, "J_context")
     matvec = gram.matvec if hasattr(gram, "matvec") else gram
     if not callable(matvec):
         raise TypeError(f"gram must be callable or have .matvec; got {type(gram).__name__}")

@@ -2,7 +2,7 @@
 
 Helpers for the complexity claims of *subnetwork-laplace-optimality* (§3, "Computational
 Complexity" after Algorithms 1 and 2). A cost c(x) ∝ x^a shows as slope a of log c against
-log x; the slope is fitted by OLS with a Student-t confidence interval. Times are the CPU time
+log x (fitted by :func:`theory.rates.fit_rate`, OLS with a t-interval). Times are the CPU time
 of the calling thread (``time.thread_time``) with BLAS pinned to one thread, minimum over
 repeats: another busy process on the machine delays the thread but does not add CPU time to
 it, and with one BLAS thread all the work is done on the timed thread. Operation counts are
@@ -14,79 +14,20 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
-
-import numpy as np
-from scipy import stats
 
 from numerics.backend import TILE
 
 __all__ = [
-    "ExponentFit",
     "StageClock",
     "Timing",
     "best_stage_times",
-    "fit_exponent",
     "gram_macs",
     "literal_greedy_macs",
     "single_thread",
 ]
-
-
-class ExponentFit(NamedTuple):
-    """OLS fit log c = log C + a log x: the exponent a with its confidence interval."""
-
-    exponent: float
-    ci_low: float
-    ci_high: float
-    prefactor: float
-    """C, the cost at x = 1 on the fitted line (for plotting)."""
-
-
-def fit_exponent(
-    sizes: Sequence[float], costs: Sequence[float], *, level: float = 0.95
-) -> ExponentFit:
-    """The exponent a of c ∝ x^a: OLS slope of log ``costs`` on log ``sizes`` with a t-interval.
-
-    Parameters
-    ----------
-    sizes, costs : sequences of positive floats
-        At least three distinct sizes (the interval needs one degree of freedom).
-    level : float
-        Confidence level of the interval, in (0, 1).
-
-    Returns
-    -------
-    ExponentFit
-        slope ± t_{(1+level)/2, n−2} · SE, SE = sqrt(RSS/(n−2) / Σ(log x − mean)²).
-    """
-    x = _positive_vector(sizes, "sizes")
-    y = _positive_vector(costs, "costs")
-    if x.size != y.size:
-        raise ValueError(f"sizes and costs must have equal lengths; got {x.size} and {y.size}")
-    if np.unique(x).size < 3:
-        raise ValueError(f"sizes must contain at least three distinct values; got {x.tolist()}")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1); got level={level!r}")
-    lx, ly = np.log(x), np.log(y)
-    dx = lx - lx.mean()
-    slope = float(dx @ (ly - ly.mean()) / (dx @ dx))
-    intercept = float(ly.mean() - slope * lx.mean())
-    resid = ly - intercept - slope * lx
-    se = math.sqrt(float(resid @ resid) / (x.size - 2) / float(dx @ dx))
-    half = float(stats.t.ppf(0.5 + level / 2, x.size - 2)) * se
-    return ExponentFit(slope, slope - half, slope + half, math.exp(intercept))
-
-
-def _positive_vector(values: Sequence[float], name: str) -> np.ndarray:
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim != 1 or arr.size < 3:
-        raise ValueError(f"{name} must be a 1-D sequence of at least 3 values; got {arr.shape}")
-    if not (np.all(np.isfinite(arr)) and np.all(arr > 0)):
-        raise ValueError(f"{name} must be finite and positive; got {arr.tolist()}")
-    return arr
 
 
 @contextmanager

@@ -22,12 +22,12 @@ from numerics import GGN, gradient_laplace, greedy_laplace, greedy_laplace_refer
 from paper_checks._scaling import (
     StageClock,
     best_stage_times,
-    fit_exponent,
     gram_macs,
     literal_greedy_macs,
     single_thread,
 )
 from paper_checks.registry import Context, Status, Verdict, claim
+from theory.rates import fit_rate
 
 PAPER = "subnetwork-laplace-optimality"
 #: Round-robin passes over a sweep's sizes (the minimum per size and stage is kept).
@@ -202,19 +202,19 @@ def _checks(m: Measured) -> list[Check]:
     for the total (see :class:`Check`)."""
     out = []
     for series, term in m.terms.items():
-        expected = round(fit_exponent(m.sweep.sizes, term).exponent, 2)
+        expected = round(fit_rate(m.sweep.sizes, term).slope, 2)
         if expected < 0.5:
             continue  # constant along this axis: reported, not checked
-        t = fit_exponent(m.sweep.sizes, m.times[series])
+        t = fit_rate(m.sweep.sizes, m.times[series])
         probed = series in m.sweep.probed
         out.append(
             Check(
                 m.sweep.axis,
                 series,
                 expected,
-                t.exponent,
+                t.slope,
                 (t.ci_low, t.ci_high),
-                fit_exponent(m.sweep.sizes, m.ops[series]).exponent,
+                fit_rate(m.sweep.sizes, m.ops[series]).slope,
                 probed,
                 probed or series == "total",
             )
@@ -244,10 +244,10 @@ def _figure(ctx: Context, measured: list[Measured], name: str, title: str) -> tu
     for ax, m in zip(np.atleast_1d(axes), measured, strict=True):
         x = np.asarray(m.sweep.sizes, dtype=float)
         for s, y in m.times.items():
-            fit = fit_exponent(x, y)
-            ax.loglog(x, y, "o", color=colour[s], label=f"{s}: slope {fit.exponent:.2f}")
-            ax.loglog(x, fit.prefactor * x**fit.exponent, "--", color=colour[s], lw=1)
-        e = fit_exponent(x, m.terms["total"]).exponent
+            fit = fit_rate(x, y)
+            ax.loglog(x, y, "o", color=colour[s], label=f"{s}: slope {fit.slope:.2f}")
+            ax.loglog(x, np.exp(fit.intercept) * x**fit.slope, "--", color=colour[s], lw=1)
+        e = fit_rate(x, m.terms["total"]).slope
         ax.loglog(
             x, m.times["total"][0] * (x / x[0]) ** e, ":", color="k", label=f"bound: {e:.2f}"
         )
@@ -400,7 +400,7 @@ def greedy_complexity(ctx: Context) -> Verdict:
     figs = _figure(ctx, measured, "greedy_laplace_complexity.png", "Alg. 2 (Greedy-Laplace)")
     totals = {c.axis: round(c.time_exponent, 2) for c in checks if c.series == "total"}
     k_sweep = measured[-1]
-    fast = fit_exponent(k_sweep.sweep.sizes, k_sweep.times[PIVOTED])
+    fast = fit_rate(k_sweep.sweep.sizes, k_sweep.times[PIVOTED])
     # the pivoted form where its own N'·m·k-type terms dominate its per-pivot overhead
     n_big = 1024
     g_big = jac.ggn(n_big, 3 * ks[-1])
@@ -411,7 +411,7 @@ def greedy_complexity(ctx: Context) -> Verdict:
             ).best[PIVOTED]
             for k in ks
         ]
-    fast_big = fit_exponent(ks, big)
+    fast_big = fit_rate(ks, big)
     # time per multiply-add: the literal loop at the largest k, the Gram at the largest N
     c_loop = k_sweep.times[LOOP][-1] / k_sweep.ops[LOOP][-1]
     c_gram = measured[1].times[GRAM2][-1] / measured[1].ops[GRAM2][-1]
@@ -432,10 +432,10 @@ def greedy_complexity(ctx: Context) -> Verdict:
             "stage here and two-sided in Alg. 1 (the same Gram). "
             "The pivoted-Cholesky form (numerics.greedy_laplace, SPEC §4) returned the "
             f"identical S at all {len(identical)} k: {all(identical)}; its time exponent in k "
-            f"is {fast.exponent:.2f} [{fast.ci_low:.2f}, {fast.ci_high:.2f}] (times "
+            f"is {fast.slope:.2f} [{fast.ci_low:.2f}, {fast.ci_high:.2f}] (times "
             f"{_ms(k_sweep.times[PIVOTED])} ms against {_ms(k_sweep.times[LOOP])} ms "
             "for the literal loop), where its per-pivot overhead (∝ k) dominates; at N = "
-            f"{n_big}: {fast_big.exponent:.2f} [{fast_big.ci_low:.2f}, {fast_big.ci_high:.2f}] "
+            f"{n_big}: {fast_big.slope:.2f} [{fast_big.ci_low:.2f}, {fast_big.ci_high:.2f}] "
             f"(times {_ms(big)} ms), between that overhead and its Gram of Ω_KK (4Nk²); its "
             "cost stays within the stated bound's Nk² term, as SPEC §4 says."
         ),

@@ -59,11 +59,13 @@ def fit_rate(n: object, error: object, *, level: float = 0.95) -> RateFit:
         raise ValueError(f"level must be in (0, 1); got level={level}")
     res = sm.OLS(np.log(e), sm.add_constant(np.log(n_))).fit()
     lo, hi = res.conf_int(alpha=1.0 - level)[1]
+    # a constant error is fitted exactly (slope 0): R² = 1, not statsmodels' 0/0
+    r2 = 1.0 if float(res.centered_tss) == 0.0 else float(res.rsquared)
     return RateFit(
         float(res.params[1]),
         float(lo),
         float(hi),
         float(res.params[0]),
-        float(res.rsquared),
+        r2,
         int(n_.size),
     )
