@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics import GGN, gradient_laplace, greedy_laplace, greedy_laplace_reference
-from paper_checks.bench import main_for, timed
+from laplace_lab.numerics import GGN, gradient_laplace, greedy_laplace, greedy_laplace_reference
+from laplace_lab.paper_checks.bench import main_for, timed
 
 
 def _problem(n: int, p: int, seed: int) -> GGN:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from numerics.jacobians import per_sample_jacobian
-from paper_checks.bench import main_for, timed
-from studies.models import mlp_3x200
+from laplace_lab.numerics.jacobians import per_sample_jacobian
+from laplace_lab.paper_checks.bench import main_for, timed
+from laplace_lab.studies.models import mlp_3x200
 
 
 def _loop(
@@ -40,7 +40,7 @@ def throughput(n: int, *, target: float = 5.0, method: str = "auto", reuse: bool
 
     ``reuse``: both sides write into one pre-touched (N, p) buffer (``out=``), so the ratio
     is compute only; otherwise each call returns a fresh N × p output (ours on huge pages,
-    :mod:`numerics._large_outputs`; the loop's ``torch.stack`` on ordinary pages).
+    :mod:`laplace_lab.numerics._large_outputs`; the loop's ``torch.stack`` on ordinary pages).
     """
     torch.manual_seed(0)
     model = mlp_3x200(90).eval()
@@ -87,7 +87,7 @@ def subset(n: int, k: int) -> dict:
 
 
 def experiment(budget_s: float = 180.0) -> dict:
-    from studies.subnet_experiment import METHODS, ExperimentConfig, run_seed
+    from laplace_lab.studies.subnet_experiment import METHODS, ExperimentConfig, run_seed
 
     cfg = ExperimentConfig(
         dataset="randhie",

@@ -20,7 +20,7 @@ import time
 import numpy as np
 import scipy.sparse.linalg as spla
 
-from numerics.thick_restart import eigsh
+from laplace_lab.numerics.thick_restart import eigsh
 
 __all__ = ["run"]
 

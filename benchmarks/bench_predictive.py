@@ -18,7 +18,7 @@ import tracemalloc
 
 import numpy as np
 
-from numerics import (
+from laplace_lab.numerics import (
     GGN,
     cholesky,
     gram_blocks,
@@ -27,7 +27,7 @@ from numerics import (
     subnetwork_variance,
     subnetwork_variance_path,
 )
-from paper_checks.bench import main_for, timed
+from laplace_lab.paper_checks.bench import main_for, timed
 
 
 def _problem(n: int, p: int, m_test: int, seed: int, dtype=np.float64) -> tuple[GGN, np.ndarray]:

@@ -6,7 +6,7 @@ from it without forming the p×p precision. ``theory`` is the oracle these kerne
 tested against.
 """
 
-from numerics.backend import (
+from laplace_lab.numerics.backend import (
     TILE,
     as_float,
     cho_solve,
@@ -22,9 +22,15 @@ from numerics.backend import (
 )
 
 # Lanczos family (issue 5): Lanczos / eigsh, low-rank Laplace, FSP-Laplace, kernels, NTK sketch.
-from numerics.fsp import DroppedTerms, FSPLaplace, dropped_terms, fsp_laplace, rkhs_norm_estimate
-from numerics.ggn import DENSE_MAX_P, GGN, host_subset, prior_vector
-from numerics.ipv import (
+from laplace_lab.numerics.fsp import (
+    DroppedTerms,
+    FSPLaplace,
+    dropped_terms,
+    fsp_laplace,
+    rkhs_norm_estimate,
+)
+from laplace_lab.numerics.ggn import DENSE_MAX_P, GGN, host_subset, prior_vector
+from laplace_lab.numerics.ipv import (
     discrepancy,
     empirical_pv,
     ggn_discrepancy,
@@ -33,11 +39,15 @@ from numerics.ipv import (
     ipv,
     ipv_path,
 )
-from numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
-from numerics.krylov import LanczosResult, lanczos, lanczos_inverse_sqrt
-from numerics.lowrank import LowRankLaplace
-from numerics.ntk_sketch import jvp_ntk_estimate, ntk_estimate_variance, paper_ntk_variance
-from numerics.predictive import (
+from laplace_lab.numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
+from laplace_lab.numerics.krylov import LanczosResult, lanczos, lanczos_inverse_sqrt
+from laplace_lab.numerics.lowrank import LowRankLaplace
+from laplace_lab.numerics.ntk_sketch import (
+    jvp_ntk_estimate,
+    ntk_estimate_variance,
+    paper_ntk_variance,
+)
+from laplace_lab.numerics.predictive import (
     coverage,
     marginal_variance,
     predictive_variance,
@@ -45,7 +55,7 @@ from numerics.predictive import (
     subnetwork_variance_path,
     wasserstein_gap,
 )
-from numerics.selection import (
+from laplace_lab.numerics.selection import (
     gradient_laplace,
     greedy_laplace,
     greedy_laplace_reference,
@@ -57,7 +67,7 @@ from numerics.selection import (
     random_subset,
     subnet_diagonal,
 )
-from numerics.thick_restart import EigshResult, eigsh
+from laplace_lab.numerics.thick_restart import EigshResult, eigsh
 
 __all__ = [
     "DENSE_MAX_P",
@@ -126,13 +136,13 @@ __all__ += [
 ]
 
 # Real-network Jacobians (torch imported lazily inside) and network SSLA/ASSLA.
-from numerics.jacobians import (  # noqa: E402
+from laplace_lab.numerics.jacobians import (  # noqa: E402
     ParameterLayout,
     gradient_scores,
     parameter_layout,
     per_sample_jacobian,
 )
-from numerics.network_ssla import (  # noqa: E402
+from laplace_lab.numerics.network_ssla import (  # noqa: E402
     assla_log_density,
     assla_predictive,
     gaussian_scores,

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from array_api_compat import array_namespace
 
-from numerics.backend import as_float, to_numpy
+from laplace_lab.numerics.backend import as_float, to_numpy
 
 __all__ = ["Space", "as_matrix", "check_rng", "positive_float", "positive_int", "to_host"]
 

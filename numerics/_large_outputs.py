@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics._layout import _torch
+from laplace_lab.numerics._layout import _torch
 
 __all__ = ["HUGE_PAGE_THRESHOLD", "empty"]
 

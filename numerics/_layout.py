@@ -2,7 +2,8 @@
 
 SPEC §0: θ is flattened in ``model.named_parameters()`` order, first layer first. NeuralLinear
 and Last-k (subnetwork-laplace-optimality.txt App. B) and KFAC need to know which flat indices
-belong to which layer. Re-exported by :mod:`numerics.jacobians`; torch is imported lazily.
+belong to which layer. Re-exported by :mod:`laplace_lab.numerics.jacobians`; torch is imported
+lazily.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def _torch() -> Any:
         import torch
     except ImportError as err:  # pragma: no cover - torch is a test dependency
         raise ImportError(
-            "numerics.jacobians needs torch (pip install laplace-lab[torch])"
+            "laplace_lab.numerics.jacobians needs torch (pip install laplace-lab[torch])"
         ) from err
     return torch
 

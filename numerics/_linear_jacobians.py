@@ -10,8 +10,8 @@ per output c. Then
 - the weighted mean squared gradients of W are (δ∘δ)ᵀ(a∘a) — one product per layer.
 
 Applicable when every trainable parameter belongs to a ``torch.nn.Linear`` called exactly once
-per forward on a 2-D (batch, features) input; :mod:`numerics.jacobians` checks the first row
-against ``torch.func`` and falls back to ``vmap(jacrev)`` otherwise.
+per forward on a 2-D (batch, features) input; :mod:`laplace_lab.numerics.jacobians` checks the
+first row against ``torch.func`` and falls back to ``vmap(jacrev)`` otherwise.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from numerics._large_outputs import empty
+from laplace_lab.numerics._large_outputs import empty
 
 __all__ = ["LinearPlan", "LinearSignals", "linear_plan", "linear_signals"]
 

@@ -3,7 +3,7 @@
 - :func:`rkhs_norm_estimate` — the context-point estimate of eq. (3.7),
   ``(f(C) − μ(C))ᵀ Σ(C, C)⁻¹ (f(C) − μ(C)) = ‖h_C‖²_H ≤ ‖f − μ‖²_H``.
 - :func:`fsp_laplace` — Algorithm 2, steps 2–9, matrix-free in p: Lanczos on the kernel
-  Gram Σ(C, C) from ``J(C)1/‖J(C)1‖`` (:func:`numerics.krylov.lanczos_inverse_sqrt`),
+  Gram Σ(C, C) from ``J(C)1/‖J(C)1‖`` (:func:`laplace_lab.numerics.krylov.lanczos_inverse_sqrt`),
   ``M = J(C)ᵀL``, thin SVD, the r × r matrix A of eq. (3.9), its eigendecomposition, the
   square root ``S = U_M U_A D_A^{†/2}`` and the truncation of step 9 so that marginal
   variances at the context points do not exceed the prior's.
@@ -26,8 +26,8 @@ import numpy as np
 import scipy.linalg
 from array_api_compat import array_namespace
 
-from numerics._arrays import Space, as_matrix, positive_int, to_host
-from numerics.krylov import lanczos_inverse_sqrt
+from laplace_lab.numerics._arrays import Space, as_matrix, positive_int, to_host
+from laplace_lab.numerics.krylov import lanczos_inverse_sqrt
 
 __all__ = [
     "DroppedTerms",
@@ -51,7 +51,7 @@ def rkhs_norm_estimate(f_context: Array, gram: Any, *, mean_context: Array | Non
     ----------
     f_context : array, shape (n_C,)
         f(C).
-    gram : array, shape (n_C, n_C), or a :class:`numerics.kernels.KernelGram`
+    gram : array, shape (n_C, n_C), or a :class:`laplace_lab.numerics.kernels.KernelGram`
         Σ(C, C), symmetric positive definite (Cholesky on the host).
     mean_context : array, shape (n_C,), optional
         μ(C); zero by default.
@@ -155,7 +155,7 @@ def fsp_laplace(
     J_context : array, shape (n_C·d', p)
         Jacobian J(C) of the network outputs at the context points.
     gram : callable or KernelGram
-        ``v ↦ Σ(C, C) v`` (n_C·d' vectors); a :class:`numerics.kernels.KernelGram` also
+        ``v ↦ Σ(C, C) v`` (n_C·d' vectors); a :class:`laplace_lab.numerics.kernels.KernelGram` also
         supplies the prior variances.
     Jw : array, shape (N', p), or None
         Weighted Jacobian of the likelihood GGN, ``Σ_i J_iᵀ(−H_i)J_i = J_wᵀJ_w``.

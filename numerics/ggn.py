@@ -9,7 +9,7 @@ all "weighted Jacobian + diagonal prior" — one core (:class:`GGN`), three fron
   H_n = diag(π_n) − π_n π_nᵀ + εI = W_n W_nᵀ (eigh), J_w stacks W_nᵀ J_n (N·C rows).
 
 No method forms the p×p matrix except :meth:`GGN.dense` (small p only). Products of the
-type BᵀB are tiled (SPEC §0 environment hazard, :func:`numerics.backend.gram_blocks`).
+type BᵀB are tiled (SPEC §0 environment hazard, :func:`laplace_lab.numerics.backend.gram_blocks`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from numerics.backend import (
+from laplace_lab.numerics.backend import (
     TILE,
     as_float,
     eigh,
@@ -29,7 +29,7 @@ from numerics.backend import (
     to_numpy,
     weighted_gram,
 )
-from theory._validation import positive_scalar, subset
+from laplace_lab.theory._validation import positive_scalar, subset
 
 __all__ = ["DENSE_MAX_P", "GGN", "host_subset", "prior_vector"]
 

@@ -5,7 +5,7 @@ Raha, Khare & Patra (*subnetwork-laplace-optimality*), §4 eq. (8), App. A.2 eq.
     IPV(S) = (σ0²/N) · (k − c · tr((Λ_SS + cV_SS)⁻¹ V_SS)),   c = σ0²/N,
 
 and for every prefix of an order from one Cholesky factor R of Λ_oo + cV_oo:
-tr(A_k⁻¹V_k) = Σ_{i≤k} Σ_{j≤i} (R⁻¹)_ij² v_j. These agree with :mod:`theory.ipv` (the
+tr(A_k⁻¹V_k) = Σ_{i≤k} Σ_{j≤i} (R⁻¹)_ij² v_j. These agree with :mod:`laplace_lab.theory.ipv` (the
 float64 NumPy oracle) and run on NumPy, CuPy, torch or any array-API namespace.
 
 From a GGN, the empirical Λ̂ = (σ0²/N) J_wᵀJ_w (regression: J_w = J/σ0, so Λ̂ = JᵀJ/N;
@@ -24,10 +24,21 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from numerics.backend import as_float, cholesky, eigh, namespace, solve_triangular, to_numpy
-from numerics.ggn import GGN, host_subset, prior_vector
-from numerics.predictive import marginal_variance, predictive_variance, subnetwork_variance
-from theory._validation import PSD_RTOL, SYMMETRY_RTOL, positive_scalar
+from laplace_lab.numerics.backend import (
+    as_float,
+    cholesky,
+    eigh,
+    namespace,
+    solve_triangular,
+    to_numpy,
+)
+from laplace_lab.numerics.ggn import GGN, host_subset, prior_vector
+from laplace_lab.numerics.predictive import (
+    marginal_variance,
+    predictive_variance,
+    subnetwork_variance,
+)
+from laplace_lab.theory._validation import PSD_RTOL, SYMMETRY_RTOL, positive_scalar
 
 __all__ = [
     "discrepancy",
@@ -98,7 +109,7 @@ def ipv_path(
 ) -> Array:
     """IPV(order[:k]) for k = 1..len(order) from one Cholesky factor (SPEC §2; eq. 18).
 
-    Backend version of :func:`theory.ipv_path`; returns an array of Lam's namespace.
+    Backend version of :func:`laplace_lab.theory.ipv_path`; returns an array of Lam's namespace.
     """
     L, c, v = _lam_setup(Lam, n, noise_var, prior_precision)
     xp = namespace(L)
@@ -109,7 +120,8 @@ def ipv_path(
 def ipv(
     Lam: Any, S: Any, *, n: float, noise_var: float = 1.0, prior_precision: Any = 1.0
 ) -> float:
-    """IPV(S) = (σ0²/N) tr((Λ_SS + cV_SS)⁻¹ Λ_SS), c = σ0²/N (eq. 8); backend :func:`theory.ipv`.
+    """IPV(S) = (σ0²/N) tr((Λ_SS + cV_SS)⁻¹ Λ_SS), c = σ0²/N (eq. 8); backend
+    :func:`laplace_lab.theory.ipv`.
 
     An empty S gives 0.0.
     """
@@ -124,7 +136,8 @@ def ipv(
 def discrepancy(
     Lam: Any, S: Any, *, n: float, noise_var: float = 1.0, prior_precision: Any = 1.0
 ) -> float:
-    """Dis(S) = IPV_full − IPV(S) (§4; ≥ 0 by Theorem 1); backend :func:`theory.discrepancy`."""
+    """Dis(S) = IPV_full − IPV(S) (§4; ≥ 0 by Theorem 1); backend
+    :func:`laplace_lab.theory.discrepancy`."""
     kw = {"n": n, "noise_var": noise_var, "prior_precision": prior_precision}
     p = int(Lam.shape[0]) if hasattr(Lam, "shape") else len(Lam)
     return ipv(Lam, np.arange(p), **kw) - ipv(Lam, S, **kw)

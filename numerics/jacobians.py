@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from numerics._large_outputs import empty as _empty
-from numerics._layout import (
+from laplace_lab.numerics._large_outputs import empty as _empty
+from laplace_lab.numerics._layout import (
     ParameterBlock,
     ParameterLayout,
     _check_model,
@@ -151,11 +151,11 @@ def _chunks(
     """(start, f (b, C), signals or None, J (b, C, p) or None) over row chunks of X.
 
     ``method="linear"`` (or ``"auto"`` when every trainable parameter sits in an
-    ``nn.Linear``) yields the layer signals of :mod:`numerics._linear_jacobians` (one forward,
-    C backward passes per chunk); ``"auto"`` first checks row 0 against torch.func and falls
-    back to ``vmap(jacrev)`` on any mismatch. Otherwise J comes from torch.func.
+    ``nn.Linear``) yields the layer signals of :mod:`laplace_lab.numerics._linear_jacobians` (one
+    forward, C backward passes per chunk); ``"auto"`` first checks row 0 against torch.func and
+    falls back to ``vmap(jacrev)`` on any mismatch. Otherwise J comes from torch.func.
     """
-    from numerics._linear_jacobians import LinearSignals, linear_plan, linear_signals
+    from laplace_lab.numerics._linear_jacobians import LinearSignals, linear_plan, linear_signals
 
     _check_model(model)
     _check_bn_eval(model)
@@ -243,7 +243,7 @@ def per_sample_jacobian(
         A buffer of the returned shape, dtype and device to write J into (reused across
         calls, e.g. when streaming test batches, it saves the first-touch cost of a fresh
         N × p output). Without it, a large CPU output is allocated on transparent huge pages
-        (:mod:`numerics._large_outputs`).
+        (:mod:`laplace_lab.numerics._large_outputs`).
 
     Returns
     -------

@@ -22,7 +22,7 @@ from typing import Any
 
 from array_api_compat import array_namespace
 
-from numerics.backend import as_float
+from laplace_lab.numerics.backend import as_float
 
 __all__ = ["RBF", "KernelGram", "Matern12", "Matern32", "Matern52", "Periodic"]
 

@@ -2,7 +2,7 @@
 
 Matrix-free and array-API generic (NumPy, CuPy, torch, array_api_strict): the basis lives in
 the namespace of the start vector (or of ``like``); the small tridiagonal eigenproblems are
-solved on the host in float64. :func:`numerics.thick_restart.eigsh` builds on the same
+solved on the host in float64. :func:`laplace_lab.numerics.thick_restart.eigsh` builds on the same
 process.
 
 - :func:`lanczos` — the Lanczos process ``A Q = Q T + β_m q_{m+1} e_mᵀ`` with classical
@@ -25,11 +25,11 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import scipy.linalg
 
-from numerics._arrays import Space as _Space
-from numerics._arrays import check_rng as _check_rng
-from numerics._arrays import positive_float as _positive_float
-from numerics._arrays import positive_int as _positive_int
-from numerics._arrays import to_host as _to_host
+from laplace_lab.numerics._arrays import Space as _Space
+from laplace_lab.numerics._arrays import check_rng as _check_rng
+from laplace_lab.numerics._arrays import positive_float as _positive_float
+from laplace_lab.numerics._arrays import positive_int as _positive_int
+from laplace_lab.numerics._arrays import to_host as _to_host
 
 __all__ = ["LanczosResult", "lanczos", "lanczos_inverse_sqrt"]
 

@@ -1,8 +1,8 @@
 """Low-rank Laplace: the top-r eigenpairs of the GGN's likelihood part plus the exact prior.
 
 ``Ω ≈ Ω_r = U diag(λ) Uᵀ + V`` with (λ, U) the top-r Ritz pairs of ``J_wᵀ J_w`` from
-:func:`numerics.thick_restart.eigsh` and V the diagonal prior precision (SPEC.md §5). The
-predictive variance and the log-determinant follow from Woodbury on an r × r system with
+:func:`laplace_lab.numerics.thick_restart.eigsh` and V the diagonal prior precision (SPEC.md §5).
+The predictive variance and the log-determinant follow from Woodbury on an r × r system with
 B = U diag(λ)^{1/2} and D = V⁻¹ (SPEC.md §1, never a p × p matrix, never an explicit
 inverse)::
 
@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 from array_api_compat import array_namespace
 
-from numerics._arrays import Space, as_matrix, to_host
-from numerics.backend import as_float, cholesky, solve_triangular
-from numerics.ggn import prior_vector
-from numerics.thick_restart import EigshResult, eigsh
+from laplace_lab.numerics._arrays import Space, as_matrix, to_host
+from laplace_lab.numerics.backend import as_float, cholesky, solve_triangular
+from laplace_lab.numerics.ggn import prior_vector
+from laplace_lab.numerics.thick_restart import EigshResult, eigsh
 
 __all__ = ["LowRankLaplace"]
 

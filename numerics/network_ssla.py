@@ -15,13 +15,14 @@ likelihood-only Fisher JᵀJ/σ0² is singular for networks with p > N.
   variance (SPEC §6: the normal–normal ASSLA "under-covers by σ_n²").
 - **SSLA** (eq. 12) in the linearised network f(x, θ) ≈ f̂ + gᵀ(θ − θ̂) (the GGN model): the
   augmented mode is θ̃ = θ̂ + Ω̃⁻¹ g r/σ0² = θ̂ + Ω⁻¹g · r/(σ0² + v) (Sherman–Morrison), and
-  the terms ℓ̃(θ̃) − ℓ_D(θ̂) + log π(θ̃) − log π(θ̂) = log N(ŷ; f̂ + gᵀ(θ̃−θ̂), σ0²) − ½(θ̃−θ̂)ᵀΩ(θ̃−θ̂)
-  sum with the determinant term to log N(ŷ; f̂, σ0² + v) — the linearized-Laplace predictive.
-  :func:`ssla_log_density` evaluates the terms one by one (the test checks them against a
-  dense p×p computation), not the closed form.
+  the terms ℓ̃(θ̃) − ℓ_D(θ̂) + log π(θ̃) − log π(θ̂) = log N(ŷ; f̂ + gᵀ(θ̃−θ̂), σ0²) −
+  ½(θ̃−θ̂)ᵀΩ(θ̃−θ̂) sum with the determinant term to log N(ŷ; f̂, σ0² + v) — the linearized-Laplace
+  predictive. :func:`ssla_log_density` evaluates the terms one by one (the test checks them against
+  a dense p×p computation), not the closed form.
 
-Kernels accept any array-API backend (through :func:`numerics.predictive.predictive_variance`);
-scores (coverage, NLL, CRPS) are computed on the host in float64.
+Kernels accept any array-API backend (through
+:func:`laplace_lab.numerics.predictive.predictive_variance`); scores (coverage, NLL, CRPS) are
+computed on the host in float64.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from numerics.backend import as_float, namespace, to_numpy
-from numerics.ggn import GGN
-from numerics.predictive import predictive_variance
-from theory._validation import positive_scalar
+from laplace_lab.numerics.backend import as_float, namespace, to_numpy
+from laplace_lab.numerics.ggn import GGN
+from laplace_lab.numerics.predictive import predictive_variance
+from laplace_lab.theory._validation import positive_scalar
 
 __all__ = [
     "GaussianPredictive",

@@ -22,8 +22,8 @@ from typing import Any, Literal
 import numpy as np
 from array_api_compat import array_namespace
 
-from numerics._arrays import Space, to_host
-from numerics.backend import as_float
+from laplace_lab.numerics._arrays import Space, to_host
+from laplace_lab.numerics.backend import as_float
 
 __all__ = ["jvp_ntk_estimate", "ntk_estimate_variance", "paper_ntk_variance"]
 

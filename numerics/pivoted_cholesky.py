@@ -14,8 +14,8 @@ partial Cholesky in LAPACK dpstrf style instead (``stored_pivots``): fewer, larg
 calls.
 
 Both kernels return pivot positions (into the candidate list K) in selection order; ties go
-to the lowest position. :func:`numerics.selection.greedy_laplace` chooses between them with
-:func:`store_omega`.
+to the lowest position. :func:`laplace_lab.numerics.selection.greedy_laplace` chooses between them
+with :func:`store_omega`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from numerics.backend import namespace, serial_blas, subtract_gram_lower, to_numpy
+from laplace_lab.numerics.backend import namespace, serial_blas, subtract_gram_lower, to_numpy
 
 __all__ = ["factor_pivots", "store_omega", "stored_pivots"]
 

@@ -20,7 +20,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from numerics.backend import (
+from laplace_lab.numerics.backend import (
     as_float,
     cholesky,
     gram_blocks,
@@ -28,8 +28,8 @@ from numerics.backend import (
     solve_triangular,
     weighted_gram,
 )
-from numerics.ggn import GGN, host_subset
-from theory._validation import subset_size
+from laplace_lab.numerics.ggn import GGN, host_subset
+from laplace_lab.theory._validation import subset_size
 
 __all__ = [
     "coverage",

@@ -7,7 +7,8 @@ Ties always go to the lowest index (or, inside Greedy-Laplace, the lowest candid
 position).
 
 Greedy-Laplace (subnetwork-laplace-optimality.txt Alg. 2) is computed as a diagonally
-pivoted partial Cholesky of Ω_KK (SPEC §4) by the kernels in :mod:`numerics.pivoted_cholesky`.
+pivoted partial Cholesky of Ω_KK (SPEC §4) by the kernels in
+:mod:`laplace_lab.numerics.pivoted_cholesky`.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from numerics import pivoted_cholesky
-from numerics.backend import as_float, gram_blocks, serial_blas, to_numpy
-from numerics.ggn import GGN
-from numerics.predictive import marginal_variance
-from theory._validation import subset_size
+from laplace_lab.numerics import pivoted_cholesky
+from laplace_lab.numerics.backend import as_float, gram_blocks, serial_blas, to_numpy
+from laplace_lab.numerics.ggn import GGN
+from laplace_lab.numerics.predictive import marginal_variance
+from laplace_lab.theory._validation import subset_size
 
 __all__ = [
     "gradient_laplace",
@@ -181,8 +182,8 @@ def greedy_laplace(
     candidates K are the top-m ``scores`` (default :meth:`GGN.scores`, m = ``n_candidates``,
     default min(2k, p); the paper's experiments use min(2k + 1000, p − 1) capped at 30 000),
     then k pivots by the largest Schur-complement diagonal, ties to the lowest candidate
-    position. Two exact kernels (:mod:`numerics.pivoted_cholesky`): if Ω_KK fits 512 MiB
-    and the flop model of ``store_omega`` favours it, Ω_KK is formed once (tiled syrk, N'm²
+    position. Two exact kernels (:mod:`laplace_lab.numerics.pivoted_cholesky`): if Ω_KK fits 512
+    MiB and the flop model of ``store_omega`` favours it, Ω_KK is formed once (tiled syrk, N'm²
     flops) and factored by a blocked pivoted partial Cholesky ((m³ − (m−k)³)/3 flops,
     BLAS-3 trailing updates); otherwise Ω_KK is never formed and Schur columns come from
     J_w: O(N'mk + N'²(k + f)) flops, mostly BLAS-3 (f ≈ 1.5k fetched working-set columns

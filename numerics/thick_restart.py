@@ -1,9 +1,9 @@
 """k extreme eigenpairs of a symmetric operator by thick-restart Lanczos.
 
 :func:`eigsh` (Wu & Simon 2000; equivalent to ARPACK's implicit restart with exact shifts)
-runs the reorthogonalised, breakdown-guarded process of :mod:`numerics.krylov` and accepts a
-Ritz pair by the relative test ``|β_m s_{m,i}| ≤ tol·|θ_max|`` (SPEC.md §5). Matrix-free and
-array-API generic; deterministic given ``rng``.
+runs the reorthogonalised, breakdown-guarded process of :mod:`laplace_lab.numerics.krylov` and
+accepts a Ritz pair by the relative test ``|β_m s_{m,i}| ≤ tol·|θ_max|`` (SPEC.md §5). Matrix-free
+and array-API generic; deterministic given ``rng``.
 """
 
 from __future__ import annotations
@@ -14,11 +14,17 @@ from typing import Literal, NamedTuple
 import numpy as np
 import scipy.linalg
 
-from numerics._arrays import Space as _Space
-from numerics._arrays import check_rng as _check_rng
-from numerics._arrays import positive_float as _positive_float
-from numerics._arrays import positive_int as _positive_int
-from numerics.krylov import _BREAKDOWN_EPS_FACTOR, Array, Matvec, _Krylov, _start_vector
+from laplace_lab.numerics._arrays import Space as _Space
+from laplace_lab.numerics._arrays import check_rng as _check_rng
+from laplace_lab.numerics._arrays import positive_float as _positive_float
+from laplace_lab.numerics._arrays import positive_int as _positive_int
+from laplace_lab.numerics.krylov import (
+    _BREAKDOWN_EPS_FACTOR,
+    Array,
+    Matvec,
+    _Krylov,
+    _start_vector,
+)
 
 __all__ = ["EigshResult", "eigsh"]
 

@@ -5,7 +5,7 @@ Gradient- and Greedy-Laplace give a lower W2 to the full linearized-Laplace pred
 Subnet-Diagonal and Last-k. All methods of one replication share its MAP, so the ordering is
 judged on *paired* per-seed differences; NeuralLinear (a fixed k, the last layer) is compared
 with the better proposed method along the k-grid. The helpers take an
-:class:`studies.subnet_experiment.ExperimentResult` and return verdicts or their parts.
+:class:`laplace_lab.studies.subnet_experiment.ExperimentResult` and return verdicts or their parts.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from paper_checks.registry import Context, Status, Verdict
+from laplace_lab.paper_checks.registry import Context, Status, Verdict
 
 PROPOSED = ("gradient_laplace", "greedy_laplace")
 BASELINES = ("subnet_diagonal", "last_k")

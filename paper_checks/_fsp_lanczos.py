@@ -11,7 +11,8 @@ against the dense pseudo-inverse Σ† (same relative cutoff as the Lanczos fact
 - precision: ``‖J(C)ᵀ(L Lᵀ − Σ†)J(C)‖_F / ‖J(C)ᵀ Σ† J(C)‖_F``, computed as
   ``‖R (L Lᵀ − Σ†) Rᵀ‖_F`` from the thin QR ``J(C)ᵀ = Q R`` (no p × p matrix);
 - variance: ``max_i |v_i − v_i^†| / v_i^†`` over test points, v from Algorithm 2 (steps 4–9,
-  :func:`numerics.fsp.fsp_laplace_from_factor`) with L, v^† with the dense ``V Θ^{†/2}``.
+  :func:`laplace_lab.numerics.fsp.fsp_laplace_from_factor`) with L, v^† with the dense ``V
+  Θ^{†/2}``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from numerics.fsp import fsp_laplace_from_factor
-from numerics.krylov import lanczos, lanczos_inverse_sqrt
+from laplace_lab.numerics.fsp import fsp_laplace_from_factor
+from laplace_lab.numerics.krylov import lanczos, lanczos_inverse_sqrt
 
 __all__ = [
     "LanczosSweep",

@@ -2,8 +2,8 @@
 
 Helpers for the complexity claims of *subnetwork-laplace-optimality* (§3, "Computational
 Complexity" after Algorithms 1 and 2). A cost c(x) ∝ x^a shows as slope a of log c against
-log x (fitted by :func:`theory.rates.fit_rate`, OLS with a t-interval). Times are the CPU time
-of the calling thread (``time.thread_time``) with BLAS pinned to one thread, minimum over
+log x (fitted by :func:`laplace_lab.theory.rates.fit_rate`, OLS with a t-interval). Times are the
+CPU time of the calling thread (``time.thread_time``) with BLAS pinned to one thread, minimum over
 repeats: another busy process on the machine delays the thread but does not add CPU time to
 it, and with one BLAS thread all the work is done on the timed thread. Operation counts are
 the same costs counted from the shapes each stage receives (deterministic, noise-free).
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from numerics.backend import TILE
+from laplace_lab.numerics.backend import TILE
 
 __all__ = [
     "StageClock",
@@ -102,8 +102,8 @@ def best_stage_times(
 def gram_macs(n_rows: int, k: int, *, tile: int = TILE) -> int:
     """Multiply-adds of J_Sᵀ J_S (k × k from an n_rows × k block) by ``gram_blocks``.
 
-    :func:`numerics.backend.gram_blocks` multiplies the column tiles t_i ≤ ``tile`` on and
-    above the diagonal: n_rows · Σ_{i≤j} t_i t_j (= n_rows · k² for k ≤ tile).
+    :func:`laplace_lab.numerics.backend.gram_blocks` multiplies the column tiles t_i ≤ ``tile`` on
+    and above the diagonal: n_rows · Σ_{i≤j} t_i t_j (= n_rows · k² for k ≤ tile).
     """
     widths = [min(tile, k - a) for a in range(0, k, tile)]
     return n_rows * sum(w * sum(widths[i:]) for i, w in enumerate(widths))

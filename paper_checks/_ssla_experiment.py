@@ -1,6 +1,6 @@
 """The conjugate experiments of self-supervised-laplace.txt (App. B.1) shared by the claims in
-:mod:`paper_checks.self_supervised_laplace`: one cached run per (seed, mode), OLS rate fits
-and the figures (the paper's Figures 1 and 3, divergence and refit-gap rates, float32 eq. 16).
+:mod:`laplace_lab.paper_checks.self_supervised_laplace`: one cached run per (seed, mode), OLS rate
+fits and the figures (the paper's Figures 1 and 3, divergence and refit-gap rates, float32 eq. 16).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from paper_checks.registry import Context
-from theory.conjugate_base import ConjugateModel
-from theory.rates import RateFit, fit_rate
-from theory.ssla import ssla_predictive
-from theory.ssla_rates import (
+from laplace_lab.paper_checks.registry import Context
+from laplace_lab.theory.conjugate_base import ConjugateModel
+from laplace_lab.theory.rates import RateFit, fit_rate
+from laplace_lab.theory.ssla import ssla_predictive
+from laplace_lab.theory.ssla_rates import (
     PAPER_NS,
     divergence_curve,
     exact_predictive,

@@ -15,8 +15,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from paper_checks.registry import Context, Status, all_claims, papers, run_claim
-from paper_checks.report import Outcome, write_report
+from laplace_lab.paper_checks.registry import Context, Status, all_claims, papers, run_claim
+from laplace_lab.paper_checks.report import Outcome, write_report
 
 __all__ = ["main"]
 
@@ -42,7 +42,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from paper_checks.bench import benchmark_dir, format_table, run_benchmarks
+    from laplace_lab.paper_checks.bench import benchmark_dir, format_table, run_benchmarks
 
     threads = None if args.threads == 0 else args.threads
     print(f"BLAS threads: {threads or 'unlimited'}", flush=True)
@@ -80,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
         help="BLAS threads (default 1: stable ratios on a shared machine; 0: no limit)",
     )
     bench.set_defaults(handler=_bench)
-    __import__("studies.cli", fromlist=["add_study_parser"]).add_study_parser(sub)
+    __import__("laplace_lab.studies.cli", fromlist=["add_study_parser"]).add_study_parser(sub)
     return parser
 
 

@@ -160,11 +160,11 @@ def claim(
 
 
 def _import_claim_modules() -> None:
-    package = importlib.import_module("paper_checks")
+    package = importlib.import_module("laplace_lab.paper_checks")
     for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("_") or info.name in _INFRASTRUCTURE:
             continue
-        importlib.import_module(f"paper_checks.{info.name}")
+        importlib.import_module(f"laplace_lab.paper_checks.{info.name}")
 
 
 def all_claims(paper: str | None = None) -> list[Claim]:

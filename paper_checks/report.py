@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paper_checks.errata import ERRATA
-from paper_checks.registry import Claim, Status, Verdict
+from laplace_lab.paper_checks.errata import ERRATA
+from laplace_lab.paper_checks.registry import Claim, Status, Verdict
 
 __all__ = ["VERDICT_SCHEMA", "Outcome", "write_report"]
 

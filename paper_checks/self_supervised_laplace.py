@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from paper_checks._ssla_experiment import (
+from laplace_lab.paper_checks._ssla_experiment import (
     MODELS,
     PAPER,
     SLOPE_TOL,
@@ -32,10 +32,10 @@ from paper_checks._ssla_experiment import (
     rates_figure,
     slopes_text,
 )
-from paper_checks.registry import Context, Status, Verdict, claim
-from theory.rates import fit_rate
-from theory.ssla import ssla_predictive
-from theory.ssla_rates import PAPER_NS, paper_model
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.theory.rates import fit_rate
+from laplace_lab.theory.ssla import ssla_predictive
+from laplace_lab.theory.ssla_rates import PAPER_NS, paper_model
 
 
 def _gap_rate_verdict(ctx: Context, col: int, what: str, note: str) -> Verdict:
@@ -350,7 +350,7 @@ def _instability(ctx: Context) -> Verdict:
     expected=Status.REFUTED,
 )
 def _hdr_derivation(ctx: Context) -> Verdict:
-    from paper_checks._ssla_hdr import (
+    from laplace_lab.paper_checks._ssla_hdr import (
         STEPS,
         chain_discrepancies,
         eq27_error,

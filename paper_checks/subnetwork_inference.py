@@ -11,9 +11,9 @@ import itertools
 import numpy as np
 from scipy.optimize import minimize
 
-from paper_checks.registry import Context, Status, Verdict, claim
-from theory.probit import logistic_gaussian_integral, probit_approximation
-from theory.wasserstein import subnetwork_w2, w2_diagonal
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.theory.probit import logistic_gaussian_integral, probit_approximation
+from laplace_lab.theory.wasserstein import subnetwork_w2, w2_diagonal
 
 PAPER = "subnetwork-inference"
 

@@ -11,9 +11,9 @@ import functools
 
 import numpy as np
 
-from paper_checks.registry import Context, Status, Verdict, claim
-from studies.catalog import ipv_vs_pv, theorem2_consistency
-from theory import (
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.studies.catalog import ipv_vs_pv, theorem2_consistency
+from laplace_lab.theory import (
     check_monotonicity,
     check_theorem2,
     check_theorem3,

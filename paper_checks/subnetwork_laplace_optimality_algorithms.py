@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics import GGN
-from paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.numerics import GGN
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 
 PAPER = "subnetwork-laplace-optimality"
 

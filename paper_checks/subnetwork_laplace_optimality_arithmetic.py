@@ -5,7 +5,7 @@ Each figure is recomputed from the quantities the paper states next to it.
 
 from __future__ import annotations
 
-from paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 
 PAPER = "subnetwork-laplace-optimality"
 

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 
 PAPER = "subnetwork-laplace-optimality"
 PAPER_T, PAPER_SEEDS, PAPER_AGENTS = 16000, 25, 10
@@ -49,7 +49,7 @@ _ORDERINGS = {
 
 
 def _setting(full: bool) -> tuple[int, int, tuple[str, ...]]:
-    from studies.catalog.wheel_bandit import agents
+    from laplace_lab.studies.catalog.wheel_bandit import agents
 
     if full:
         return PAPER_T, 3, agents((100, 500))
@@ -59,8 +59,8 @@ def _setting(full: bool) -> tuple[int, int, tuple[str, ...]]:
 @functools.cache
 def _runs(delta: float, full: bool, seed: int) -> dict[str, object]:
     """Final regret (per seed) and mean cumulative-regret traces of every agent."""
-    from studies.catalog.wheel_bandit import parse_agent
-    from studies.wheel_bandit import BanditConfig, run_bandit
+    from laplace_lab.studies.catalog.wheel_bandit import parse_agent
+    from laplace_lab.studies.wheel_bandit import BanditConfig, run_bandit
 
     horizon, seeds, names = _setting(full)
     ss = np.random.SeedSequence([seed, int(delta * 100), 8])

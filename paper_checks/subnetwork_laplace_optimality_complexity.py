@@ -18,16 +18,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from numerics import GGN, gradient_laplace, greedy_laplace, greedy_laplace_reference
-from paper_checks._scaling import (
+from laplace_lab.numerics import GGN, gradient_laplace, greedy_laplace, greedy_laplace_reference
+from laplace_lab.paper_checks._scaling import (
     StageClock,
     best_stage_times,
     gram_macs,
     literal_greedy_macs,
     single_thread,
 )
-from paper_checks.registry import Context, Status, Verdict, claim
-from theory.rates import fit_rate
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.theory.rates import fit_rate
 
 PAPER = "subnetwork-laplace-optimality"
 #: Round-robin passes over a sweep's sizes (the minimum per size and stage is kept).

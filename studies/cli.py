@@ -20,14 +20,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from studies.executors import EXECUTORS
-from studies.output import export_rows_csv, export_summary_csv, plot_summary
-from studies.registry import get_study, load_plugin, studies
-from studies.runner import default_store_path, plan, run_study
-from studies.seeding import params_key
-from studies.spec import Study, parse_grid_overrides
-from studies.store import Store, StoreError
-from studies.summary import summarise
+from laplace_lab.studies.executors import EXECUTORS
+from laplace_lab.studies.output import export_rows_csv, export_summary_csv, plot_summary
+from laplace_lab.studies.registry import get_study, load_plugin, studies
+from laplace_lab.studies.runner import default_store_path, plan, run_study
+from laplace_lab.studies.seeding import params_key
+from laplace_lab.studies.spec import Study, parse_grid_overrides
+from laplace_lab.studies.store import Store, StoreError
+from laplace_lab.studies.summary import summarise
 
 __all__ = ["add_study_parser"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
-from studies.seeding import params_key, replication_rng
-from studies.spec import Params, Study
+from laplace_lab.studies.seeding import params_key, replication_rng
+from laplace_lab.studies.spec import Params, Study
 
 __all__ = ["EXECUTORS", "Result", "Task", "execute", "run_replication"]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from studies.spec import Study
-from studies.store import Row
-from studies.summary import SummaryRow
+from laplace_lab.studies.spec import Study
+from laplace_lab.studies.store import Row
+from laplace_lab.studies.summary import SummaryRow
 
 __all__ = ["export_rows_csv", "export_summary_csv", "plot_summary"]
 

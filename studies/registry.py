@@ -1,7 +1,7 @@
-"""The study registry: name → :class:`~studies.spec.Study`.
+"""The study registry: name → :class:`~laplace_lab.studies.spec.Study`.
 
-Shipped studies live in :mod:`studies.catalog` (one module per study, auto-discovered, so a
-new study needs no central edit) and register themselves with :func:`register`. A user's own
+Shipped studies live in :mod:`laplace_lab.studies.catalog` (one module per study, auto-discovered,
+so a new study needs no central edit) and register themselves with :func:`register`. A user's own
 studies register the same way from any importable module; the CLI imports such modules
 with ``--plugin MODULE``.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from studies.spec import Study
+from laplace_lab.studies.spec import Study
 
 __all__ = ["get_study", "load_catalog", "load_plugin", "register", "studies"]
 
@@ -30,8 +30,8 @@ def register(study: Study) -> Study:
 
 
 def load_catalog() -> None:
-    """Import every module of :mod:`studies.catalog` (each registers its study)."""
-    import studies.catalog as catalog
+    """Import every module of :mod:`laplace_lab.studies.catalog` (each registers its study)."""
+    import laplace_lab.studies.catalog as catalog
 
     for info in pkgutil.iter_modules(catalog.__path__):
         importlib.import_module(f"{catalog.__name__}.{info.name}")

@@ -16,10 +16,10 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from studies.executors import Task, execute
-from studies.seeding import params_key
-from studies.spec import Params, Study, expand_grid
-from studies.store import Store
+from laplace_lab.studies.executors import Task, execute
+from laplace_lab.studies.seeding import params_key
+from laplace_lab.studies.spec import Params, Study, expand_grid
+from laplace_lab.studies.store import Store
 
 __all__ = ["RunReport", "default_store_path", "plan", "run_study"]
 
@@ -85,7 +85,7 @@ def run_study(
     full : bool
         Use the full grid and replication count.
     executor, workers, scheduler
-        See :func:`studies.executors.execute`.
+        See :func:`laplace_lab.studies.executors.execute`.
     seed : int
         Base seed, recorded in the store (a store of another seed is refused).
     progress : bool

@@ -1,7 +1,7 @@
 """The declaration of a Monte Carlo study: a parameter grid × replications of a pure function.
 
 DESIGN "studies own the loops, not the maths": a study declares what to vary and what to
-measure; :mod:`studies.runner` owns seeding, the store, executors, progress and plots.
+measure; :mod:`laplace_lab.studies.runner` owns seeding, the store, executors, progress and plots.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _package_digest() -> str:
     """A hash of every source file of the packages a study's maths can call."""
     h = hashlib.sha256()
     for name in ("theory", "numerics", "studies"):
-        root = Path(importlib.import_module(name).__file__).parent
+        root = Path(importlib.import_module(f"laplace_lab.{name}").__file__).parent
         for path in sorted(root.rglob("*.py")):
             h.update(path.relative_to(root.parent).as_posix().encode())
             h.update(path.read_bytes())
@@ -83,7 +83,7 @@ class Study:
         (a ``numpy.random.Generator``); a module-level function (it is pickled to workers).
     version : str
         The study's code version; bump it whenever ``run_one`` changes its numbers.
-        A store written by another version is refused (see :mod:`studies.store`).
+        A store written by another version is refused (see :mod:`laplace_lab.studies.store`).
     probabilities : sequence of str
         Metrics that are 0/1 indicators: summarised with Wilson intervals.
     x : str

@@ -3,7 +3,7 @@
 The Table 1 setting: a 2×50 MLP fitted by MAP to y = 7 sin x + 3|cos(x/2)| ε (eq. 18),
 Gauss–Newton Fisher with an N(0, 1/α) prior, σ0² from the residual MSE; coverage at the
 95/90/75/50% levels, NLL and CRPS of the held-out targets under linearized Laplace
-(N(f̂, σ0² + v)), SSLA and ASSLA (:mod:`numerics.network_ssla`).
+(N(f̂, σ0² + v)), SSLA and ASSLA (:mod:`laplace_lab.numerics.network_ssla`).
 """
 
 from __future__ import annotations
@@ -13,19 +13,25 @@ from typing import Any
 import numpy as np
 import torch
 
-from numerics.ggn import GGN
-from numerics.jacobians import per_sample_jacobian
-from numerics.network_ssla import (
+from laplace_lab.numerics.ggn import GGN
+from laplace_lab.numerics.jacobians import per_sample_jacobian
+from laplace_lab.numerics.network_ssla import (
     GaussianPredictive,
     assla_predictive,
     gaussian_scores,
     ssla_predictive,
 )
-from numerics.predictive import predictive_variance
-from studies.data import heteroscedastic_toy
-from studies.models import mlp_2x50
-from studies.training import TrainConfig, adam_recipe, build_seeded, noise_variance, predict
-from studies.training import train_map as _train
+from laplace_lab.numerics.predictive import predictive_variance
+from laplace_lab.studies.data import heteroscedastic_toy
+from laplace_lab.studies.models import mlp_2x50
+from laplace_lab.studies.training import (
+    TrainConfig,
+    adam_recipe,
+    build_seeded,
+    noise_variance,
+    predict,
+)
+from laplace_lab.studies.training import train_map as _train
 
 __all__ = ["heteroscedastic_comparison"]
 
@@ -41,7 +47,7 @@ def heteroscedastic_comparison(
     """Scores of linearized Laplace, SSLA and ASSLA on one seeded heteroscedastic toy.
 
     Returns ``{"LA": scores, "SSLA": scores, "ASSLA": scores, "noise_var": σ0²}`` with the
-    scores of :func:`numerics.network_ssla.gaussian_scores` on the held-out targets.
+    scores of :func:`laplace_lab.numerics.network_ssla.gaussian_scores` on the held-out targets.
     """
     rng = np.random.default_rng(seed)
     ds = heteroscedastic_toy(n_train + n_test, rng, test_fraction=n_test / (n_train + n_test))

@@ -7,12 +7,12 @@ Layout (``SCHEMA_VERSION`` 1)::
     replications(params TEXT, rep INTEGER, metrics TEXT, seconds REAL,
                  PRIMARY KEY (params, rep))
 
-``params`` is the canonical JSON of the grid point (:func:`studies.seeding.params_key`);
-``metrics`` is JSON whose floats are written with ``repr`` — the shortest text that
-round-trips, so float64 metrics come back bit for bit. The primary key makes a resumed run
-skip what is done and makes a duplicate impossible. The journal is in WAL mode and every
-replication is its own transaction, so a killed process loses at most the replication it
-was writing.
+``params`` is the canonical JSON of the grid point
+(:func:`laplace_lab.studies.seeding.params_key`); ``metrics`` is JSON whose floats are written with
+``repr`` — the shortest text that round-trips, so float64 metrics come back bit for bit. The
+primary key makes a resumed run skip what is done and makes a duplicate impossible. The journal is
+in WAL mode and every replication is its own transaction, so a killed process loses at most the
+replication it was writing.
 
 Opening refuses — with a :class:`StoreError` saying why — a file that is not an SQLite
 database (corrupt or foreign), a database without this layout, a store of another study,
@@ -77,7 +77,7 @@ class Store:
     study : str
         The study name the store must belong to.
     code_version : str
-        The study's code version (:attr:`studies.spec.Study.code_version`).
+        The study's code version (:attr:`laplace_lab.studies.spec.Study.code_version`).
     seed : int
         The base seed of the run.
     create : bool

@@ -5,7 +5,7 @@ subnetwork-laplace-optimality.txt §5.1 and App. C: train the MAP → per-sample
 W2(x*) = |σ_full(x*) − σ_method(x*)| (SPEC §1; σ² = σ0² + PV for the regression target,
 PV for logits) averaged over the test points, and 95% coverage
 mean 1{|f_ref − f_MAP| ≤ 1.96 σ} — mean ± standard error over seeds. Full linearized
-Laplace is the reference; KFAC-Laplace (:mod:`studies.kfac`) and a deep ensemble are
+Laplace is the reference; KFAC-Laplace (:mod:`laplace_lab.studies.kfac`) and a deep ensemble are
 k-independent references (App. B, C.1 "Deep-Ensemble overlay").
 
 Nested methods (Gradient-Laplace, Subnet-Diagonal, Last-k, Random, largest magnitude) are
@@ -31,16 +31,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from numerics.ggn import GGN
-from numerics.jacobians import parameter_layout, per_sample_jacobian
-from numerics.predictive import (
+from laplace_lab.numerics.ggn import GGN
+from laplace_lab.numerics.jacobians import parameter_layout, per_sample_jacobian
+from laplace_lab.numerics.predictive import (
     coverage,
     predictive_variance,
     subnetwork_variance,
     subnetwork_variance_path,
     wasserstein_gap,
 )
-from numerics.selection import (
+from laplace_lab.numerics.selection import (
     gradient_laplace,
     greedy_laplace,
     largest_magnitude,
@@ -50,11 +50,17 @@ from numerics.selection import (
     random_subset,
     subnet_diagonal,
 )
-from studies import data as data_mod
-from studies import models
-from studies.kfac import fit_kfac
-from studies.training import TrainConfig, adam_recipe, build_seeded, noise_variance, predict
-from studies.training import train_map as _train
+from laplace_lab.studies import data as data_mod
+from laplace_lab.studies import models
+from laplace_lab.studies.kfac import fit_kfac
+from laplace_lab.studies.training import (
+    TrainConfig,
+    adam_recipe,
+    build_seeded,
+    noise_variance,
+    predict,
+)
+from laplace_lab.studies.training import train_map as _train
 
 __all__ = [
     "METHODS",

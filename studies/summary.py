@@ -4,7 +4,8 @@ Probabilities (0/1 metrics a study declares in ``Study.probabilities``) get Wils
 intervals (``statsmodels.stats.proportion.proportion_confint(method="wilson")``), which stay
 inside [0, 1] and keep their coverage near 0 and 1, where a normal interval collapses to a
 point. Other metrics get mean ± z·s.e. :func:`fit_rates` fits how a mean decays along one
-grid axis with :func:`theory.rates.fit_rate` (log–log OLS, a confidence interval for the slope).
+grid axis with :func:`laplace_lab.theory.rates.fit_rate` (log–log OLS, a confidence interval for
+the slope).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import numpy as np
 from scipy.stats import norm
 from statsmodels.stats.proportion import proportion_confint
 
-from studies.seeding import params_key
-from studies.spec import Study
-from studies.store import Row
-from theory.rates import RateFit, fit_rate
+from laplace_lab.studies.seeding import params_key
+from laplace_lab.studies.spec import Study
+from laplace_lab.studies.store import Row
+from laplace_lab.theory.rates import RateFit, fit_rate
 
 __all__ = ["SummaryRow", "fit_rates", "summarise"]
 

@@ -1,8 +1,8 @@
 """Neural Thompson sampling on the Wheel Bandit with sub-network Laplace posteriors.
 
 *subnetwork-laplace-optimality* §5.2 and App. D.2. The reward model f_θ(x, a) is the 2×100
-ReLU MLP on the context and a one-hot arm (:func:`studies.models.bandit_net`, p = 11,001).
-One run:
+ReLU MLP on the context and a one-hot arm (:func:`laplace_lab.studies.models.bandit_net`, p =
+11,001). One run:
 
 1. warm start: three pulls of every arm at fresh contexts (15 rounds, in a random order);
 2. then alternately 100 Adam updates (lr 3e-3, gradient-norm clip 1.0, replay batches of 512
@@ -23,7 +23,7 @@ Subnet-Diagonal = the k smallest diag Ω = n·s/σ0² + α (App. B);
 Greedy-Laplace = Alg. 2 on the 2k Gradient-Laplace candidates (App. C.3's default m = 2k);
 Last-k and NeuralLinear by position (App. B).
 
-Regret is the expected regret of :meth:`studies.wheel_env.WheelBandit.regret`.
+Regret is the expected regret of :meth:`laplace_lab.studies.wheel_env.WheelBandit.regret`.
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from numerics.ggn import GGN
-from numerics.jacobians import gradient_scores, parameter_layout, per_sample_jacobian
-from numerics.predictive import subnetwork_variance
-from numerics.selection import gradient_laplace, greedy_laplace, last_k, neural_linear
-from studies.models import bandit_net
-from studies.training import build_seeded, torch_threads
-from studies.wheel_env import NUM_ARMS, WheelBandit
+from laplace_lab.numerics.ggn import GGN
+from laplace_lab.numerics.jacobians import gradient_scores, parameter_layout, per_sample_jacobian
+from laplace_lab.numerics.predictive import subnetwork_variance
+from laplace_lab.numerics.selection import gradient_laplace, greedy_laplace, last_k, neural_linear
+from laplace_lab.studies.models import bandit_net
+from laplace_lab.studies.training import build_seeded, torch_threads
+from laplace_lab.studies.wheel_env import NUM_ARMS, WheelBandit
 
 __all__ = [
     "K_METHODS",

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from theory import cpi_matrix, random_diagonally_dominant, random_psd
+from laplace_lab.theory import cpi_matrix, random_diagonally_dominant, random_psd
 
 seeds = st.integers(0, 2**32 - 1)
 sample_sizes = st.floats(1.0, 1e6)

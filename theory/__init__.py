@@ -6,7 +6,7 @@ classes of Theorems 2–3 (C_PI, ε-diagonally dominant), exhaustive search over
 executable forms of Theorems 1–3 (Appendix A).
 """
 
-from theory.classes import (
+from laplace_lab.theory.classes import (
     CPIDecomposition,
     cpi_matrix,
     is_cpi,
@@ -15,9 +15,9 @@ from theory.classes import (
     random_diagonally_dominant,
     random_psd,
 )
-from theory.exhaustive import Extremes, all_ipvs, exhaustive_extremes
-from theory.ipv import discrepancy, ipv, ipv_classification, ipv_full, ipv_path
-from theory.theorems import (
+from laplace_lab.theory.exhaustive import Extremes, all_ipvs, exhaustive_extremes
+from laplace_lab.theory.ipv import discrepancy, ipv, ipv_classification, ipv_full, ipv_path
+from laplace_lab.theory.theorems import (
     Check,
     Theorem1Decomposition,
     check_monotonicity,
@@ -28,18 +28,21 @@ from theory.theorems import (
 
 # --- self-supervised Laplace (SSLA / ASSLA) on conjugate models: issue #3 ---------------
 # isort: split
-from theory.conjugate import NormalNormal, PoissonGamma
-from theory.conjugate_regression import BayesianLinearRegression, NormalInverseGammaRegression
-from theory.divergences import (
+from laplace_lab.theory.conjugate import NormalNormal, PoissonGamma
+from laplace_lab.theory.conjugate_regression import (
+    BayesianLinearRegression,
+    NormalInverseGammaRegression,
+)
+from laplace_lab.theory.divergences import (
     Divergences,
     divergences,
     kl_divergence,
     total_variation,
     wasserstein1,
 )
-from theory.predictive_dists import DiscretePredictive, QuadraturePredictive
-from theory.rates import RateFit, fit_rate
-from theory.ssla import ssla_log_predictive, ssla_predictive
+from laplace_lab.theory.predictive_dists import DiscretePredictive, QuadraturePredictive
+from laplace_lab.theory.rates import RateFit, fit_rate
+from laplace_lab.theory.ssla import ssla_log_predictive, ssla_predictive
 
 # --- end of issue #3 block --------------------------------------------------------------
 

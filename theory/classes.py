@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from theory._validation import as_psd_matrix, positive_scalar, real_array, subset_size
+from laplace_lab.theory._validation import as_psd_matrix, positive_scalar, real_array, subset_size
 
 __all__ = [
     "CPIDecomposition",

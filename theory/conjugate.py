@@ -19,8 +19,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import gammaln
 
-from theory._validation import positive_scalar
-from theory.conjugate_base import (
+from laplace_lab.theory._validation import positive_scalar
+from laplace_lab.theory.conjugate_base import (
     ConjugateModel,
     count_values,
     data_vector,

@@ -14,8 +14,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import gammaln
 
-from theory._validation import positive_scalar
-from theory.conjugate_base import ConjugateModel, data_vector
+from laplace_lab.theory._validation import positive_scalar
+from laplace_lab.theory.conjugate_base import ConjugateModel, data_vector
 
 __all__ = ["BayesianLinearRegression", "NormalInverseGammaRegression", "RegressionStats"]
 

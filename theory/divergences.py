@@ -22,7 +22,7 @@ import numpy as np
 from scipy import integrate, optimize
 from scipy.special import ndtr
 
-from theory.conjugate_base import log1pmx
+from laplace_lab.theory.conjugate_base import log1pmx
 
 __all__ = [
     "Divergences",

@@ -13,8 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from theory._validation import subset, subset_size
-from theory.ipv import _setup
+from laplace_lab.theory._validation import subset, subset_size
+from laplace_lab.theory.ipv import _setup
 
 __all__ = ["MAX_SUBSETS", "Extremes", "all_ipvs", "exhaustive_extremes"]
 
@@ -121,7 +121,7 @@ def exhaustive_extremes(
     Parameters
     ----------
     Lam, n, noise_var, prior_precision
-        As in :func:`theory.ipv`.
+        As in :func:`laplace_lab.theory.ipv`.
     k : int
         The subset size, 0 ≤ k ≤ p.
     pool : sequence of int, optional

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
-from theory._validation import (
+from laplace_lab.theory._validation import (
     as_psd_matrix,
     positive_scalar,
     prior_precision_vector,

@@ -24,8 +24,8 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
-from theory.conjugate_base import ConjugateModel
-from theory.predictive_dists import DiscretePredictive, QuadraturePredictive
+from laplace_lab.theory.conjugate_base import ConjugateModel
+from laplace_lab.theory.predictive_dists import DiscretePredictive, QuadraturePredictive
 
 __all__ = ["ssla_log_predictive", "ssla_predictive"]
 
@@ -91,7 +91,7 @@ def ssla_log_predictive(
     Parameters
     ----------
     model : ConjugateModel
-        e.g. :class:`theory.NormalNormal`, :class:`theory.PoissonGamma`.
+        e.g. :class:`laplace_lab.theory.NormalNormal`, :class:`laplace_lab.theory.PoissonGamma`.
     data : array, tuple (X, y) or sufficient statistics
     y_new : float or array
         The self-predicted value(s) ŷ (vectorised).
@@ -144,13 +144,13 @@ def ssla_predictive(
 
     Returns
     -------
-    - counts (Poisson–gamma): :class:`theory.predictive_dists.DiscretePredictive` on
+    - counts (Poisson–gamma): :class:`laplace_lab.theory.predictive_dists.DiscretePredictive` on
       {0..K}, truncated where the remaining mass is < 1e-12;
     - Gaussian-linear models (normal–normal, known-noise regression): a frozen
       ``scipy.stats.norm`` (the log-density is exactly quadratic in ŷ);
-    - otherwise: :class:`theory.predictive_dists.QuadraturePredictive` (adaptive quadrature).
-    Each has ``pdf``/``pmf``, ``logpdf``/``logpmf``, ``cdf``, ``mean()``, ``var()`` and
-    ``interval(confidence)``.
+    - otherwise: :class:`laplace_lab.theory.predictive_dists.QuadraturePredictive` (adaptive
+    quadrature). Each has ``pdf``/``pmf``, ``logpdf``/``logpmf``, ``cdf``, ``mean()``, ``var()``
+    and ``interval(confidence)``.
     """
     _check(model, variant, hessian)
     s = model.sufficient_statistics(data)

@@ -32,10 +32,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from theory.conjugate import ConjugateModel, NormalNormal, PoissonGamma
-from theory.divergences import Divergences, divergences
-from theory.predictive_dists import DiscretePredictive
-from theory.ssla import ssla_predictive
+from laplace_lab.theory.conjugate import ConjugateModel, NormalNormal, PoissonGamma
+from laplace_lab.theory.divergences import Divergences, divergences
+from laplace_lab.theory.predictive_dists import DiscretePredictive
+from laplace_lab.theory.ssla import ssla_predictive
 
 __all__ = [
     "PAPER_NS",

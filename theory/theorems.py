@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
-from theory._validation import check_nested, isotropic_prior, subset, subset_size
-from theory.classes import is_cpi, is_diagonally_dominant
-from theory.exhaustive import exhaustive_extremes
-from theory.ipv import _ipv_prefixes, _ipv_terms, _setup
+from laplace_lab.theory._validation import check_nested, isotropic_prior, subset, subset_size
+from laplace_lab.theory.classes import is_cpi, is_diagonally_dominant
+from laplace_lab.theory.exhaustive import exhaustive_extremes
+from laplace_lab.theory.ipv import _ipv_prefixes, _ipv_terms, _setup
 
 __all__ = [
     "Check",
@@ -61,13 +61,14 @@ class Check:
 def roundoff_tolerance(
     Lam: np.ndarray, S: np.ndarray, scale: float, c: float, v: np.ndarray
 ) -> float:
-    """A bound on the rounding error of IPV(S) as computed by :func:`theory.ipv`, IPV units.
+    """A bound on the rounding error of IPV(S) as computed by :func:`laplace_lab.theory.ipv`, IPV
+    units.
 
     Two parts: (i) the Cholesky factor of A = Λ_SS + cV_SS is exact for some A + δA with
     ‖δA‖₂ ≤ γ‖A‖₂, γ = 10(k+1)·eps, which moves IPV = (σ0²/N)(k − c·tr(A⁻¹V_S)) by at
     most (σ0²/N)·γ‖A‖₂·c·tr(A⁻¹V_SA⁻¹) to first order; (ii) the rounding of the k terms,
-    each bounded by the rule of :func:`theory.ipv._ipv_terms`. The test suite checks the
-    bound against 60-digit references.
+    each bounded by the rule of :func:`laplace_lab.theory.ipv._ipv_terms`. The test suite checks
+    the bound against 60-digit references.
     """
     if S.size == 0:
         return 0.0
@@ -105,7 +106,7 @@ def check_monotonicity(
     Lam : (p, p) array_like
         Λ, symmetric PSD.
     n, noise_var, prior_precision
-        N, σ0² and V as in :func:`theory.ipv`.
+        N, σ0² and V as in :func:`laplace_lab.theory.ipv`.
     S, S_sup : sequence of int
         Nested subsets, S ⊆ S′.
 
@@ -150,15 +151,15 @@ def check_theorem2(
     Lam : (p, p) array_like
         Λ, symmetric PSD.
     n, noise_var, prior_precision
-        N, σ0² and V as in :func:`theory.ipv`. ``prior_precision`` must be isotropic.
+        N, σ0² and V as in :func:`laplace_lab.theory.ipv`. ``prior_precision`` must be isotropic.
     k : int
         The subset size, 1 ≤ k ≤ p.
 
     Returns
     -------
     Check
-        ``premises`` is Λ ∈ C_PI (:func:`theory.is_cpi`); ``details`` holds S*, S̃*, their
-        IPVs and the exhaustive argmax/argmin.
+        ``premises`` is Λ ∈ C_PI (:func:`laplace_lab.theory.is_cpi`); ``details`` holds S*, S̃*,
+        their IPVs and the exhaustive argmax/argmin.
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
@@ -228,7 +229,7 @@ def check_theorem3(
     Lam : (p, p) array_like
         Λ, symmetric PSD.
     n, noise_var, prior_precision
-        N, σ0² and V as in :func:`theory.ipv`. ``prior_precision`` must be isotropic.
+        N, σ0² and V as in :func:`laplace_lab.theory.ipv`. ``prior_precision`` must be isotropic.
     k : int
         The subset size, 1 ≤ k ≤ p.
     eps : float
@@ -357,7 +358,7 @@ def theorem1_decomposition(
     Lam : (p, p) array_like
         Λ, symmetric PSD.
     n, noise_var, prior_precision
-        N, σ0² and V as in :func:`theory.ipv`.
+        N, σ0² and V as in :func:`laplace_lab.theory.ipv`.
     S, T : sequence of int
         Disjoint subsets.
 

@@ -1,1 +1,2 @@
-"""The shipped studies, one module each; :func:`studies.registry.load_catalog` imports them."""
+"""The shipped studies, one module each; :func:`laplace_lab.studies.registry.load_catalog` imports
+them."""

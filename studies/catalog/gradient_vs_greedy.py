@@ -11,9 +11,9 @@ search (SPEC §3–4), on four families of Λ:
   [0.5, 2] — large gradients come in correlated groups.
 
 Per replication: Λ from the family; N gradients g ~ N(0, Λ); the GGN Ω = JᵀJ + I
-(σ0² = 1, V = I; :class:`numerics.GGN`); each rule selects k indices from Ω (Greedy from the
-top m = 2k candidates, its default); IPV(S) is evaluated with the population Λ at the same N
-(eq. 8) and reported as the normalised regret (IPV_best − IPV(S)) / (IPV_best − IPV_worst)
+(σ0² = 1, V = I; :class:`laplace_lab.numerics.GGN`); each rule selects k indices from Ω (Greedy
+from the top m = 2k candidates, its default); IPV(S) is evaluated with the population Λ at the same
+N (eq. 8) and reported as the normalised regret (IPV_best − IPV(S)) / (IPV_best − IPV_worst)
 over all subsets of size k (exhaustive), i.e. (Dis(S) − min Dis) / (max Dis − min Dis).
 ``diag_top`` / ``diag_bottom`` are the top- / bottom-k of the exact diag(Λ) (S*, S̃*).
 """
@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from numerics import GGN, gradient_laplace, greedy_laplace, last_k, random_subset
-from numerics import subnet_diagonal as subnet_diagonal_rule
-from studies.registry import register
-from studies.spec import Study
-from studies.summary import SummaryRow
-from theory.classes import random_cpi, random_diagonally_dominant, random_psd
-from theory.exhaustive import exhaustive_extremes
-from theory.ipv import ipv, ipv_full
+from laplace_lab.numerics import GGN, gradient_laplace, greedy_laplace, last_k, random_subset
+from laplace_lab.numerics import subnet_diagonal as subnet_diagonal_rule
+from laplace_lab.studies.registry import register
+from laplace_lab.studies.spec import Study
+from laplace_lab.studies.summary import SummaryRow
+from laplace_lab.theory.classes import random_cpi, random_diagonally_dominant, random_psd
+from laplace_lab.theory.exhaustive import exhaustive_extremes
+from laplace_lab.theory.ipv import ipv, ipv_full
 
 __all__ = ["EPS", "FAMILIES", "STUDY", "population_lambda", "run_one"]
 

@@ -32,11 +32,11 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy.linalg import cho_factor, cho_solve
 
-from studies.registry import register
-from studies.spec import Study
-from studies.summary import SummaryRow, fit_rates
-from theory.classes import random_psd
-from theory.ipv import ipv
+from laplace_lab.studies.registry import register
+from laplace_lab.studies.spec import Study
+from laplace_lab.studies.summary import SummaryRow, fit_rates
+from laplace_lab.theory.classes import random_psd
+from laplace_lab.theory.ipv import ipv
 
 __all__ = ["STUDY", "expected_pv", "run_one", "wishart_bias"]
 

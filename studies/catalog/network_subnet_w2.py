@@ -2,8 +2,8 @@
 
 *subnetwork-laplace-optimality* §5.1 and App. C: per replication one MAP network is trained,
 its per-sample Jacobians and GGN computed, and every selection method evaluated over the
-k-grid (:func:`studies.subnet_experiment.run_seed`); metrics are the mean W2 to the full
-linearized-Laplace predictive and the 95% coverage of each method at each k
+k-grid (:func:`laplace_lab.studies.subnet_experiment.run_seed`); metrics are the mean W2 to the
+full linearized-Laplace predictive and the 95% coverage of each method at each k
 (``w2_<method>_k<k>``, ``coverage_<method>_k<k>``) and of the k-independent references
 (``w2_<reference>``: full Laplace, NeuralLinear, KFAC-Laplace, deep ensemble).
 
@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from studies.registry import register
-from studies.spec import Study
-from studies.subnet_experiment import PAPER_METHODS, ExperimentConfig, run_seed
-from studies.training import adam_recipe
+from laplace_lab.studies.registry import register
+from laplace_lab.studies.spec import Study
+from laplace_lab.studies.subnet_experiment import PAPER_METHODS, ExperimentConfig, run_seed
+from laplace_lab.studies.training import adam_recipe
 
 __all__ = ["STUDY", "run_one"]
 

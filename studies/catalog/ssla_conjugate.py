@@ -3,15 +3,15 @@
 *self-supervised-laplace*, §3–4 (SSLA eq. 12, ASSLA eq. 17) and App. B.1 (the conjugate
 experiments), SPEC §6. Per replication: n observations from the paper's setup
 (normal–normal μ_true = 4, σ² = 2, prior N(4, 1); Poisson–gamma λ_true = 3, prior
-Gamma(6, 2): :func:`theory.ssla_rates.paper_model`), the four approximations
-(SSLA / ASSLA × likelihood / posterior Hessian, :func:`theory.ssla.ssla_predictive`,
+Gamma(6, 2): :func:`laplace_lab.theory.ssla_rates.paper_model`), the four approximations
+(SSLA / ASSLA × likelihood / posterior Hessian, :func:`laplace_lab.theory.ssla.ssla_predictive`,
 normalised over ŷ) and their divergences from the analytic predictive
-(:func:`theory.divergences.divergences`: KL(approx‖exact), total variation, W1).
+(:func:`laplace_lab.theory.divergences.divergences`: KL(approx‖exact), total variation, W1).
 
 Unlike the single nested sample of the paper's figures, every n gets independent data sets,
 so the means over replications, their intervals and the fitted slopes are those of the
-*expected* divergence. The slopes derived in :mod:`theory.ssla_rates` (issue 3): ASSLA —
-TV, W1 ∝ n⁻¹, KL ∝ n⁻²; SSLA (likelihood Hessian) — normal–normal in the paper's setup
+*expected* divergence. The slopes derived in :mod:`laplace_lab.theory.ssla_rates` (issue 3): ASSLA
+— TV, W1 ∝ n⁻¹, KL ∝ n⁻²; SSLA (likelihood Hessian) — normal–normal in the paper's setup
 (μ_true = μ0) TV ∝ n^-5/2, KL ∝ n⁻⁵; Poisson–gamma TV ∝ n⁻², KL ∝ n⁻⁴; SSLA (posterior
 Hessian) — exact for normal–normal, Poisson–gamma TV ∝ n⁻², KL ∝ n⁻⁴.
 """
@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from studies.registry import register
-from studies.spec import Study
-from studies.summary import SummaryRow, fit_rates
-from theory.divergences import divergences
-from theory.ssla import ssla_predictive
-from theory.ssla_rates import PAPER_NS, exact_predictive, paper_model
+from laplace_lab.studies.registry import register
+from laplace_lab.studies.spec import Study
+from laplace_lab.studies.summary import SummaryRow, fit_rates
+from laplace_lab.theory.divergences import divergences
+from laplace_lab.theory.ssla import ssla_predictive
+from laplace_lab.theory.ssla_rates import PAPER_NS, exact_predictive, paper_model
 
 __all__ = ["EXPECTED_SLOPES", "FLOORS", "STUDY", "run_one"]
 
-#: (method, Hessian) → the variant names of :func:`theory.ssla.ssla_predictive`.
+#: (method, Hessian) → the variant names of :func:`laplace_lab.theory.ssla.ssla_predictive`.
 METHODS = {
     "ssla_lik": ("refit", "likelihood"),
     "ssla_post": ("refit", "posterior"),

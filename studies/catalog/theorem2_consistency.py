@@ -24,11 +24,11 @@ import math
 
 import numpy as np
 
-from studies.registry import register
-from studies.spec import Study
-from studies.summary import SummaryRow
-from theory.classes import cpi_matrix
-from theory.ipv import ipv
+from laplace_lab.studies.registry import register
+from laplace_lab.studies.spec import Study
+from laplace_lab.studies.summary import SummaryRow
+from laplace_lab.theory.classes import cpi_matrix
+from laplace_lab.theory.ipv import ipv
 
 __all__ = ["STUDY", "diagonal", "gradients", "run_one", "separation"]
 

@@ -1,8 +1,8 @@
 """Study ``wheel-bandit``: Experiment 2 of the optimality paper (Neural Thompson sampling).
 
 *subnetwork-laplace-optimality* §5.2, App. D, Tables 1–2: each replication is one run of
-:func:`studies.wheel_bandit.run_bandit` for one agent — ``"map"``, ``"neural_linear"`` or a
-sub-network method with its size, ``"<method>-k<k>"`` (e.g. ``"greedy_laplace-k100"``).
+:func:`laplace_lab.studies.wheel_bandit.run_bandit` for one agent — ``"map"``, ``"neural_linear"``
+or a sub-network method with its size, ``"<method>-k<k>"`` (e.g. ``"greedy_laplace-k100"``).
 Metrics: ``regret`` (final cumulative expected regret), ``regret_half`` (at T/2), and
 ``seconds`` (wall time of the run).
 
@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from studies.registry import register
-from studies.spec import Study
-from studies.summary import SummaryRow
-from studies.wheel_bandit import K_METHODS, BanditConfig, run_bandit
+from laplace_lab.studies.registry import register
+from laplace_lab.studies.spec import Study
+from laplace_lab.studies.summary import SummaryRow
+from laplace_lab.studies.wheel_bandit import K_METHODS, BanditConfig, run_bandit
 
 __all__ = ["STUDY", "agents", "parse_agent", "report", "run_one"]
 

@@ -51,7 +51,7 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 
 def host(x: Any) -> np.ndarray:
     """A float64/int64 NumPy copy of a backend array (for comparisons)."""
-    from numerics.backend import to_numpy
+    from laplace_lab.numerics.backend import to_numpy
 
     return np.asarray(to_numpy(x))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numerics import GGN
-from numerics import backend as bk
+from laplace_lab.numerics import GGN
+from laplace_lab.numerics import backend as bk
 from tests.numerics.conftest import host
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numerics import GGN, LowRankLaplace, coverage, ipv, wasserstein_gap
+from laplace_lab.numerics import GGN, LowRankLaplace, coverage, ipv, wasserstein_gap
 
 
 def test_indefinite_lambda_is_rejected_like_theory_does():
@@ -39,7 +39,7 @@ def test_lowrank_rejects_nan_test_jacobians():
 def test_float32_woodbury_is_accurate_at_training_rows():
     # g in the row space of J_w and a weak prior make gᵀDg − ‖L⁻¹J_wDg‖² cancel; the exact
     # in-sample value of σ0²·(row)ᵀΩ⁻¹(row) is computed densely in float64.
-    from numerics import predictive_variance
+    from laplace_lab.numerics import predictive_variance
 
     rng = np.random.default_rng(3)
     J = rng.standard_normal((60, 400))

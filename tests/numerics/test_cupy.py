@@ -9,8 +9,8 @@ cupy = pytest.importorskip("cupy")
 if not cupy.cuda.is_available():  # pragma: no cover - no GPU on the CI machines
     pytest.skip("no CUDA device", allow_module_level=True)
 
-import theory  # noqa: E402
-from numerics import (  # noqa: E402
+from laplace_lab import theory  # noqa: E402
+from laplace_lab.numerics import (  # noqa: E402
     GGN,
     greedy_laplace,
     greedy_laplace_reference,

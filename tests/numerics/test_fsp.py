@@ -8,9 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.gaussian_process import kernels as skk
 
-from numerics.fsp import dropped_terms, fsp_laplace, fsp_laplace_from_factor, rkhs_norm_estimate
-from numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
-from paper_checks._tanh_mlp import TanhMLP
+from laplace_lab.numerics.fsp import (
+    dropped_terms,
+    fsp_laplace,
+    fsp_laplace_from_factor,
+    rkhs_norm_estimate,
+)
+from laplace_lab.numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
+from laplace_lab.paper_checks._tanh_mlp import TanhMLP
 from tests.numerics.conftest import host
 
 # ----------------------------------------------------------------------------- kernels

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numerics import GGN
-from numerics.ggn import DENSE_MAX_P
+from laplace_lab.numerics import GGN
+from laplace_lab.numerics.ggn import DENSE_MAX_P
 from tests.numerics.conftest import host, random_problem
 
 RTOL = 1e-10  # float64

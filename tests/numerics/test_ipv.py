@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import theory
-from numerics import (
+from laplace_lab import theory
+from laplace_lab.numerics import (
     GGN,
     discrepancy,
     empirical_pv,

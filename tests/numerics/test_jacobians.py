@@ -7,8 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from numerics.ggn import GGN  # noqa: E402
-from numerics.jacobians import (  # noqa: E402
+from laplace_lab.numerics.ggn import GGN  # noqa: E402
+from laplace_lab.numerics.jacobians import (  # noqa: E402
     gradient_scores,
     jacobian_chunks,
     parameter_layout,

@@ -8,8 +8,8 @@ import scipy.sparse.linalg as spla
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics.krylov import lanczos, lanczos_inverse_sqrt
-from numerics.thick_restart import eigsh
+from laplace_lab.numerics.krylov import lanczos, lanczos_inverse_sqrt
+from laplace_lab.numerics.thick_restart import eigsh
 from tests.numerics.conftest import host
 
 

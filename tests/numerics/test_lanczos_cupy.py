@@ -9,7 +9,7 @@ cupy = pytest.importorskip("cupy")
 if not cupy.cuda.is_available():  # pragma: no cover - no GPU on the CI machines
     pytest.skip("no CUDA device", allow_module_level=True)
 
-from numerics import (  # noqa: E402
+from laplace_lab.numerics import (  # noqa: E402
     RBF,
     KernelGram,
     LowRankLaplace,

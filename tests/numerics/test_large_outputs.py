@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from numerics._large_outputs import HUGE_PAGE_THRESHOLD, empty  # noqa: E402
+from laplace_lab.numerics._large_outputs import HUGE_PAGE_THRESHOLD, empty  # noqa: E402
 
 _THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 

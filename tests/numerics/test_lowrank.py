@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from numerics.ggn import GGN
-from numerics.lowrank import LowRankLaplace
-from numerics.thick_restart import eigsh
+from laplace_lab.numerics.ggn import GGN
+from laplace_lab.numerics.lowrank import LowRankLaplace
+from laplace_lab.numerics.thick_restart import eigsh
 from tests.numerics.conftest import host
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from numerics.ggn import GGN
-from numerics.network_ssla import (
+from laplace_lab.numerics.ggn import GGN
+from laplace_lab.numerics.network_ssla import (
     GaussianPredictive,
     assla_log_density,
     assla_predictive,
@@ -16,7 +16,7 @@ from numerics.network_ssla import (
     ssla_log_density,
     ssla_predictive,
 )
-from numerics.predictive import predictive_variance
+from laplace_lab.numerics.predictive import predictive_variance
 
 
 def _problem(seed=0, n=6, p=9, m=4):

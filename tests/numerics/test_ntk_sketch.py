@@ -7,7 +7,11 @@ import itertools
 import numpy as np
 import pytest
 
-from numerics.ntk_sketch import jvp_ntk_estimate, ntk_estimate_variance, paper_ntk_variance
+from laplace_lab.numerics.ntk_sketch import (
+    jvp_ntk_estimate,
+    ntk_estimate_variance,
+    paper_ntk_variance,
+)
 from tests.numerics.conftest import host
 
 

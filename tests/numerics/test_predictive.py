@@ -7,7 +7,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from numerics import (
+from laplace_lab.numerics import (
     GGN,
     coverage,
     marginal_variance,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics import (
+from laplace_lab.numerics import (
     GGN,
     gradient_laplace,
     greedy_laplace,
@@ -23,7 +23,7 @@ from numerics import (
     random_subset,
     subnet_diagonal,
 )
-from numerics import pivoted_cholesky as pc
+from laplace_lab.numerics import pivoted_cholesky as pc
 from tests.numerics.conftest import random_problem
 
 FEW = min(settings.default.max_examples, 25)

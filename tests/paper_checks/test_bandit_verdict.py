@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from paper_checks import subnetwork_laplace_optimality_bandit as bandit
-from paper_checks.registry import Context, Status
+from laplace_lab.paper_checks import subnetwork_laplace_optimality_bandit as bandit
+from laplace_lab.paper_checks.registry import Context, Status
 
 
 def _fake_runs(final: dict[str, list[float]], horizon: int):
@@ -18,7 +18,7 @@ def _fake_runs(final: dict[str, list[float]], horizon: int):
 
 
 def _table2_final(k500: float, baseline: float) -> dict[str, list[float]]:
-    from studies.catalog.wheel_bandit import agents
+    from laplace_lab.studies.catalog.wheel_bandit import agents
 
     final = {a: [baseline - 10, baseline, baseline + 10] for a in agents((100, 500))}
     for a in ("gradient_laplace-k500", "greedy_laplace-k500"):

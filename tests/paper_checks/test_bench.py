@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from paper_checks.bench import benchmark_dir, discover, format_table, run_benchmarks
-from paper_checks.cli import main
+from laplace_lab.paper_checks.bench import benchmark_dir, discover, format_table, run_benchmarks
+from laplace_lab.paper_checks.cli import main
 
 GOOD = """
 def run(full=False):

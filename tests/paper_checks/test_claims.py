@@ -5,8 +5,8 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from paper_checks.registry import Context, Status, all_claims, run_claim
-from paper_checks.report import VERDICT_SCHEMA, Outcome
+from laplace_lab.paper_checks.registry import Context, Status, all_claims, run_claim
+from laplace_lab.paper_checks.report import VERDICT_SCHEMA, Outcome
 
 CLAIMS = all_claims()
 

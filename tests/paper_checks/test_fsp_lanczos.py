@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from numerics.kernels import KernelGram, Matern12
-from paper_checks._fsp_lanczos import (
+from laplace_lab.numerics.kernels import KernelGram, Matern12
+from laplace_lab.paper_checks._fsp_lanczos import (
     consumed_precision_error,
     eckart_young_floor,
     lanczos_sweep,

@@ -10,10 +10,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from paper_checks.cli import main
-from paper_checks.errata import ERRATA
-from paper_checks.registry import Claim, Context, Status, Verdict, run_claim
-from paper_checks.report import VERDICT_SCHEMA, Outcome, write_report
+from laplace_lab.paper_checks.cli import main
+from laplace_lab.paper_checks.errata import ERRATA
+from laplace_lab.paper_checks.registry import Claim, Context, Status, Verdict, run_claim
+from laplace_lab.paper_checks.report import VERDICT_SCHEMA, Outcome, write_report
 
 
 class _Collector(HTMLParser):

@@ -8,16 +8,21 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from studies.catalog import gradient_vs_greedy, ipv_vs_pv, ssla_conjugate, theorem2_consistency
-from studies.executors import Task, run_replication
-from studies.registry import studies
-from studies.runner import run_study
-from studies.spec import expand_grid
-from studies.store import Store
-from studies.summary import fit_rates, summarise
-from theory.classes import cpi_matrix
-from theory.exhaustive import exhaustive_extremes
-from theory.ipv import ipv
+from laplace_lab.studies.catalog import (
+    gradient_vs_greedy,
+    ipv_vs_pv,
+    ssla_conjugate,
+    theorem2_consistency,
+)
+from laplace_lab.studies.executors import Task, run_replication
+from laplace_lab.studies.registry import studies
+from laplace_lab.studies.runner import run_study
+from laplace_lab.studies.spec import expand_grid
+from laplace_lab.studies.store import Store
+from laplace_lab.studies.summary import fit_rates, summarise
+from laplace_lab.theory.classes import cpi_matrix
+from laplace_lab.theory.exhaustive import exhaustive_extremes
+from laplace_lab.theory.ipv import ipv
 
 
 def _run(study, tmp_path, reps):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import csv
 
-from paper_checks.cli import main
-from studies.store import Store
+from laplace_lab.paper_checks.cli import main
+from laplace_lab.studies.store import Store
 from tests.studies.toy import TOY
 
 PLUGIN = ["--plugin", "tests.studies.toy"]

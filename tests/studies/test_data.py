@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from studies.data import (
+from laplace_lab.studies.data import (
     heteroscedastic_toy,
     in_between_toy,
     load,

@@ -7,9 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from numerics.jacobians import parameter_layout, per_sample_jacobian  # noqa: E402
-from studies.kfac import fit_kfac, layer_signals  # noqa: E402
-from studies.models import mlp  # noqa: E402
+from laplace_lab.numerics.jacobians import parameter_layout, per_sample_jacobian  # noqa: E402
+from laplace_lab.studies.kfac import fit_kfac, layer_signals  # noqa: E402
+from laplace_lab.studies.models import mlp  # noqa: E402
 
 
 def _data(n=25, d=3, seed=0):

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from studies.models import (  # noqa: E402
+from laplace_lab.studies.models import (  # noqa: E402
     bandit_net,
     count_parameters,
     digits_cnn,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from studies.runner import plan, run_study
-from studies.seeding import params_key
-from studies.store import Store
-from studies.summary import summarise
+from laplace_lab.studies.runner import plan, run_study
+from laplace_lab.studies.seeding import params_key
+from laplace_lab.studies.store import Store
+from laplace_lab.studies.summary import summarise
 from tests.studies.toy import TOY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,7 +103,7 @@ def test_sigkill_then_resume_gives_the_uninterrupted_rows(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "paper_checks.cli",
+        "laplace_lab.paper_checks.cli",
         "study",
         "run",
         TOY.name,
@@ -171,8 +171,8 @@ def _failing(params, rng):
 
 
 def test_runner_errors_name_the_problem(tmp_path):
-    from studies.executors import execute
-    from studies.spec import Study
+    from laplace_lab.studies.executors import execute
+    from laplace_lab.studies.spec import Study
 
     with pytest.raises(ValueError, match="executor must be one of"):
         run_study(TOY, store=tmp_path / "a.sqlite", grid=GRID, executor="threads", progress=False)

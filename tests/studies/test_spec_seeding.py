@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from studies.seeding import params_key, replication_rng, replication_seed
-from studies.spec import Study, expand_grid, parse_grid_overrides
+from laplace_lab.studies.seeding import params_key, replication_rng, replication_seed
+from laplace_lab.studies.spec import Study, expand_grid, parse_grid_overrides
 from tests.studies.toy import TOY, run_one
 
 

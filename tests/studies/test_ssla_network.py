@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from studies.ssla_network import heteroscedastic_comparison
-from studies.training import adam_recipe
+from laplace_lab.studies.ssla_network import heteroscedastic_comparison
+from laplace_lab.studies.training import adam_recipe
 
 
 def test_ssla_equals_la_and_assla_never_covers_more():

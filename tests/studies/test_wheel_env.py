@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from studies.wheel_env import WheelBandit
+from laplace_lab.studies.wheel_env import WheelBandit
 
 
 def test_contexts_are_uniform_on_the_disk():

@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from studies.registry import register
-from studies.spec import Study
+from laplace_lab.studies.registry import register
+from laplace_lab.studies.spec import Study
 
 
 def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:

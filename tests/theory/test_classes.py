@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from tests.strategies import cpi_matrices
-from theory import (
+from laplace_lab.theory import (
     cpi_matrix,
     is_cpi,
     is_diagonally_dominant,
@@ -15,6 +14,7 @@ from theory import (
     random_diagonally_dominant,
     random_psd,
 )
+from tests.strategies import cpi_matrices
 
 
 @given(cpi_matrices())

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from theory import (
+from laplace_lab.theory import (
     BayesianLinearRegression,
     NormalInverseGammaRegression,
     NormalNormal,
@@ -255,7 +255,7 @@ def test_bad_data_raise_naming_the_argument():
 
 
 def test_passed_sufficient_statistics_are_validated():
-    from theory.conjugate import NormalStats, PoissonStats
+    from laplace_lab.theory.conjugate import NormalStats, PoissonStats
 
     nn, pg = NormalNormal(4.0, 1.0, 2.0), PoissonGamma(6.0, 2.0)
     bad = [
@@ -273,7 +273,7 @@ def test_passed_sufficient_statistics_are_validated():
 
 
 def test_parameter_domain_and_degenerate_fits_raise():
-    from theory import NormalInverseGammaRegression
+    from laplace_lab.theory import NormalInverseGammaRegression
 
     with pytest.raises(ValueError, match="theta must be positive"):
         PoissonGamma(6.0, 2.0).log_likelihood(-1.0, [1, 2, 3])
@@ -285,9 +285,9 @@ def test_parameter_domain_and_degenerate_fits_raise():
 def test_poisson_predictive_logpmf_is_accurate_at_large_n():
     # scipy's nbinom.logpmf loses ~1e-8 at r ≈ 3e6; the public predictive must not, or
     # divergences of order 1e-25 (SSLA at n = 1e6) come out 1e7 times too large.
-    from theory import divergences, ssla_predictive
-    from theory.conjugate import PoissonStats
-    from theory.ssla_rates import exact_predictive
+    from laplace_lab.theory import divergences, ssla_predictive
+    from laplace_lab.theory.conjugate import PoissonStats
+    from laplace_lab.theory.ssla_rates import exact_predictive
 
     m = PoissonGamma(6.0, 2.0)
     s = PoissonStats(1e6, 3e6, 0.0)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from theory import (
+from laplace_lab.theory import (
     DiscretePredictive,
     QuadraturePredictive,
     divergences,

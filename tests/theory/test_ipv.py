@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from laplace_lab.theory import discrepancy, ipv, ipv_classification, ipv_full, ipv_path, random_psd
+from laplace_lab.theory.theorems import roundoff_tolerance
 from tests.strategies import noise_vars, prior_vectors, psd_matrices, sample_sizes
-from theory import discrepancy, ipv, ipv_classification, ipv_full, ipv_path, random_psd
-from theory.theorems import roundoff_tolerance
 
 
 def dense_ipv(Lam, S, n, noise_var=1.0, v=1.0):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from theory.rates import fit_rate
+from laplace_lab.theory.rates import fit_rate
 
 
 def test_exact_power_law_has_its_exponent_and_a_zero_width_interval():

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from theory import (
+from laplace_lab.theory import (
     BayesianLinearRegression,
     NormalInverseGammaRegression,
     NormalNormal,
@@ -125,7 +125,7 @@ def test_poisson_posterior_refit_kl_matches_stirling_constant():
     n, lam = 10**4, 3.0
     s = m.sufficient_statistics(np.full(n, lam))
     exact = ssla_predictive(m, s, variant="refit", hessian="posterior")
-    from theory.ssla_rates import exact_predictive
+    from laplace_lab.theory.ssla_rates import exact_predictive
 
     kl = kl_divergence(exact, exact_predictive(m, s))
     assert kl == pytest.approx(1.0 / (288 * n**4 * lam**3), rel=0.01)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from theory import fit_rate
-from theory.conjugate import NormalStats, PoissonStats
-from theory.ssla_rates import (
+from laplace_lab.theory import fit_rate
+from laplace_lab.theory.conjugate import NormalStats, PoissonStats
+from laplace_lab.theory.ssla_rates import (
     PAPER_NS,
     divergence_curve,
     paper_model,

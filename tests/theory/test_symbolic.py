@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import sympy as sp
 
-from theory.symbolic import cross_term_square, partitioned_inverse_residual, trace_form_residual
+from laplace_lab.theory.symbolic import (
+    cross_term_square,
+    partitioned_inverse_residual,
+    trace_form_residual,
+)
 
 
 def test_trace_form_from_linearity_of_expectation():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from theory import symbolic
+from laplace_lab.theory import symbolic
 
 
 @pytest.mark.parametrize(

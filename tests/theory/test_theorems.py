@@ -9,6 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from laplace_lab.theory import (
+    all_ipvs,
+    check_monotonicity,
+    check_theorem2,
+    check_theorem3,
+    exhaustive_extremes,
+    ipv,
+    random_psd,
+    theorem1_decomposition,
+)
 from tests.strategies import (
     cpi_matrices,
     dominant_with_ratio,
@@ -18,16 +28,6 @@ from tests.strategies import (
     psd_matrices,
     psd_with_dead_parameters,
     sample_sizes,
-)
-from theory import (
-    all_ipvs,
-    check_monotonicity,
-    check_theorem2,
-    check_theorem3,
-    exhaustive_extremes,
-    ipv,
-    random_psd,
-    theorem1_decomposition,
 )
 
 

@@ -8,9 +8,14 @@ from scipy.integrate import quad
 from scipy.special import expit
 from scipy.stats import norm
 
-from theory import random_psd
-from theory.probit import logistic_gaussian_integral, probit_approximation
-from theory.wasserstein import gaussian_w2, subnetwork_covariance, subnetwork_w2, w2_diagonal
+from laplace_lab.theory import random_psd
+from laplace_lab.theory.probit import logistic_gaussian_integral, probit_approximation
+from laplace_lab.theory.wasserstein import (
+    gaussian_w2,
+    subnetwork_covariance,
+    subnetwork_w2,
+    w2_diagonal,
+)
 
 
 def test_gaussian_w2_closed_forms():
