@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from laplace_lab.benchmarks._harness import Row, benchmark, main_for, timed
 from laplace_lab.numerics import GGN, gradient_laplace, greedy_laplace, greedy_laplace_reference
-from laplace_lab.paper_checks.bench import main_for, timed
 
 
 def _problem(n: int, p: int, seed: int) -> GGN:
@@ -18,44 +18,40 @@ def _problem(n: int, p: int, seed: int) -> GGN:
     return GGN.regression(J, noise_var=1.0, prior_precision=1.0)
 
 
-def versus_literal(n: int, m: int, k: int, target: float = 50.0) -> dict:
+def versus_literal(n: int, m: int, k: int, target: float = 50.0) -> Row:
     ggn = _problem(n, m, 0)
     S, ours = timed(lambda: greedy_laplace(ggn, k, n_candidates=m))
     omega, scores = ggn.dense(), ggn.scores()
     R, base = timed(lambda: greedy_laplace_reference(omega, scores, k, n_candidates=m))
     same = bool(np.array_equal(S, R))
-    ratio = base / ours
-    return {
-        "name": f"greedy_laplace vs literal Alg. 2 (N={n}, m={m}, k={k})",
-        "ours_s": ours,
-        "baseline": "greedy_laplace_reference",
-        "baseline_s": base,
-        "ratio": ratio,
-        "target": f">= {target:g}x, identical S",
-        "passed": same and ratio >= target,
-        "note": f"identical S: {same}",
-    }
+    return Row(
+        f"greedy_laplace vs literal Alg. 2 (N={n}, m={m}, k={k})",
+        ours,
+        "greedy_laplace_reference",
+        base,
+        min_ratio=target,
+        correct=same,
+        note=f"identical S: {same}",
+    )
 
 
-def versus_forming(n: int, m: int, k: int) -> dict:
+def versus_forming(n: int, m: int, k: int) -> Row:
     ggn = _problem(n, m, 1)
     K = gradient_laplace(ggn.scores(), m)
     S, ours = timed(lambda: greedy_laplace(ggn, k, n_candidates=m))
     _, base = timed(lambda: ggn.submatrix(K))
-    ratio = ours / base
-    return {
-        "name": f"greedy_laplace vs forming J_KᵀJ_K (N={n}, m={m}, k={k})",
-        "ours_s": ours,
-        "baseline": "GGN.submatrix(K) (tiled)",
-        "baseline_s": base,
-        "ratio": ratio,
-        "target": "<= 3x (ours/baseline)",
-        "passed": ratio <= 3,
-        "note": f"|S|={S.size}",
-    }
+    return Row(
+        f"greedy_laplace vs forming J_KᵀJ_K (N={n}, m={m}, k={k})",
+        ours,
+        "GGN.submatrix(K) (tiled)",
+        base,
+        min_ratio=1 / 3,
+        note=f"|S|={S.size}; target: within 3x of forming Ω_KK",
+    )
 
 
-def run(full: bool = False) -> list[dict]:
+@benchmark("greedy")
+def run(full: bool = False) -> list[Row]:
     """Rows for ``laplace-lab bench`` (small sizes unless ``full``)."""
     if full:
         return [versus_literal(1500, 3000, 1500), versus_forming(2000, 20000, 10000)]

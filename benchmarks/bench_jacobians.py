@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from laplace_lab.benchmarks._harness import Row, benchmark, main_for, timed
 from laplace_lab.numerics.jacobians import per_sample_jacobian
-from laplace_lab.paper_checks.bench import main_for, timed
 from laplace_lab.studies.models import mlp_3x200
 
 
@@ -35,7 +35,7 @@ def _loop(
     return torch.stack(rows) if out is None else out
 
 
-def throughput(n: int, *, target: float = 5.0, method: str = "auto", reuse: bool = False) -> dict:
+def throughput(n: int, *, target: float = 5.0, method: str = "auto", reuse: bool = False) -> Row:
     """Rows per second of ``per_sample_jacobian`` against the per-sample autograd loop.
 
     ``reuse``: both sides write into one pre-touched (N, p) buffer (``out=``), so the ratio
@@ -50,22 +50,20 @@ def throughput(n: int, *, target: float = 5.0, method: str = "auto", reuse: bool
     J = J.clone()
     R, base = timed(lambda: _loop(model, X, buf), repeat=2)
     same = bool(torch.allclose(J, R, rtol=1e-4, atol=1e-5))
-    ratio = base / ours
     how = "reused out= buffer" if reuse else "fresh output"
-    return {
-        "name": f"per_sample_jacobian[{method}] vs autograd.grad loop (3x200 MLP, p={J.shape[1]}, "
+    return Row(
+        f"per_sample_jacobian[{method}] vs autograd.grad loop (3x200 MLP, p={J.shape[1]}, "
         f"N={n}, {how})",
-        "ours_s": ours,
-        "baseline": "loop of torch.autograd.grad",
-        "baseline_s": base,
-        "ratio": ratio,
-        "target": f">= {target:g}x, equal J",
-        "passed": same and ratio >= target,
-        "note": f"equal J: {same}; {n / ours:.0f} rows/s",
-    }
+        ours,
+        "loop of torch.autograd.grad",
+        base,
+        min_ratio=target,
+        correct=same,
+        note=f"equal J: {same}; {n / ours:.0f} rows/s",
+    )
 
 
-def subset(n: int, k: int) -> dict:
+def subset(n: int, k: int) -> Row:
     torch.manual_seed(1)
     model = mlp_3x200(90).eval()
     X = torch.randn(n, 90)
@@ -73,20 +71,19 @@ def subset(n: int, k: int) -> dict:
     sub, ours = timed(lambda: per_sample_jacobian(model, X, subset=S, chunk_size=128), repeat=2)
     full, base = timed(lambda: per_sample_jacobian(model, X, chunk_size=128)[:, S], repeat=2)
     same = bool(torch.equal(sub, full))
-    return {
-        "name": f"subset Jacobian (k={k}) vs full Jacobian then slice (N={n})",
-        "ours_s": ours,
-        "baseline": "full N x p Jacobian, then columns",
-        "baseline_s": base,
-        "ratio": base / ours,
-        "target": ">= 0.8x time, output N*k",
-        "passed": same and base / ours >= 0.8,
-        "note": f"output {sub.numel() * 4 / 2**20:.1f} MiB vs {n * 98_801 * 4 / 2**20:.0f} MiB; "
+    return Row(
+        f"subset Jacobian (k={k}) vs full Jacobian then slice (N={n})",
+        ours,
+        "full N x p Jacobian, then columns",
+        base,
+        min_ratio=0.8,
+        correct=same,
+        note=f"output {sub.numel() * 4 / 2**20:.1f} MiB vs {n * 98_801 * 4 / 2**20:.0f} MiB; "
         f"equal: {same}",
-    }
+    )
 
 
-def experiment(budget_s: float = 180.0) -> dict:
+def experiment(budget_s: float = 180.0) -> Row:
     from laplace_lab.studies.subnet_experiment import METHODS, ExperimentConfig, run_seed
 
     cfg = ExperimentConfig(
@@ -102,20 +99,19 @@ def experiment(budget_s: float = 180.0) -> dict:
     res, ours = timed(lambda: run_seed(cfg, 0))
     parts = ", ".join(f"{k} {v:.1f}s" for k, v in res.timings.items())
     w2 = "; ".join(f"{m} " + "/".join(f"{v:.3g}" for v in vals) for m, vals in res.w2.items())
-    return {
-        "name": f"Experiment 1 W2-vs-k, 3x200 MLP on randhie (p={res.p}, N=2000, 1000 test, "
+    return Row(
+        f"Experiment 1 W2-vs-k, 3x200 MLP on randhie (p={res.p}, N=2000, 1000 test, "
         f"k={list(res.ks)})",
-        "ours_s": ours,
-        "baseline": "3-minute budget",
-        "baseline_s": budget_s,
-        "ratio": budget_s / ours,
-        "target": ">= 1 (under 3 min)",
-        "passed": ours <= budget_s,
-        "note": f"{parts}. W2 per k: {w2}",
-    }
+        ours,
+        "3-minute budget",
+        budget_s,
+        min_ratio=1.0,
+        note=f"{parts}. W2 per k: {w2}",
+    )
 
 
-def run(full: bool = False) -> list[dict]:
+@benchmark("jacobians")
+def run(full: bool = False) -> list[Row]:
     """Rows for ``laplace-lab bench`` (small sizes unless ``full``)."""
     previous = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -14,12 +14,12 @@ uses N = 400, p = 10 000. ``passed`` compares process CPU time (wall time on a s
 
 from __future__ import annotations
 
-import sys
 import time
 
 import numpy as np
 import scipy.sparse.linalg as spla
 
+from laplace_lab.benchmarks._harness import Row, benchmark, main_for
 from laplace_lab.numerics.thick_restart import eigsh
 
 __all__ = ["run"]
@@ -52,7 +52,7 @@ def _true_residuals(op: _CountingGGN, values: np.ndarray, vectors: np.ndarray) -
     return np.linalg.norm(Av - vectors * values, axis=0)
 
 
-def _compare(label: str, Jw: np.ndarray, v0: np.ndarray, k: int, tol: float) -> list[dict]:
+def _compare(label: str, Jw: np.ndarray, v0: np.ndarray, k: int, tol: float) -> list[Row]:
     N, p = Jw.shape
     arpack_op = _CountingGGN(Jw)
     lin = spla.LinearOperator((p, p), matvec=arpack_op, dtype=np.float64)
@@ -81,31 +81,28 @@ def _compare(label: str, Jw: np.ndarray, v0: np.ndarray, k: int, tol: float) -> 
             f"max |values - ARPACK| / lambda_max={value_gap:.1e}; CPU s ours={ours_cpu:.2f} "
             f"ARPACK={arpack_cpu:.2f} (ratio {ours_cpu / arpack_cpu:.2f})"
         )
-        passed = (
+        correct = (
             ours.converged
             and ours_res <= 1e-8
             and value_gap <= 1e-8
             and ours_op.count <= arpack_op.count
-            and ours_cpu <= arpack_cpu
         )
         rows.append(
-            {
-                "name": f"eigsh top-{k} GGN {label} (N={N}, p={p}, tol={our_tol:g})",
-                "ours_s": ours_s,
-                "baseline": "scipy.sparse.linalg.eigsh (ARPACK)",
-                "baseline_s": arpack_s,
-                "ratio": ours_s / arpack_s,
-                "target": "CPU time and matvecs <= ARPACK at residual <= 1e-8 relative",
-                "passed": bool(passed),
-                "note": note,
-                "matvecs_ours": ours_op.count,
-                "matvecs_baseline": arpack_op.count,
-            }
+            Row(
+                f"eigsh top-{k} GGN {label} (N={N}, p={p}, tol={our_tol:g}), CPU time",
+                ours_cpu,
+                "scipy.sparse.linalg.eigsh (ARPACK)",
+                arpack_cpu,
+                min_ratio=1.0,
+                correct=bool(correct),
+                note=note + f"; wall s ours={ours_s:.2f} ARPACK={arpack_s:.2f}",
+            )
         )
     return rows
 
 
-def run(full: bool = False) -> list[dict]:
+@benchmark("lanczos")
+def run(full: bool = False) -> list[Row]:
     """Our ``eigsh`` vs ARPACK on the same operators; rows per (spectrum, tolerance).
 
     The power-law GGN (r_i² = 1/i) at issue 5's size in full mode (N = 2000, p = 50 000) or
@@ -123,5 +120,4 @@ def run(full: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
-    for row in run(full="--full" in sys.argv[1:]):
-        print(row)
+    raise SystemExit(main_for(run))

@@ -18,6 +18,7 @@ import tracemalloc
 
 import numpy as np
 
+from laplace_lab.benchmarks._harness import Row, benchmark, main_for, timed
 from laplace_lab.numerics import (
     GGN,
     cholesky,
@@ -27,7 +28,6 @@ from laplace_lab.numerics import (
     subnetwork_variance,
     subnetwork_variance_path,
 )
-from laplace_lab.paper_checks.bench import main_for, timed
 
 
 def _problem(n: int, p: int, m_test: int, seed: int, dtype=np.float64) -> tuple[GGN, np.ndarray]:
@@ -37,24 +37,22 @@ def _problem(n: int, p: int, m_test: int, seed: int, dtype=np.float64) -> tuple[
     return GGN.regression(J, noise_var=1.0, prior_precision=1.0), G
 
 
-def path_vs_separate(n: int, p: int, k_max: int, m_test: int) -> dict:
+def path_vs_separate(n: int, p: int, k_max: int, m_test: int) -> Row:
     ggn, G = _problem(n, p, m_test, 0)
     order = np.random.default_rng(1).permutation(p)
     ks = [k_max * i // 8 for i in range(1, 9)]
     path, ours = timed(lambda: subnetwork_variance_path(ggn, G, order, ks))
     sep, base = timed(lambda: [subnetwork_variance(ggn, G, order[:k]) for k in ks])
     err = float(np.max(np.abs(path - np.stack(sep)) / np.stack(sep)))
-    ratio = base / ours
-    return {
-        "name": f"variance path over 8 k vs 8 calls (N={n}, p={p}, k≤{k_max}, M={m_test})",
-        "ours_s": ours,
-        "baseline": "8 x subnetwork_variance",
-        "baseline_s": base,
-        "ratio": ratio,
-        "target": ">= 3x",
-        "passed": ratio >= 3 and err < 1e-8,
-        "note": f"ks = {ks[0]}..{ks[-1]} evenly; max rel diff {err:.1e}",
-    }
+    return Row(
+        f"variance path over 8 k vs 8 calls (N={n}, p={p}, k≤{k_max}, M={m_test})",
+        ours,
+        "8 x subnetwork_variance",
+        base,
+        min_ratio=3.0,
+        correct=err < 1e-8,
+        note=f"ks = {ks[0]}..{ks[-1]} evenly; max rel diff {err:.1e}",
+    )
 
 
 def _dense_variance(ggn: GGN, G: np.ndarray) -> np.ndarray:
@@ -70,47 +68,44 @@ def _flop_ratio(n: int, p: int, m_test: int) -> float:
     return dense / woodbury
 
 
-def woodbury_vs_dense(n: int, p: int, m_test: int) -> dict:
+def woodbury_vs_dense(n: int, p: int, m_test: int) -> Row:
     ggn, G = _problem(n, p, m_test, 2)
     var, ours = timed(lambda: predictive_variance(ggn, G))
     ref, base = timed(lambda: _dense_variance(ggn, G))
     err = float(np.max(np.abs(var - ref) / ref))
-    ratio = base / ours
-    return {
-        "name": f"Woodbury predictive vs dense p×p Cholesky (N={n}, p={p}, M={m_test})",
-        "ours_s": ours,
-        "baseline": "dense Cholesky of Ω",
-        "baseline_s": base,
-        "ratio": ratio,
-        "target": ">= 15x",
-        "passed": ratio >= 15 and err < 1e-8,
-        "note": f"max rel diff {err:.1e}; flop ratio {_flop_ratio(n, p, m_test):.1f}",
-    }
+    return Row(
+        f"Woodbury predictive vs dense p×p Cholesky (N={n}, p={p}, M={m_test})",
+        ours,
+        "dense Cholesky of Ω",
+        base,
+        min_ratio=15.0,
+        correct=err < 1e-8,
+        note=f"max rel diff {err:.1e}; flop ratio {_flop_ratio(n, p, m_test):.1f}",
+    )
 
 
-def no_pxp_allocation(n: int, p: int, m_test: int) -> dict:
+def no_pxp_allocation(n: int, p: int, m_test: int) -> Row:
     ggn, G = _problem(n, p, m_test, 3)
     tracemalloc.start()
     try:
-        _, ours = timed(lambda: predictive_variance(ggn, G))
+        predictive_variance(ggn, G)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     pxp = p * p * ggn.Jw.dtype.itemsize
-    assert peak < pxp / 100, f"peak {peak} B is not far below one p×p matrix ({pxp} B)"
-    return {
-        "name": f"predictive variance memory (N={n}, p={p}, M={m_test})",
-        "ours_s": ours,
-        "baseline": "bytes of one p×p matrix",
-        "baseline_s": float("nan"),
-        "ratio": pxp / peak,
-        "target": "peak << p×p (>= 100x)",
-        "passed": pxp / peak >= 100,
-        "note": f"traced peak {peak / 2**20:.0f} MiB = {peak / ggn.Jw.nbytes:.2f} x J_w",
-    }
+    return Row(
+        f"predictive variance memory (N={n}, p={p}, M={m_test})",
+        float(peak),
+        "one p×p matrix",
+        float(pxp),
+        min_ratio=100.0,
+        unit="B",
+        note=f"traced peak = {peak / ggn.Jw.nbytes:.2f} x J_w",
+    )
 
 
-def run(full: bool = False) -> list[dict]:
+@benchmark("predictive")
+def run(full: bool = False) -> list[Row]:
     """Rows for ``laplace-lab bench`` (small sizes unless ``full``)."""
     if full:
         return [

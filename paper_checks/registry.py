@@ -37,9 +37,6 @@ __all__ = [
     "run_claim",
 ]
 
-#: Modules of this package that hold infrastructure, not claims.
-_INFRASTRUCTURE = frozenset({"registry", "report", "cli", "errata", "bench"})
-
 
 class Status(enum.StrEnum):
     """The verdict on one claim."""
@@ -160,11 +157,22 @@ def claim(
 
 
 def _import_claim_modules() -> None:
-    package = importlib.import_module("laplace_lab.paper_checks")
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith("_") or info.name in _INFRASTRUCTURE:
+    """Import every public module of every paper package (they register their claims).
+
+    A paper package may list ``CLAIM_MODULES`` (names of its modules) to set the order in
+    which its claims are registered and reported; its other public modules follow in
+    alphabetical order.
+    """
+    root = importlib.import_module("laplace_lab.paper_checks")
+    for info in pkgutil.iter_modules(root.__path__):
+        if not info.ispkg or info.name.startswith("_"):
             continue
-        importlib.import_module(f"laplace_lab.paper_checks.{info.name}")
+        paper = importlib.import_module(f"{root.__name__}.{info.name}")
+        names = [m.name for m in pkgutil.iter_modules(paper.__path__)]
+        first = list(getattr(paper, "CLAIM_MODULES", ()))
+        for name in first + sorted(set(names) - set(first)):
+            if not name.startswith("_"):
+                importlib.import_module(f"{paper.__name__}.{name}")
 
 
 def all_claims(paper: str | None = None) -> list[Claim]:

@@ -15,7 +15,7 @@ from laplace_lab.numerics.fsp import (
     rkhs_norm_estimate,
 )
 from laplace_lab.numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
-from laplace_lab.paper_checks._tanh_mlp import TanhMLP
+from laplace_lab.paper_checks.fsp_laplace._tanh_mlp import TanhMLP
 from tests.numerics.conftest import host
 
 # ----------------------------------------------------------------------------- kernels

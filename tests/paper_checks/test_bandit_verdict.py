@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from laplace_lab.paper_checks import subnetwork_laplace_optimality_bandit as bandit
 from laplace_lab.paper_checks.registry import Context, Status
+from laplace_lab.paper_checks.subnetwork_laplace_optimality import bandit
 
 
 def _fake_runs(final: dict[str, list[float]], horizon: int):

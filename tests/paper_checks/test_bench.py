@@ -1,48 +1,71 @@
-"""``laplace-lab bench``: discovery, the row contract and the printed table."""
+"""``laplace-lab bench``: the registry, the row contract and the printed table."""
 
 from __future__ import annotations
 
+import math
+import sys
+
 import pytest
 
-from laplace_lab.paper_checks.bench import benchmark_dir, discover, format_table, run_benchmarks
-from laplace_lab.paper_checks.cli import main
+from laplace_lab.benchmarks import Row, benchmarks, format_table, run_benchmarks
+from laplace_lab.cli import main
 
-GOOD = """
-def run(full=False):
-    return [{"name": "toy", "ours_s": 0.5, "baseline": "slow", "baseline_s": 2.0,
-             "ratio": 4.0, "target": ">= 3x", "passed": True, "note": "full" if full else "small"}]
-"""
-BAD = """
-def run(full=False):
-    return [{"name": "incomplete", "ours_s": 1.0}]
+PLUGIN = """
+from laplace_lab.benchmarks import Row, benchmark
+
+@benchmark("toy-good")
+def good(full=False):
+    return [Row("toy", 0.5, "slow", 2.0, min_ratio=3.0, note="full" if full else "small")]
+
+@benchmark("toy-bad")
+def bad(full=False):
+    return [{"name": "not a row"}]
 """
 
 
 @pytest.fixture
-def bench_tree(tmp_path, monkeypatch):
-    folder = tmp_path / "benchmarks"
-    folder.mkdir()
-    (folder / "bench_good.py").write_text(GOOD)
-    (folder / "bench_bad.py").write_text(BAD)
-    (folder / "helper.py").write_text("raise RuntimeError('not a benchmark')")
-    monkeypatch.chdir(tmp_path)
-    return folder
+def plugin(tmp_path, monkeypatch):
+    (tmp_path / "toy_benchmarks.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "toy_benchmarks"
+    sys.modules.pop("toy_benchmarks", None)
 
 
-def test_discovery_and_row_contract(bench_tree):
-    assert benchmark_dir() == bench_tree
-    assert [p.name for p in discover(bench_tree)] == ["bench_bad.py", "bench_good.py"]
-    rows, errors = run_benchmarks(bench_tree, full=True)
-    assert [r["name"] for r in rows] == ["toy"] and rows[0]["note"] == "full"
-    assert len(errors) == 1 and "lacks" in errors[0] and "baseline_s" in errors[0]
+def test_shipped_benchmarks_are_registered():
+    assert {"greedy", "jacobians", "lanczos", "predictive"} <= set(benchmarks())
+
+
+def test_ratio_is_always_baseline_over_ours():
+    faster = Row("a", 1.0, "b", 4.0, min_ratio=3.0)
+    assert faster.ratio == 4.0 and faster.passed
+    within = Row("a", 2.0, "b", 1.0, min_ratio=1 / 3)  # "within 3x of the baseline"
+    assert within.ratio == 0.5 and within.passed
+    wrong = Row("a", 1.0, "b", 100.0, min_ratio=1.0, correct=False)
+    assert not wrong.passed
+    assert math.isnan(Row("a", 0.0, "b", 1.0, min_ratio=1.0).ratio)
+
+
+def test_run_and_table(plugin):
+    from laplace_lab.benchmarks import load_plugin
+
+    load_plugin(plugin)
+    rows, errors = run_benchmarks(["toy-good", "toy-bad"], full=True)
+    assert [r.name for r in rows] == ["toy"] and rows[0].note == "full"
+    assert len(errors) == 1 and "not Row" in errors[0]
     table = format_table(rows)
-    assert "toy" in table and "4" in table.splitlines()[2] and "yes" in table
-    with pytest.raises(ValueError, match="bench_nope"):
-        discover(bench_tree, "nope")
+    assert "4x" in table.splitlines()[2] and ">= 3x" in table and "yes" in table
+    with pytest.raises(ValueError, match="unknown benchmark 'nope'"):
+        run_benchmarks(["nope"])
 
 
-def test_cli_bench_only(bench_tree, capsys):
-    assert main(["bench", "--only", "good"]) == 0
+def test_cli_bench_only(plugin, capsys):
+    assert main(["bench", "--plugin", plugin, "--only", "toy-good"]) == 0
     out = capsys.readouterr().out
     assert "toy" in out and "1/1 targets met" in out
-    assert main(["bench"]) == 1  # the malformed benchmark is reported as an error
+    assert main(["bench", "--plugin", plugin, "--only", "toy-bad"]) == 1
+    assert "ERROR in toy-bad" in capsys.readouterr().err
+    assert main(["bench", "--only", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "laplace-lab bench: error: unknown benchmark 'nope'; known: " + ", ".join(benchmarks())
+    ]

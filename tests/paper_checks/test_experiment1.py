@@ -7,12 +7,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from laplace_lab.paper_checks._experiment1 import (
+from laplace_lab.paper_checks.registry import Status
+from laplace_lab.paper_checks.subnetwork_laplace_optimality._experiment1 import (
     greedy_minus_gradient,
     neural_linear_match,
     ordering_verdict,
 )
-from laplace_lab.paper_checks.registry import Status
 
 KS = (50, 200, 500)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from laplace_lab.numerics.kernels import KernelGram, Matern12
-from laplace_lab.paper_checks._fsp_lanczos import (
+from laplace_lab.paper_checks.fsp_laplace._lanczos_factor import (
     consumed_precision_error,
     eckart_young_floor,
     lanczos_sweep,

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from laplace_lab.paper_checks.cli import main
+from laplace_lab.cli import main
 from laplace_lab.paper_checks.errata import ERRATA
 from laplace_lab.paper_checks.registry import Claim, Context, Status, Verdict, run_claim
 from laplace_lab.paper_checks.report import VERDICT_SCHEMA, Outcome, write_report
@@ -107,6 +107,8 @@ def test_cli_check_writes_a_schema_valid_report(tmp_path):
         assert all((tmp_path / f).is_file() for f in d["figures"])
 
 
-def test_cli_rejects_unknown_paper():
-    with pytest.raises(SystemExit):
-        main(["check", "--paper", "no-such-paper"])
+def test_cli_rejects_unknown_paper(capsys, tmp_path):
+    assert main(["check", "--paper", "no-such-paper", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("laplace-lab check: error: paper must be one of")
+    assert not (tmp_path / "r").exists()

@@ -9,15 +9,15 @@ import pytest
 from threadpoolctl import threadpool_info
 
 from laplace_lab.numerics.backend import gram_blocks
-from laplace_lab.paper_checks._scaling import (
+from laplace_lab.paper_checks.registry import Status
+from laplace_lab.paper_checks.subnetwork_laplace_optimality._scaling import (
     StageClock,
     best_stage_times,
     gram_macs,
     literal_greedy_macs,
     single_thread,
 )
-from laplace_lab.paper_checks.registry import Status
-from laplace_lab.paper_checks.subnetwork_laplace_optimality_complexity import TOL, Check
+from laplace_lab.paper_checks.subnetwork_laplace_optimality.complexity import TOL, Check
 
 
 class _CountingArray(np.ndarray):

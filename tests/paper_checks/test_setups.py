@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from laplace_lab.paper_checks import subnetwork_laplace_optimality_setups as setups
 from laplace_lab.paper_checks.registry import Status, Verdict
+from laplace_lab.paper_checks.subnetwork_laplace_optimality import setups
 
 
 def test_setup_d_configuration_is_app_c6():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from laplace_lab.paper_checks._ssla_hdr import (
+from laplace_lab.paper_checks.self_supervised_laplace._hdr import (
     _K,
     STEPS,
     b_eq28,
@@ -54,7 +54,7 @@ def test_gaussian_region_numbers():
 def test_eq27_likelihood_vs_loss_equals_the_closed_form_spread():
     from scipy import stats
 
-    from laplace_lab.paper_checks._ssla_hdr import eq27_likelihood_vs_loss
+    from laplace_lab.paper_checks.self_supervised_laplace._hdr import eq27_likelihood_vs_loss
 
     bs = (0.25, 1.0, 4.0)
     gauss = [np.sqrt(2 * np.pi) * (2 * stats.norm.cdf(b) - 1) for b in bs]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from laplace_lab.paper_checks._tanh_mlp import TanhMLP
+from laplace_lab.paper_checks.fsp_laplace._tanh_mlp import TanhMLP
 
 
 def test_jacobian_matches_central_differences():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 
-from laplace_lab.paper_checks.cli import main
+from laplace_lab.cli import main
 from laplace_lab.studies.store import Store
 from tests.studies.toy import TOY
 

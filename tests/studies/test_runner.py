@@ -103,7 +103,7 @@ def test_sigkill_then_resume_gives_the_uninterrupted_rows(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "laplace_lab.paper_checks.cli",
+        "laplace_lab.cli",
         "study",
         "run",
         TOY.name,

@@ -16,7 +16,8 @@ What runs here, end to end through :func:`laplace_lab.studies.subnet_experiment.
   full-batch epochs, σ0² = the MAP's test-set residual MSE (as App. C.6 states), α = 1.
   Quick mode runs the small 2×50 backbone; ``--full`` both backbones (2×50 and 3×200).
 
-The ordering verdicts use the paired-seed logic of :mod:`laplace_lab.paper_checks._experiment1`.
+The ordering verdicts use the paired-seed logic of
+:mod:`laplace_lab.paper_checks.subnetwork_laplace_optimality._experiment1`.
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from laplace_lab.paper_checks._experiment1 import (
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.paper_checks.subnetwork_laplace_optimality._experiment1 import (
     greedy_minus_gradient,
     neural_linear_match,
     ordering_verdict,
     w2_figure,
 )
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 
 PAPER = "subnetwork-laplace-optimality"
 

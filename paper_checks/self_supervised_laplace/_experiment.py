@@ -1,6 +1,7 @@
 """The conjugate experiments of self-supervised-laplace.txt (App. B.1) shared by the claims in
-:mod:`laplace_lab.paper_checks.self_supervised_laplace`: one cached run per (seed, mode), OLS rate
-fits and the figures (the paper's Figures 1 and 3, divergence and refit-gap rates, float32 eq. 16).
+:mod:`laplace_lab.paper_checks.self_supervised_laplace.claims`: one cached run per (seed, mode),
+OLS rate fits and the figures (the paper's Figures 1 and 3, divergence and refit-gap rates, float32
+eq. 16).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ and parameter-free zero-padding shortcuts (option A).
 The ordering claim runs the end-to-end Experiment 1 (:mod:`laplace_lab.studies.subnet_experiment`)
 on a small seeded configuration built from a package data set; the paper's Setups A–D (and why
 A, B and parts of C and D cannot run here) are in
-:mod:`laplace_lab.paper_checks.subnetwork_laplace_optimality_setups`.
+:mod:`laplace_lab.paper_checks.subnetwork_laplace_optimality.theorems.setups`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,12 @@ import functools
 
 import numpy as np
 
-from laplace_lab.paper_checks._experiment1 import neural_linear_match, ordering_verdict, w2_figure
 from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.paper_checks.subnetwork_laplace_optimality._experiment1 import (
+    neural_linear_match,
+    ordering_verdict,
+    w2_figure,
+)
 
 PAPER = "subnetwork-laplace-optimality"
 

@@ -5,8 +5,8 @@ Nk²}) (scores and top-k sort, then Ω_SS); after Alg. 2: Greedy-Laplace costs
 O(max{Np, p log p, Nk², k³}) (scores and top-2k, Ω⁽¹⁾ = Ω_KK, then the k Schur steps). Each
 claim sweeps one of p, N, k at a time (≥ 8× span) in a regime where one term of the bound
 dominates and fits the exponent of the CPU time of every stage and of the whole algorithm
-(``paper_checks._scaling``), next to the exponent of the operation count of the same shapes.
-The reference set is the training set (|D| = N), as in the experiments.
+(``paper_checks.subnetwork_laplace_optimality._scaling``), next to the exponent of the operation
+count of the same shapes. The reference set is the training set (|D| = N), as in the experiments.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from typing import NamedTuple
 import numpy as np
 
 from laplace_lab.numerics import GGN, gradient_laplace, greedy_laplace, greedy_laplace_reference
-from laplace_lab.paper_checks._scaling import (
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.paper_checks.subnetwork_laplace_optimality._scaling import (
     StageClock,
     best_stage_times,
     gram_macs,
     literal_greedy_macs,
     single_thread,
 )
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 from laplace_lab.theory.rates import fit_rate
 
 PAPER = "subnetwork-laplace-optimality"

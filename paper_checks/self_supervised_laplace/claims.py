@@ -16,7 +16,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from laplace_lab.paper_checks._ssla_experiment import (
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     MODELS,
     PAPER,
     SLOPE_TOL,
@@ -32,7 +33,6 @@ from laplace_lab.paper_checks._ssla_experiment import (
     rates_figure,
     slopes_text,
 )
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 from laplace_lab.theory.rates import fit_rate
 from laplace_lab.theory.ssla import ssla_predictive
 from laplace_lab.theory.ssla_rates import PAPER_NS, paper_model
@@ -350,7 +350,7 @@ def _instability(ctx: Context) -> Verdict:
     expected=Status.REFUTED,
 )
 def _hdr_derivation(ctx: Context) -> Verdict:
-    from laplace_lab.paper_checks._ssla_hdr import (
+    from laplace_lab.paper_checks.self_supervised_laplace._hdr import (
         STEPS,
         chain_discrepancies,
         eq27_error,

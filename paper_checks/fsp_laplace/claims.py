@@ -8,9 +8,9 @@ trained to the FSP MAP (eq. 3.5 with the estimate of eq. 3.7 at fixed context po
 full-batch Adam, and Algorithm 2 runs with at most 500 Lanczos steps. The same trained
 networks serve the Table C.2 claims and ``lanczos-factor`` (Algorithm 2 step 3: the rank and
 accuracy of the Lanczos factor L Lᵀ ≈ Σ(C, C)†; helpers in
-:mod:`laplace_lab.paper_checks._fsp_lanczos`). Deviations: kernel hyperparameters are fixed (not
-fitted by marginal likelihood), the Gram matrices get a jitter of 1e-6·σ², and quick mode trains
-for fewer steps (and, for two moons, a 2×50 MLP).
+:mod:`laplace_lab.paper_checks.fsp_laplace._lanczos_factor`). Deviations: kernel hyperparameters
+are fixed (not fitted by marginal likelihood), the Gram matrices get a jitter of 1e-6·σ², and quick
+mode trains for fewer steps (and, for two moons, a 2×50 MLP).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 
 from laplace_lab.numerics.fsp import dropped_terms, fsp_laplace, rkhs_norm_estimate
 from laplace_lab.numerics.kernels import RBF, KernelGram, Matern12
-from laplace_lab.paper_checks._tanh_mlp import TanhMLP, train_fsp_map
+from laplace_lab.paper_checks.fsp_laplace._tanh_mlp import TanhMLP, train_fsp_map
 from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 
 PAPER = "fsp-laplace"
@@ -293,7 +293,11 @@ def _lanczos_counterexamples(details: dict) -> str:
 def _lanczos_factor(ctx: Context) -> Verdict:
     from threadpoolctl import threadpool_limits
 
-    from laplace_lab.paper_checks._fsp_lanczos import lanczos_figure, lanczos_sweep, summarize
+    from laplace_lab.paper_checks.fsp_laplace._lanczos_factor import (
+        lanczos_figure,
+        lanczos_sweep,
+        summarize,
+    )
 
     sweeps, details = {}, {}
     for (kname, task), s in _setups(ctx.full, ctx.seed).items():

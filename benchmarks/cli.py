@@ -1,0 +1,47 @@
+"""``laplace-lab bench [--full] [--only NAME ...] [--threads N] [--plugin MODULE]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["add_bench_parser"]
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from laplace_lab.benchmarks._harness import format_table, load_plugin, run_benchmarks
+
+    for module in args.plugin or ():
+        load_plugin(module)
+    threads = None if args.threads == 0 else args.threads
+    print(f"BLAS threads: {threads or 'unlimited'}", flush=True)
+    rows, errors = run_benchmarks(args.only, full=args.full, threads=threads)
+    if rows:
+        print(format_table(rows))
+        met = sum(r.passed for r in rows)
+        print(f"{met}/{len(rows)} targets met (ratio = baseline / ours, measured in this run)")
+    for err in errors:
+        print(f"ERROR in {err}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def add_bench_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``bench`` command to ``subparsers``."""
+    bench = subparsers.add_parser(
+        "bench", help="run the benchmarks and print baseline/ours ratios"
+    )
+    bench.add_argument("--full", action="store_true", help="the large sizes (slow)")
+    bench.add_argument(
+        "--only", nargs="+", metavar="NAME", help="only these benchmarks (e.g. greedy lanczos)"
+    )
+    bench.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="BLAS threads (default 1: stable ratios on a shared machine; 0: no limit)",
+    )
+    bench.add_argument(
+        "--plugin", action="append", metavar="MODULE", help="import a module of benchmarks"
+    )
+    bench.set_defaults(handler=_bench)
+    return bench

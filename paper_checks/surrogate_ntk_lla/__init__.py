@@ -1,0 +1,5 @@
+"""Claims of Ortega, Rodríguez-Santana & Hernández-Lobato, *Scalable Linearized Laplace
+Approximation via Surrogate Neural Kernel*, arXiv:2601.21835 (2026).
+
+Every public module of this package registers claims of the paper ``surrogate-ntk-lla``.
+"""
