@@ -96,7 +96,7 @@ def experiment(budget_s: float = 180.0) -> Row:
         kfac=False,
         coverage_target="y",
     )
-    res, ours = timed(lambda: run_seed(cfg, 0))
+    res, ours = timed(lambda: run_seed(cfg, rng=0))
     parts = ", ".join(f"{k} {v:.1f}s" for k, v in res.timings.items())
     w2 = "; ".join(f"{m} " + "/".join(f"{v:.3g}" for v in vals) for m, vals in res.w2.items())
     return Row(

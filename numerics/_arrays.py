@@ -1,4 +1,4 @@
-"""Shared helpers of the Lanczos family: argument checks and host ↔ backend transfers.
+"""Shared helpers of the Lanczos family: host ↔ backend transfers and the basis space.
 
 The Lanczos basis and big products live in the namespace of the input (NumPy, CuPy, torch,
 array_api_strict); small dense problems (tridiagonal and r × r eigenproblems) are solved on
@@ -7,7 +7,6 @@ the host in float64. :class:`Space` remembers namespace, dtype and device for th
 
 from __future__ import annotations
 
-from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -15,36 +14,9 @@ from array_api_compat import array_namespace
 
 from laplace_lab.numerics.backend import as_float, to_numpy
 
-__all__ = ["Space", "as_matrix", "check_rng", "positive_float", "positive_int", "to_host"]
+__all__ = ["Space", "as_matrix", "to_host"]
 
 Array = Any
-
-
-def positive_int(value: object, name: str, *, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__}")
-    v = int(value)
-    if v < 1 or (high is not None and v > high):
-        bound = f"[1, {high}]" if high is not None else ">= 1"
-        raise ValueError(f"{name} must be in {bound}; got {name}={v}")
-    return v
-
-
-def positive_float(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, float | int | np.floating | np.integer):
-        raise TypeError(f"{name} must be a real number; got {type(value).__name__}")
-    v = float(value)
-    if not np.isfinite(v) or v <= 0.0:
-        raise ValueError(f"{name} must be positive and finite; got {name}={value!r}")
-    return v
-
-
-def check_rng(rng: object) -> np.random.Generator:
-    if rng is None:
-        return np.random.default_rng(0)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator or None; got {type(rng).__name__}")
-    return rng
 
 
 def to_host(x: Array) -> np.ndarray:

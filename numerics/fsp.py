@@ -26,7 +26,8 @@ import numpy as np
 import scipy.linalg
 from array_api_compat import array_namespace
 
-from laplace_lab.numerics._arrays import Space, as_matrix, positive_int, to_host
+from laplace_lab._checks import positive_int
+from laplace_lab.numerics._arrays import Space, as_matrix, to_host
 from laplace_lab.numerics.krylov import lanczos_inverse_sqrt
 
 __all__ = [

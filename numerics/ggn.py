@@ -20,6 +20,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
+from laplace_lab._checks import positive_float, subset
 from laplace_lab.numerics.backend import (
     TILE,
     as_float,
@@ -29,7 +30,6 @@ from laplace_lab.numerics.backend import (
     to_numpy,
     weighted_gram,
 )
-from laplace_lab.theory._validation import positive_scalar, subset
 
 __all__ = ["DENSE_MAX_P", "GGN", "host_subset", "prior_vector"]
 
@@ -59,7 +59,7 @@ def prior_vector(prior_precision: Any, p: int, like: Array) -> Array:
     if isinstance(prior_precision, int | float | np.floating | np.integer) and not isinstance(
         prior_precision, bool
     ):
-        val = positive_scalar(prior_precision, "prior_precision")
+        val = positive_float(prior_precision, "prior_precision")
         return _invertible(xp.full((p,), val, dtype=like.dtype, device=dev), xp)
     try:
         v = as_float(prior_precision, "prior_precision")
@@ -122,7 +122,7 @@ class GGN:
         object.__setattr__(
             self, "prior_precision", prior_vector(self.prior_precision, Jw.shape[1], Jw)
         )
-        object.__setattr__(self, "noise_var", positive_scalar(self.noise_var, "noise_var"))
+        object.__setattr__(self, "noise_var", positive_float(self.noise_var, "noise_var"))
         n = Jw.shape[0] if self.n_data is None else self.n_data
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n <= 0:
             raise ValueError(f"n_data must be a positive integer; got {self.n_data!r}")
@@ -143,7 +143,7 @@ class GGN:
             V (a scalar means αI), every entry > 0.
         """
         J = _jacobian(J, 2)
-        s2 = positive_scalar(noise_var, "noise_var")
+        s2 = positive_float(noise_var, "noise_var")
         return cls(
             J / s2**0.5,
             prior_precision,

@@ -24,6 +24,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
+from laplace_lab._checks import PSD_RTOL, SYMMETRY_RTOL, positive_float
 from laplace_lab.numerics.backend import (
     as_float,
     cholesky,
@@ -38,7 +39,6 @@ from laplace_lab.numerics.predictive import (
     predictive_variance,
     subnetwork_variance,
 )
-from laplace_lab.theory._validation import PSD_RTOL, SYMMETRY_RTOL, positive_scalar
 
 __all__ = [
     "discrepancy",
@@ -86,7 +86,7 @@ def _lam_setup(
             f"Lam must be positive semi-definite; its smallest eigenvalue is {w[0]:.3g} "
             f"(tolerance {floor:.3g})"
         )
-    c = positive_scalar(noise_var, "noise_var") / positive_scalar(n, "n")
+    c = positive_float(noise_var, "noise_var") / positive_float(n, "n")
     return L, c, prior_vector(prior_precision, L.shape[0], L)
 
 

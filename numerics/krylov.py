@@ -13,8 +13,9 @@ process.
 - :func:`lanczos_inverse_sqrt` — ``L`` with ``L Lᵀ = Q T⁺ Qᵀ ≈ A⁺`` on the Krylov space
   (fsp-laplace.txt §3.2, Algorithm 2 step 3).
 
-Deterministic: all randomness comes from ``rng`` (a ``numpy.random.Generator``; default
-``default_rng(0)``), so the same seed gives bit-identical results.
+Deterministic: all randomness comes from ``rng`` (a ``numpy.random.Generator`` or a seed,
+required whenever a random vector can be drawn), so the same seed gives bit-identical
+results.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import scipy.linalg
 
+from laplace_lab._checks import positive_float as _positive_float
+from laplace_lab._checks import positive_int as _positive_int
+from laplace_lab._random import as_generator
 from laplace_lab.numerics._arrays import Space as _Space
-from laplace_lab.numerics._arrays import check_rng as _check_rng
-from laplace_lab.numerics._arrays import positive_float as _positive_float
-from laplace_lab.numerics._arrays import positive_int as _positive_int
 from laplace_lab.numerics._arrays import to_host as _to_host
 
 __all__ = ["LanczosResult", "lanczos", "lanczos_inverse_sqrt"]
@@ -212,7 +213,7 @@ def lanczos(
     num_steps: int,
     *,
     v0: Array | None = None,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int | None = None,
     reorthogonalize: Literal["full", "none"] = "full",
     tol: float | None = None,
     on_breakdown: Literal["restart", "stop"] = "restart",
@@ -235,9 +236,9 @@ def lanczos(
         Number of Lanczos steps m, in [1, n].
     v0 : array, optional
         Start vector (normalised internally). Default: a standard normal vector from ``rng``.
-    rng : numpy.random.Generator, optional
-        Source of the start vector and of the fresh vectors after breakdowns; default
-        ``default_rng(0)``.
+    rng : numpy.random.Generator or int
+        Source of the start vector and of the fresh vectors after breakdowns. Required
+        unless ``v0`` is given and ``on_breakdown="stop"`` (then nothing random is drawn).
     reorthogonalize : {"full", "none"}
         ``"full"``: classical Gram–Schmidt against the whole basis, applied twice.
         ``"none"``: the plain three-term recurrence (loses orthogonality; for comparison).
@@ -262,7 +263,8 @@ def lanczos(
         raise ValueError(f"on_breakdown must be 'restart' or 'stop'; got {on_breakdown!r}")
     if not callable(matvec):
         raise TypeError(f"matvec must be callable; got {type(matvec).__name__}")
-    rng = _check_rng(rng)
+    if rng is not None or v0 is None or on_breakdown == "restart":
+        rng = as_generator(rng)
     space = _Space(n, v0, like)
     tol = _BREAKDOWN_EPS_FACTOR * space.eps if tol is None else _positive_float(tol, "tol")
     kry = _Krylov(

@@ -16,12 +16,12 @@ the full one once r reaches rank(J_w).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 from array_api_compat import array_namespace
 
+from laplace_lab._checks import subset_size
 from laplace_lab.numerics._arrays import Space, as_matrix, to_host
 from laplace_lab.numerics.backend import as_float, cholesky, solve_triangular
 from laplace_lab.numerics.ggn import prior_vector
@@ -64,7 +64,7 @@ class LowRankLaplace:
         prior_precision: Array | float,
         rank: int,
         *,
-        rng: np.random.Generator | None = None,
+        rng: np.random.Generator | int,
         tol: float | None = None,
     ) -> LowRankLaplace:
         """Low-rank Laplace from the weighted Jacobian J_w (N' × p) and the prior precision.
@@ -77,25 +77,21 @@ class LowRankLaplace:
             V (positive).
         rank : int
             r in [1, p]: number of eigenpairs of J_wᵀ J_w (matrix-free :func:`eigsh`).
-        rng : numpy.random.Generator, optional
-            Start vector of Lanczos (default seed 0: deterministic).
+        rng : numpy.random.Generator or int
+            Source of the Lanczos start and restart vectors (a seed gives a deterministic
+            result).
         tol : float, optional
             Relative residual tolerance of :func:`eigsh`.
         """
         Jw = as_matrix(Jw, "Jw")
         p = int(Jw.shape[1])
-        if isinstance(rank, bool) or not isinstance(rank, Integral):
-            raise TypeError(f"rank must be an integer; got {type(rank).__name__}")
-        if not 1 <= int(rank) <= p:
-            raise ValueError(f"rank must be in [1, p]; got rank={rank}, p={p}")
+        rank = subset_size(rank, p, "rank", low=1)
         V = prior_vector(prior_precision, p, Jw)
         res = eigsh(lambda v: Jw.T @ (Jw @ v), p, int(rank), which="LA", rng=rng, tol=tol, like=Jw)
         return cls._build(res.values, res.vectors, V, res)
 
     @classmethod
-    def from_ggn(
-        cls, ggn: Any, rank: int, *, rng: np.random.Generator | None = None
-    ) -> LowRankLaplace:
+    def from_ggn(cls, ggn: Any, rank: int, *, rng: np.random.Generator | int) -> LowRankLaplace:
         """Low-rank Laplace of a GGN object exposing ``Jw`` and ``prior_precision``."""
         for attr in ("Jw", "prior_precision"):
             if not hasattr(ggn, attr):

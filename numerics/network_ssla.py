@@ -33,10 +33,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from laplace_lab._checks import positive_float
 from laplace_lab.numerics.backend import as_float, namespace, to_numpy
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.predictive import predictive_variance
-from laplace_lab.theory._validation import positive_scalar
 
 __all__ = [
     "GaussianPredictive",
@@ -59,7 +59,7 @@ class GaussianPredictive(NamedTuple):
 def _inputs(ggn: Any, G_test: Any, f_test: Any, noise_var: Any) -> tuple[Any, Any, float]:
     if not isinstance(ggn, GGN):
         raise TypeError(f"ggn must be a GGN; got {type(ggn).__name__}")
-    s2 = positive_scalar(noise_var, "noise_var")
+    s2 = positive_float(noise_var, "noise_var")
     v = predictive_variance(ggn, G_test)
     if v.ndim != 1:
         raise ValueError(
@@ -74,7 +74,7 @@ def _inputs(ggn: Any, G_test: Any, f_test: Any, noise_var: Any) -> tuple[Any, An
 def log_det_ratio(v: Any, noise_var: float) -> Any:
     """½log|J| − ½log|J + ggᵀ/σ0²| = −½ log(1 + v/σ0²) with v = gᵀJ⁻¹g (determinant lemma)."""
     xp = namespace(v)
-    s2 = positive_scalar(noise_var, "noise_var")
+    s2 = positive_float(noise_var, "noise_var")
     return -0.5 * xp.log1p(v / s2)
 
 

@@ -16,12 +16,13 @@ surrogate-ntk-lla.txt §2.2: for a random probe v with E[v] = 0 and E[v vᵀ] = 
 
 from __future__ import annotations
 
-from numbers import Integral
 from typing import Any, Literal
 
 import numpy as np
 from array_api_compat import array_namespace
 
+from laplace_lab._checks import positive_int
+from laplace_lab._random import as_generator
 from laplace_lab.numerics._arrays import Space, to_host
 from laplace_lab.numerics.backend import as_float
 
@@ -61,8 +62,8 @@ def jvp_ntk_estimate(
     J1: Array,
     J2: Array | None,
     num_probes: int,
-    rng: np.random.Generator,
     *,
+    rng: np.random.Generator | int,
     dist: Dist = "rademacher",
 ) -> Array:
     """The JVP estimate ``(1/s) Σ_k (J1 v_k)(J2 v_k)ᵀ`` of the NTK block ``J1 J2ᵀ``.
@@ -78,7 +79,7 @@ def jvp_ntk_estimate(
         Jacobian J(x'); None means ``J2 = J1`` (the same probes hit both).
     num_probes : int
         s ≥ 1, the number of probes averaged.
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
         Source of the probes (drawn on the host, moved to the backend of J1).
     dist : {"rademacher", "gaussian"}
         Probe distribution: v_i ∈ {−1, +1} uniformly, or v ~ N(0, I).
@@ -89,12 +90,8 @@ def jvp_ntk_estimate(
     """
     J1, J2 = _pair(J1, J2)
     _check_dist(dist)
-    if isinstance(num_probes, bool) or not isinstance(num_probes, Integral):
-        raise TypeError(f"num_probes must be an integer; got {type(num_probes).__name__}")
-    if num_probes < 1:
-        raise ValueError(f"num_probes must be >= 1; got num_probes={num_probes}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
+    num_probes = positive_int(num_probes, "num_probes")
+    rng = as_generator(rng)
     p = int(J1.shape[1])
     space = Space(p, None, J1)
     total = None
@@ -126,8 +123,7 @@ def ntk_estimate_variance(
     """
     J1, J2 = _pair(J1, J2)
     _check_dist(dist)
-    if isinstance(num_probes, bool) or not isinstance(num_probes, Integral) or num_probes < 1:
-        raise ValueError(f"num_probes must be an integer >= 1; got num_probes={num_probes!r}")
+    num_probes = positive_int(num_probes, "num_probes")
     xp = array_namespace(J1)
     K = J1 @ J2.T
     n1 = xp.sum(J1 * J1, axis=1)

@@ -20,6 +20,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
+from laplace_lab._checks import subset_size
 from laplace_lab.numerics.backend import (
     as_float,
     cholesky,
@@ -29,7 +30,6 @@ from laplace_lab.numerics.backend import (
     weighted_gram,
 )
 from laplace_lab.numerics.ggn import GGN, host_subset
-from laplace_lab.theory._validation import subset_size
 
 __all__ = [
     "coverage",

@@ -19,11 +19,12 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
+from laplace_lab._checks import subset_size
+from laplace_lab._random import as_generator
 from laplace_lab.numerics import pivoted_cholesky
 from laplace_lab.numerics.backend import as_float, gram_blocks, serial_blas, to_numpy
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.predictive import marginal_variance
-from laplace_lab.theory._validation import subset_size
 
 __all__ = [
     "gradient_laplace",
@@ -122,10 +123,9 @@ def neural_linear(layout: Sequence[int]) -> np.ndarray:
     return np.arange(p - int(sizes[-1]), p, dtype=np.int64)
 
 
-def random_subset(p: int, k: int, rng: np.random.Generator) -> np.ndarray:
+def random_subset(p: int, k: int, *, rng: np.random.Generator | int) -> np.ndarray:
     """Random: the first k entries of a uniformly random permutation of range(p)."""
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
+    rng = as_generator(rng)
     p = subset_size(p, 1 << 62, "p", low=1)
     return rng.permutation(p)[: subset_size(k, p, low=1)].astype(np.int64)
 

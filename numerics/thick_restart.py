@@ -14,10 +14,10 @@ from typing import Literal, NamedTuple
 import numpy as np
 import scipy.linalg
 
+from laplace_lab._checks import positive_float as _positive_float
+from laplace_lab._checks import positive_int as _positive_int
+from laplace_lab._random import as_generator
 from laplace_lab.numerics._arrays import Space as _Space
-from laplace_lab.numerics._arrays import check_rng as _check_rng
-from laplace_lab.numerics._arrays import positive_float as _positive_float
-from laplace_lab.numerics._arrays import positive_int as _positive_int
 from laplace_lab.numerics.krylov import (
     _BREAKDOWN_EPS_FACTOR,
     Array,
@@ -80,7 +80,7 @@ def eigsh(
     max_restarts: int = 200,
     ncv: int | None = None,
     v0: Array | None = None,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int,
     like: Array | None = None,
     verify: bool = False,
 ) -> EigshResult:
@@ -109,8 +109,11 @@ def eigsh(
         Give up (``converged=False``) after this many restarts.
     ncv : int, optional
         Basis size per cycle; default ``min(n, max(2k + 1, 20))`` (ARPACK's rule).
-    v0, rng, like
+    v0, like
         As in :func:`lanczos`.
+    rng : numpy.random.Generator or int
+        Source of the start vector (unless ``v0`` is given), of the fresh vectors after
+        breakdowns and of the verification vectors. Required.
     verify : bool
         After convergence, run deflated cycles from fresh random vectors orthogonal to the
         kept Ritz vectors until the wanted values stop changing. Single-vector Krylov finds
@@ -137,7 +140,7 @@ def eigsh(
         raise ValueError(f"ncv must be >= k + 2 (or n); got ncv={m}, k={k}, n={n}")
     if not callable(matvec):
         raise TypeError(f"matvec must be callable; got {type(matvec).__name__}")
-    rng = _check_rng(rng)
+    rng = as_generator(rng)
     space = _Space(n, v0, like)
     tol = max(1e-10, 100.0 * space.eps) if tol_given is None else tol_given
     kry = _Krylov(

@@ -18,13 +18,14 @@ import json
 import math
 import pkgutil
 import traceback
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from laplace_lab._random import keyed_generator
 
 __all__ = [
     "Claim",
@@ -86,8 +87,12 @@ class Context:
     figure_dir: Path | None = None
 
     def rng(self, key: str) -> np.random.Generator:
-        """A generator seeded by (base seed, ``key``): independent across claims."""
-        return np.random.default_rng(np.random.SeedSequence([self.seed, zlib.crc32(key.encode())]))
+        """The generator of the stream ``key`` under the base seed: independent across keys.
+
+        Seeded by :func:`laplace_lab._random.keyed_seed` (``("claim", key)``), the same
+        function that seeds the study replications.
+        """
+        return keyed_generator("claim", key, seed=self.seed)
 
     def save_figure(self, fig: Any, name: str) -> tuple[str, ...]:
         """Save a matplotlib figure as ``figure_dir/name`` and close it.

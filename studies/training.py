@@ -7,8 +7,9 @@ decay 1e-4, batch 128, cosine, BCE), App. C.5 (the same with cross-entropy), App
 α‖θ‖²/(2N) added to the mean negative log-likelihood (the paper fixes α = 1); σ0² is the
 residual mean squared error of the MAP estimate, floored at 1e-3 (App. C.1).
 
-Determinism: the initialisation uses a forked torch RNG seeded with ``seed`` (the global
-torch RNG is left untouched) and mini-batches come from ``numpy.random.default_rng(seed)``.
+Determinism: the initialisation uses a forked torch RNG seeded from ``rng`` (the global
+torch RNG is left untouched) and mini-batches are drawn from ``rng`` (a
+``numpy.random.Generator`` or an integer seed).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from laplace_lab._random import as_generator
 
 __all__ = [
     "NOISE_FLOOR",
@@ -87,10 +90,16 @@ class TrainResult:
     seconds: float
 
 
-def build_seeded(factory: Callable[[], torch.nn.Module], seed: int, *, dtype: Any = None) -> Any:
-    """``factory()`` with its initialisation drawn from a forked torch RNG seeded by ``seed``."""
+def build_seeded(
+    factory: Callable[[], torch.nn.Module], *, rng: np.random.Generator | int, dtype: Any = None
+) -> Any:
+    """``factory()`` with its initialisation drawn from a forked torch RNG seeded from ``rng``.
+
+    The torch seed is one 63-bit draw of ``rng``; the global torch RNG is left untouched.
+    """
+    torch_seed = int(as_generator(rng).integers(2**63 - 1))
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
+        torch.manual_seed(torch_seed)
         model = factory()
     return model if dtype is None else model.to(dtype)
 
@@ -118,7 +127,7 @@ def train_map(
     *,
     likelihood: str,
     config: TrainConfig,
-    seed: int,
+    rng: np.random.Generator | int,
 ) -> TrainResult:
     """Train ``model`` in place to the MAP: minimise mean NLL + α‖θ‖²/(2N) (App. C).
 
@@ -130,8 +139,8 @@ def train_map(
         Real targets (regression), 0/1 (binary) or class labels (multiclass).
     likelihood : {"regression", "binary", "multiclass"}
     config : TrainConfig
-    seed : int
-        Seeds the mini-batch order (``numpy.random.default_rng(seed)``).
+    rng : numpy.random.Generator or int
+        The source of the mini-batch order.
     """
     if likelihood not in _LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {_LIKELIHOODS}; got {likelihood!r}")
@@ -155,7 +164,7 @@ def train_map(
             weight_decay=config.weight_decay,
         )
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=config.epochs, eta_min=0.0)
-    rng = np.random.default_rng(seed)
+    rng = as_generator(rng)
     penalty = config.prior_precision / (2.0 * n)
     losses = []
     t0 = time.perf_counter()

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from laplace_lab._random import as_generator
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.jacobians import gradient_scores, parameter_layout, per_sample_jacobian
 from laplace_lab.numerics.predictive import subnetwork_variance
@@ -220,7 +221,9 @@ def thompson_variance(
     return posterior.noise_var + np.asarray(subnetwork_variance(posterior.ggn, G, np.arange(k)))
 
 
-def choose_arms(mean: np.ndarray, var: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
+def choose_arms(
+    mean: np.ndarray, var: np.ndarray | None, *, rng: np.random.Generator
+) -> np.ndarray:
     """Thompson arms argmax_a r̃_a, r̃_a ~ N(mean_a, var_a); MAP (``var=None``): argmax mean.
 
     ``mean`` and ``var`` have shape (n, 5); ties go to the lowest arm.
@@ -256,7 +259,7 @@ def _train_phase(
     model.eval()
 
 
-def run_bandit(config: BanditConfig, rng: np.random.Generator) -> BanditResult:
+def run_bandit(config: BanditConfig, *, rng: np.random.Generator | int) -> BanditResult:
     """One Neural-Thompson-sampling run on the Wheel Bandit (module docstring).
 
     All randomness comes from ``rng``: the network initialisation (``torch.manual_seed`` of a
@@ -264,8 +267,7 @@ def run_bandit(config: BanditConfig, rng: np.random.Generator) -> BanditResult:
     """
     if not isinstance(config, BanditConfig):
         raise TypeError(f"config must be a BanditConfig; got {type(config).__name__}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
+    rng = as_generator(rng)
     with torch_threads(config.torch_threads):
         return _run(config, rng)
 
@@ -273,7 +275,7 @@ def run_bandit(config: BanditConfig, rng: np.random.Generator) -> BanditResult:
 def _run(cfg: BanditConfig, rng: np.random.Generator) -> BanditResult:
     t0 = time.perf_counter()
     env = WheelBandit(cfg.delta, cfg.variant)
-    model = build_seeded(bandit_net, int(rng.integers(2**31 - 1)))
+    model = build_seeded(bandit_net, rng=rng)
     model.eval()
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     T = cfg.horizon
@@ -288,12 +290,12 @@ def _run(cfg: BanditConfig, rng: np.random.Generator) -> BanditResult:
         arms[t : t + n] = a
         regret[t : t + n] = env.regret(x, a)
         X_buf[t : t + n] = np.concatenate([x, onehot[a]], axis=1)
-        y_buf[t : t + n] = env.reward(rng, x, a)
+        y_buf[t : t + n] = env.reward(x, a, rng=rng)
 
     n_warm = NUM_ARMS * cfg.warm_pulls
     record(
         0,
-        env.contexts(rng, n_warm),
+        env.contexts(n_warm, rng=rng),
         rng.permutation(np.repeat(np.arange(NUM_ARMS), cfg.warm_pulls)),
     )
     t = n_warm
@@ -301,7 +303,7 @@ def _run(cfg: BanditConfig, rng: np.random.Generator) -> BanditResult:
     while t < T:
         _train_phase(model, opt, Xt[:t], yt[:t], cfg, rng)
         n = min(cfg.steps_per_phase, T - t)
-        x = env.contexts(rng, n)
+        x = env.contexts(n, rng=rng)
         inputs = arm_inputs(x)
         mean = _forward(model, inputs).reshape(n, NUM_ARMS)
         var = None
@@ -315,6 +317,6 @@ def _run(cfg: BanditConfig, rng: np.random.Generator) -> BanditResult:
             )
             post = fit_posterior(model, Xr, S, noise_var=s2, prior_precision=cfg.prior_precision)
             var = thompson_variance(model, post, inputs).reshape(n, NUM_ARMS)
-        record(t, x, choose_arms(mean, var, rng))
+        record(t, x, choose_arms(mean, var, rng=rng))
         t += n
     return BanditResult(cfg, regret, arms, time.perf_counter() - t0)

@@ -45,7 +45,7 @@ class WheelBandit:
             return np.full(NUM_ARMS, 1.0), np.full(NUM_ARMS, 0.01)
         return np.array([1.2, 1.0, 1.0, 1.0, 1.0]), np.full(NUM_ARMS, 0.05)
 
-    def contexts(self, rng: np.random.Generator, n: int) -> np.ndarray:
+    def contexts(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
         """n contexts uniform on the unit disk (radius √U, angle uniform), shape (n, 2)."""
         r = np.sqrt(rng.uniform(size=n))
         phi = rng.uniform(0.0, 2 * np.pi, size=n)
@@ -68,7 +68,7 @@ class WheelBandit:
         means[rows, self.quadrant_arm(x[outer])] = self.mu_high
         return means
 
-    def reward(self, rng: np.random.Generator, x: np.ndarray, arm: np.ndarray) -> np.ndarray:
+    def reward(self, x: np.ndarray, arm: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
         """Sampled rewards of pulling ``arm`` at contexts ``x``."""
         x = np.atleast_2d(x)
         arm = np.asarray(arm, dtype=np.int64).reshape(-1)

@@ -26,7 +26,7 @@ def psd_matrices(draw, min_p: int = 1, max_p: int = 10):
         return G @ G.T
     rank = draw(st.integers(1, p))
     cond = 10.0 ** draw(st.integers(0, 10))
-    return random_psd(np.random.default_rng(draw(seeds)), p, rank=rank, cond=cond)
+    return random_psd(p, rank=rank, cond=cond, rng=np.random.default_rng(draw(seeds)))
 
 
 @st.composite
@@ -71,7 +71,7 @@ def dominant_with_ratio(draw, min_p: int = 2, max_p: int = 10):
     rng = np.random.default_rng(draw(seeds))
     perm = rng.permutation(p)
     fill = draw(st.floats(0.05, 0.99))
-    return random_diagonally_dominant(rng, p, eps, diag=diag[perm], fill=fill), k, eps
+    return random_diagonally_dominant(p, eps, diag=diag[perm], fill=fill, rng=rng), k, eps
 
 
 @st.composite
@@ -81,7 +81,7 @@ def psd_with_dead_parameters(draw, max_p: int = 9):
     p = draw(st.integers(2, max_p))
     live = draw(st.integers(1, p))
     rng = np.random.default_rng(draw(seeds))
-    block = random_psd(rng, live, cond=10.0 ** draw(st.integers(0, 4)))
+    block = random_psd(live, cond=10.0 ** draw(st.integers(0, 4)), rng=rng)
     idx = rng.permutation(p)[:live]
     Lam = np.zeros((p, p))
     Lam[np.ix_(idx, idx)] = block

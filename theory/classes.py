@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from laplace_lab.theory._validation import as_psd_matrix, positive_scalar, real_array, subset_size
+from laplace_lab._checks import as_psd_matrix, positive_float, real_array, subset_size
+from laplace_lab._random import as_generator
 
 __all__ = [
     "CPIDecomposition",
@@ -32,12 +33,6 @@ class CPIDecomposition(NamedTuple):
     d: np.ndarray
     a: float
     b: float
-
-
-def _generator(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
-    return rng
 
 
 def cpi_matrix(d: object, a: float, b: float) -> np.ndarray:
@@ -90,9 +85,9 @@ def is_cpi(
     """
     L = as_psd_matrix(Lam)
     tol = (
-        positive_scalar(atol, "atol")
+        positive_float(atol, "atol")
         if atol is not None
-        else positive_scalar(rtol, "rtol") * float(np.abs(L).max())
+        else positive_float(rtol, "rtol") * float(np.abs(L).max())
     )
     p = L.shape[0]
     off = L[~np.eye(p, dtype=bool)]
@@ -111,7 +106,7 @@ def is_diagonally_dominant(Lam: object, eps: float) -> bool:
     L = real_array(Lam, "Lam").astype(np.float64)
     if L.ndim != 2 or L.shape[0] != L.shape[1] or L.shape[0] == 0:
         raise ValueError(f"Lam must be a non-empty square matrix; got shape {L.shape}")
-    eps = positive_scalar(eps, "eps")
+    eps = positive_float(eps, "eps")
     if not 0 < eps < 1:
         raise ValueError(f"eps must be in (0, 1); got eps={eps}")
     off = np.abs(L).sum(axis=1) - np.abs(np.diag(L))
@@ -119,9 +114,9 @@ def is_diagonally_dominant(Lam: object, eps: float) -> bool:
 
 
 def random_cpi(
-    rng: np.random.Generator,
     p: int,
     *,
+    rng: np.random.Generator | int,
     ties: int = 0,
     negative_b: bool | None = None,
     d_range: tuple[float, float] = (0.1, 2.0),
@@ -130,7 +125,8 @@ def random_cpi(
 
     Parameters
     ----------
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
+        The source of randomness (a seed makes a new generator).
     p : int
         The dimension (≥ 1).
     ties : int
@@ -141,7 +137,7 @@ def random_cpi(
     d_range : (float, float)
         d is uniform on this interval.
     """
-    rng = _generator(rng)
+    rng = as_generator(rng)
     p = subset_size(p, 10**4, "p", low=1)
     lo, hi = d_range
     if not 0 < lo <= hi:
@@ -159,10 +155,10 @@ def random_cpi(
 
 
 def random_diagonally_dominant(
-    rng: np.random.Generator,
     p: int,
     eps: float,
     *,
+    rng: np.random.Generator | int,
     diag: object = None,
     fill: float = 0.9,
 ) -> np.ndarray:
@@ -173,7 +169,8 @@ def random_diagonally_dominant(
 
     Parameters
     ----------
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
+        The source of randomness (a seed makes a new generator).
     p : int
     eps : float
         The dominance level, 0 < ε < 1.
@@ -182,9 +179,9 @@ def random_diagonally_dominant(
     fill : float
         In (0, 1): how much of the dominance budget ε Λ_ii the off-diagonals use.
     """
-    rng = _generator(rng)
+    rng = as_generator(rng)
     p = subset_size(p, 10**4, "p", low=1)
-    eps = positive_scalar(eps, "eps")
+    eps = positive_float(eps, "eps")
     if not 0 < eps < 1:
         raise ValueError(f"eps must be in (0, 1); got eps={eps}")
     if not 0 < fill < 1:
@@ -202,13 +199,18 @@ def random_diagonally_dominant(
 
 
 def random_psd(
-    rng: np.random.Generator, p: int, *, rank: int | None = None, cond: float | None = None
+    p: int,
+    *,
+    rng: np.random.Generator | int,
+    rank: int | None = None,
+    cond: float | None = None,
 ) -> np.ndarray:
     """A random symmetric PSD matrix Q diag(λ) Qᵀ with Q Haar-orthogonal.
 
     Parameters
     ----------
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
+        The source of randomness (a seed makes a new generator).
     p : int
     rank : int, optional
         Number of non-zero eigenvalues (1 ≤ rank ≤ p); p when None.
@@ -216,13 +218,13 @@ def random_psd(
         Ratio of the largest to the smallest non-zero eigenvalue (≥ 1); the non-zero
         eigenvalues are log-uniform on [1/cond, 1]. Random on [0.05, 1] when None.
     """
-    rng = _generator(rng)
+    rng = as_generator(rng)
     p = subset_size(p, 10**4, "p", low=1)
     r = p if rank is None else subset_size(rank, p, "rank", low=1)
     if cond is None:
         lam = rng.uniform(0.05, 1.0, size=r)
     else:
-        cond = positive_scalar(cond, "cond")
+        cond = positive_float(cond, "cond")
         if cond < 1:
             raise ValueError(f"cond must be ≥ 1; got cond={cond}")
         lam = np.exp(-rng.uniform(0.0, np.log(cond), size=r))

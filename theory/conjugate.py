@@ -19,12 +19,11 @@ import numpy as np
 from scipy import stats
 from scipy.special import gammaln
 
-from laplace_lab.theory._validation import positive_scalar
+from laplace_lab._checks import positive_float, real_number
 from laplace_lab.theory.conjugate_base import (
     ConjugateModel,
     count_values,
     data_vector,
-    finite_scalar,
     log1pmx,
 )
 
@@ -61,9 +60,9 @@ class NormalNormal(ConjugateModel):
     stats_type = NormalStats
 
     def __init__(self, prior_mean: float, prior_var: float, noise_var: float) -> None:
-        self.prior_mean = finite_scalar(prior_mean, "prior_mean")
-        self.prior_var = positive_scalar(prior_var, "prior_var")
-        self.noise_var = positive_scalar(noise_var, "noise_var")
+        self.prior_mean = real_number(prior_mean, "prior_mean")
+        self.prior_var = positive_float(prior_var, "prior_var")
+        self.noise_var = positive_float(noise_var, "noise_var")
 
     def __repr__(self) -> str:
         return f"NormalNormal({self.prior_mean}, {self.prior_var}, {self.noise_var})"
@@ -142,7 +141,7 @@ class NormalNormal(ConjugateModel):
         return float(theta[0]), float(np.sqrt(self.noise_var))
 
     def _sample(self, rng: np.random.Generator, n: int, theta_true: Any) -> np.ndarray:
-        mu = finite_scalar(theta_true, "theta_true")
+        mu = real_number(theta_true, "theta_true")
         return rng.normal(mu, np.sqrt(self.noise_var), size=n)
 
 
@@ -167,8 +166,8 @@ class PoissonGamma(ConjugateModel):
     stats_type = PoissonStats
 
     def __init__(self, shape: float, rate: float) -> None:
-        self.shape = positive_scalar(shape, "shape")
-        self.rate = positive_scalar(rate, "rate")
+        self.shape = positive_float(shape, "shape")
+        self.rate = positive_float(rate, "rate")
 
     def __repr__(self) -> str:
         return f"PoissonGamma({self.shape}, {self.rate})"
@@ -284,5 +283,5 @@ class PoissonGamma(ConjugateModel):
         return float(theta[0]), float(np.sqrt(theta[0]))
 
     def _sample(self, rng: np.random.Generator, n: int, theta_true: Any) -> np.ndarray:
-        lam = positive_scalar(theta_true, "theta_true")
+        lam = positive_float(theta_true, "theta_true")
         return rng.poisson(lam, size=n).astype(np.float64)

@@ -13,19 +13,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ConjugateModel", "count_values", "data_vector", "finite_scalar", "log1pmx"]
+from laplace_lab._checks import positive_int
+from laplace_lab._random import as_generator
+
+__all__ = ["ConjugateModel", "count_values", "data_vector", "log1pmx"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
-
-
-def finite_scalar(value: object, name: str) -> float:
-    """``value`` as a finite float, or a TypeError/ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a real number; got {type(value).__name__}")
-    x = float(value)
-    if not np.isfinite(x):
-        raise ValueError(f"{name} must be finite; got {name}={value!r}")
-    return x
 
 
 def data_vector(data: object, name: str = "data") -> np.ndarray:
@@ -208,10 +201,6 @@ class ConjugateModel(abc.ABC):
         t = self._map(self.sufficient_statistics(data))
         return self._out(t[..., 0]) if self.dim == 1 else t
 
-    def sample_data(self, rng: np.random.Generator, n: int, theta_true: Any) -> Any:
-        """n observations from the model at θ_true (explicit generator)."""
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
-        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-            raise ValueError(f"n must be a positive integer; got n={n!r}")
-        return self._sample(rng, int(n), theta_true)
+    def sample_data(self, n: int, theta_true: Any, *, rng: np.random.Generator | int) -> Any:
+        """n observations from the model at θ_true, drawn from ``rng`` (a generator or seed)."""
+        return self._sample(as_generator(rng), positive_int(n, "n"), theta_true)

@@ -14,7 +14,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import gammaln
 
-from laplace_lab.theory._validation import positive_scalar
+from laplace_lab._checks import positive_float
 from laplace_lab.theory.conjugate_base import ConjugateModel, data_vector
 
 __all__ = ["BayesianLinearRegression", "NormalInverseGammaRegression", "RegressionStats"]
@@ -142,7 +142,7 @@ class BayesianLinearRegression(_Regression):
 
     def __init__(self, prior_mean: Any, prior_cov: Any, noise_var: float) -> None:
         self._init_prior(prior_mean, prior_cov)
-        self.noise_var = positive_scalar(noise_var, "noise_var")
+        self.noise_var = positive_float(noise_var, "noise_var")
         self.dim = self.d
 
     def _loglik(self, theta: np.ndarray, s: RegressionStats) -> np.ndarray:
@@ -222,8 +222,8 @@ class NormalInverseGammaRegression(_Regression):
 
     def __init__(self, prior_mean: Any, prior_cov: Any, shape: float, rate: float) -> None:
         self._init_prior(prior_mean, prior_cov)
-        self.shape = positive_scalar(shape, "shape")
-        self.rate = positive_scalar(rate, "rate")
+        self.shape = positive_float(shape, "shape")
+        self.rate = positive_float(rate, "rate")
         self.dim = self.d + 1
 
     def _split(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from laplace_lab.theory._validation import subset, subset_size
+from laplace_lab._checks import subset, subset_size
 from laplace_lab.theory.ipv import _setup
 
 __all__ = ["MAX_SUBSETS", "Extremes", "all_ipvs", "exhaustive_extremes"]

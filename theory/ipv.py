@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
-from laplace_lab.theory._validation import (
+from laplace_lab._checks import (
     as_psd_matrix,
-    positive_scalar,
+    positive_float,
     prior_precision_vector,
     scaled_prior,
     subset,
@@ -31,8 +31,8 @@ def _setup(
 ) -> tuple[np.ndarray, float, float, np.ndarray]:
     """Validate the common arguments; return (Λ, σ0²/N, c, v)."""
     L = as_psd_matrix(Lam)
-    n_ = positive_scalar(n, "n")
-    s2 = positive_scalar(noise_var, "noise_var")
+    n_ = positive_float(n, "n")
+    s2 = positive_float(noise_var, "noise_var")
     v = prior_precision_vector(prior_precision, L.shape[0])
     scaled_prior(s2 / n_, v)
     return L, s2 / n_, s2 / n_, v

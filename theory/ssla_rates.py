@@ -68,7 +68,7 @@ def prefix_statistics(
     model: ConjugateModel, rng: np.random.Generator, ns: tuple[int, ...] = PAPER_NS, *, theta_true
 ) -> list[Any]:
     """Sufficient statistics of the first n of one sample of size max(ns), for each n."""
-    x = model.sample_data(rng, int(max(ns)), theta_true)
+    x = model.sample_data(int(max(ns)), theta_true, rng=rng)
     return [model.sufficient_statistics(x[: int(n)]) for n in ns]
 
 

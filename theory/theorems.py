@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
-from laplace_lab.theory._validation import check_nested, isotropic_prior, subset, subset_size
+from laplace_lab._checks import check_nested, isotropic_prior, subset, subset_size
 from laplace_lab.theory.classes import is_cpi, is_diagonally_dominant
 from laplace_lab.theory.exhaustive import exhaustive_extremes
 from laplace_lab.theory.ipv import _ipv_prefixes, _ipv_terms, _setup

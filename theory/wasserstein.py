@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 
-from laplace_lab.theory._validation import as_psd_matrix, subset
+from laplace_lab._checks import as_psd_matrix, subset
 
 __all__ = ["gaussian_w2", "psd_sqrt", "subnetwork_covariance", "subnetwork_w2", "w2_diagonal"]
 

@@ -46,7 +46,7 @@ TV_CLOSE = 0.05
 def experiment(seed: int, full: bool) -> dict[str, Any]:
     """Divergences (R × n × 4) per model and method, refit gaps (R × n × 5) per model."""
     rng = Context(seed=seed).rng("conjugate-experiment")
-    reps = 30 if full else 1
+    reps = 30 if full else 8
     out: dict[str, Any] = {}
     for name in MODELS:
         model, truth = paper_model(name)

@@ -60,18 +60,22 @@ def _setting(full: bool) -> tuple[int, int, tuple[str, ...]]:
 def _runs(delta: float, full: bool, seed: int) -> dict[str, object]:
     """Final regret (per seed) and mean cumulative-regret traces of every agent."""
     from laplace_lab.studies.catalog.wheel_bandit import parse_agent
+    from laplace_lab.studies.seeding import replication_rng
     from laplace_lab.studies.wheel_bandit import BanditConfig, run_bandit
 
     horizon, seeds, names = _setting(full)
-    ss = np.random.SeedSequence([seed, int(delta * 100), 8])
-    children = ss.spawn(seeds)
     final: dict[str, list[float]] = {}
     traces: dict[str, np.ndarray] = {}
     t0 = time.perf_counter()
     for name in names:
         method, k = parse_agent(name)
         cfg = BanditConfig(method=method, k=k, delta=delta, horizon=horizon)
-        res = [run_bandit(cfg, np.random.default_rng(c)) for c in children]
+        # the wheel-bandit study's replications of this grid point (same seeds)
+        params = {"agent": name, "delta": delta, "horizon": horizon}
+        res = [
+            run_bandit(cfg, rng=replication_rng("wheel-bandit", params, r, seed=seed))
+            for r in range(seeds)
+        ]
         final[name] = [float(r.cumulative_regret[-1]) for r in res]
         traces[name] = np.mean([r.cumulative_regret for r in res], axis=0)
     seconds = time.perf_counter() - t0

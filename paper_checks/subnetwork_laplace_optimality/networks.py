@@ -192,7 +192,7 @@ def _ordering_config(full: bool):  # -> ExperimentConfig
             kfac=False,
             coverage_target="oracle",
             oracle_rows=8000,
-        ), (0, 1, 2, 3, 4)
+        ), 5
     return ExperimentConfig(
         dataset="fair",
         model="mlp_2x50",
@@ -206,7 +206,7 @@ def _ordering_config(full: bool):  # -> ExperimentConfig
         coverage_target="oracle",
         oracle_rows=2000,
         greedy_candidates="2k",
-    ), tuple(range(6))
+    ), 6
 
 
 @functools.lru_cache(maxsize=4)
@@ -215,8 +215,7 @@ def _experiment(full: bool, seed: int):  # -> (ExperimentConfig, seeds, Experime
     from laplace_lab.studies.subnet_experiment import run_experiment
 
     config, seeds = _ordering_config(full)
-    seeds = tuple(seed + s for s in seeds)
-    return config, seeds, run_experiment(config, seeds)
+    return config, seeds, run_experiment(config, seeds, seed=seed)
 
 
 @claim(
@@ -232,7 +231,7 @@ def _ordering(ctx: Context) -> Verdict:
     figs = w2_figure(ctx, {title: res}, "experiment1_ordering_networks.png")
     label = (
         f"{config.model} on {config.dataset} (N = {config.n_train}, {config.n_test} test "
-        f"points, p = {res.seeds[0].p}), {len(seeds)} seeds"
+        f"points, p = {res.seeds[0].p}), {seeds} seeds"
     )
     return ordering_verdict(res, label=label, figures=figs)
 
@@ -250,7 +249,7 @@ def _neural_linear_matched(ctx: Context) -> Verdict:
     k_nl, w_nl, at = nl["k_neural_linear"], nl["w2_neural_linear"], nl["w2_best_at_k"]
     inside = bool(np.isfinite(at))
     ev = (
-        f"{config.model} on {config.dataset}, {len(seeds)} seeds: NeuralLinear k = "
+        f"{config.model} on {config.dataset}, {seeds} seeds: NeuralLinear k = "
         f"{k_nl:.0f}, mean W2 {w_nl:.4g}; min(Gradient, Greedy) mean W2 interpolated at "
         f"k = {k_nl:.0f}: {at:.4g} (grid k = {nl['ks']}, values "
         f"{np.round(nl['best_curve'], 4).tolist()})."
@@ -290,7 +289,7 @@ def _subnet_diagonal_undercovers(ctx: Context) -> Verdict:
     informative = full_cov >= 0.9
     below = bool(sd[-1] < ours_last)
     ev = (
-        f"{config.model} on {config.dataset}, {len(seeds)} seeds; oracle f_ref = the same "
+        f"{config.model} on {config.dataset}, {seeds} seeds; oracle f_ref = the same "
         f"architecture trained on {config.oracle_rows} rows of the training pool (App. C.1); "
         f"coverage of 1.96σ epistemic intervals: Subnet-Diagonal {np.round(sd, 3).tolist()}, "
         f"Gradient {np.round(cov['gradient_laplace'], 3).tolist()}, Greedy "

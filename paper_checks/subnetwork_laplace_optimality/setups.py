@@ -73,8 +73,8 @@ _offline_claim(
     "YearPredictionMSD",
     "no installed package ships it",
     "The same architecture and protocol run on package data in experiment1-ordering-"
-    "networks; `studies.data.load_csv(path, rng, train_rows=463715)` runs Setup A on a "
-    "user-supplied copy (`laplace-lab study run network-subnet-w2`).",
+    "networks; `laplace_lab.studies.data.load_csv(path, rng=0, train_rows=463715)` runs "
+    "Setup A on a user-supplied copy (`laplace-lab study run network-subnet-w2`).",
 )
 _offline_claim(
     "setup-b-binary-cifar10",
@@ -109,8 +109,8 @@ for _dataset, _title, _n, _d in (
         f"UCI {_title}",
         _UCI,
         "Setup D runs on Boston housing and concrete (setup-d-boston, setup-d-concrete); "
-        "`studies.data.load_csv(path, rng, test_fraction=0.1)` runs it on a user-supplied "
-        "copy.",
+        "`laplace_lab.studies.data.load_csv(path, rng=0, test_fraction=0.1)` runs it on a "
+        "user-supplied copy.",
     )
 
 
@@ -136,14 +136,14 @@ def _digits_config(full: bool):  # -> (ExperimentConfig, seeds)
             ks=(50, 100, 200, 500, 1000, 1500),
             train=sgd_recipe(epochs=100),
             **common,
-        ), tuple(range(10))
+        ), 10
     return ExperimentConfig(
         n_train=150,
         n_test=150,
         ks=(50, 100, 200, 500, 1000),
         train=sgd_recipe(epochs=50),
         **common,
-    ), tuple(range(6))
+    ), 6
 
 
 @functools.lru_cache(maxsize=2)
@@ -152,7 +152,7 @@ def _digits(full: bool, seed: int):  # -> ExperimentResult
     from laplace_lab.studies.subnet_experiment import run_experiment
 
     config, seeds = _digits_config(full)
-    return run_experiment(config, [seed + s for s in seeds])
+    return run_experiment(config, seeds, seed=seed)
 
 
 def _digits_label(res: Any) -> str:
@@ -259,14 +259,13 @@ def _uci(dataset: str, full: bool, seed: int) -> dict[str, Any]:
     from laplace_lab.studies.subnet_experiment import run_experiment
 
     if full:
-        seeds = [seed + s for s in range(20)]
         return {
-            name: run_experiment(_uci_config(dataset, model, ks), seeds)
+            name: run_experiment(_uci_config(dataset, model, ks), 20, seed=seed)
             for name, (model, ks) in _BACKBONES.items()
         }
     name = "small MLP 2×50"
     config = _uci_config(dataset, _BACKBONES[name][0], (50, 100, 200, 500))
-    return {name: run_experiment(config, [seed + s for s in range(6)])}
+    return {name: run_experiment(config, 6, seed=seed)}
 
 
 def _combine(verdicts: dict[str, Verdict], figures: tuple[str, ...]) -> Verdict:

@@ -13,6 +13,7 @@ import numpy as np
 
 from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 from laplace_lab.studies.catalog import ipv_vs_pv, theorem2_consistency
+from laplace_lab.studies.runner import replicate
 from laplace_lab.theory import (
     check_monotonicity,
     check_theorem2,
@@ -32,7 +33,7 @@ def _random_problem(
 ) -> tuple[np.ndarray, float, float, np.ndarray]:
     """A PSD Λ (full rank, rank-deficient or ill-conditioned up to 1e10), N, σ0², V."""
     rank = int(rng.integers(1, p + 1)) if rng.random() < 0.5 else p
-    Lam = random_psd(rng, p, rank=rank, cond=10.0 ** rng.uniform(0, 10))
+    Lam = random_psd(p, rank=rank, cond=10.0 ** rng.uniform(0, 10), rng=rng)
     n = float(10 ** rng.uniform(0, 6))
     return Lam, n, float(10 ** rng.uniform(-2, 1)), rng.uniform(0.1, 10.0, size=p)
 
@@ -115,7 +116,7 @@ def theorem_1_proof_identity(ctx: Context) -> Verdict:
         p = int(rng.integers(2, 11))
         live = rng.permutation(p)[: rng.integers(1, p + 1)]  # the rest are dead parameters
         Lam = np.zeros((p, p))
-        Lam[np.ix_(live, live)] = random_psd(rng, live.size, cond=10.0 ** rng.uniform(0, 4))
+        Lam[np.ix_(live, live)] = random_psd(live.size, cond=10.0 ** rng.uniform(0, 4), rng=rng)
         perm = rng.permutation(p)
         cut = int(rng.integers(1, p))
         S, T = perm[:cut], perm[cut:]
@@ -163,7 +164,7 @@ def theorem_2_population(ctx: Context) -> Verdict:
     failures, worst, cases, premised = [], 0.0, 0, 0
     for i in range(matrices):
         p = int(rng.integers(2, 13 if ctx.full else 11))
-        Lam = random_cpi(rng, p, ties=int(rng.integers(0, p)), negative_b=bool(i % 2))
+        Lam = random_cpi(p, ties=int(rng.integers(0, p)), negative_b=bool(i % 2), rng=rng)
         n, c = float(10 ** rng.uniform(0, 5)), float(10 ** rng.uniform(-1, 1))
         for k in range(1, p + 1):
             check = check_theorem2(Lam, k, n=n, prior_precision=c)
@@ -195,11 +196,10 @@ def _consistency_rows(seed: int, full: bool) -> tuple[dict[str, float], ...]:
     k = 5), per N: the mean of each metric. Shared by the two claims that read it."""
     Ns = [100, 1000, 10_000, 100_000] + ([1_000_000] if full else [])
     reps = 1000 if full else 100
-    rng = Context(seed=seed).rng("theorem2-consistency")
     rows = []
     for N in Ns:
         params = {"N": N, "scenario": "separated", "p": 20, "k": 5, "a": 0.5, "b": 0.2}
-        runs = [theorem2_consistency.run_one(params, rng) for _ in range(reps)]
+        runs = replicate(theorem2_consistency.STUDY, params, reps, seed=seed)
         rows.append({"N": N, **{m: float(np.mean([r[m] for r in runs])) for m in runs[0]}})
     return tuple(rows)
 
@@ -292,7 +292,9 @@ def _theorem3_sweep(ctx: Context, part: str) -> Verdict:
         diag = np.concatenate(
             [gap * rng.uniform(1.0, 2.0, size=k), rng.uniform(0.3, 1.0, size=p - k)]
         )
-        Lam = random_diagonally_dominant(rng, p, eps, diag=diag[rng.permutation(p)], fill=0.999)
+        Lam = random_diagonally_dominant(
+            p, eps, diag=diag[rng.permutation(p)], fill=0.999, rng=rng
+        )
         c = float(10 ** rng.uniform(-1, 1))
         check = check_theorem3(Lam, k, eps, n=float(10 ** rng.uniform(0, 4)), prior_precision=c)
         sub = check.details[f"part_{part}"]
@@ -352,16 +354,14 @@ def theorem_3b(ctx: Context) -> Verdict:
     ),
 )
 def ipv_approximates_expected_pv(ctx: Context) -> Verdict:
-    rng = ctx.rng("ipv-approximates-expected-pv")
     Ns = [30, 100, 300, 1000, 3000] + ([10_000, 30_000] if ctx.full else [])
     reps = 200 if ctx.full else 40
     rows, inside, total = [], 0, 0
     for k, p in ((2, 20), (8, 200)):
         errors = []
         for N in Ns:
-            runs = [
-                ipv_vs_pv.run_one({"N": N, "p": p, "k": k, "n_test": 10}, rng) for _ in range(reps)
-            ]
+            params = {"N": N, "p": p, "k": k, "n_test": 10}
+            runs = replicate(ipv_vs_pv.STUDY, params, reps, seed=ctx.seed)
             bound = np.sqrt(k**3 * np.log(p) / N)
             inside += sum(r["error_selected"] <= bound for r in runs)
             total += reps

@@ -51,7 +51,7 @@ def _unbiased(ctx: Context) -> Verdict:
     mean_r, _ = _rademacher_moments(J1, J2)
     err_r = float(np.max(np.abs(mean_r - K)) / np.max(np.abs(K)))
     s = 200_000 if ctx.full else 20_000
-    est = jvp_ntk_estimate(J1, J2, s, rng, dist="gaussian")
+    est = jvp_ntk_estimate(J1, J2, s, dist="gaussian", rng=rng)
     z = float(
         np.max(
             np.abs(est - K) / np.sqrt(ntk_estimate_variance(J1, J2, dist="gaussian", num_probes=s))

@@ -45,11 +45,11 @@ TIE = 1e-6
 def population_lambda(family: str, p: int, rng: np.random.Generator) -> np.ndarray:
     """A random Λ of the family (see the module docstring)."""
     if family == "cpi":
-        return random_cpi(rng, p)
+        return random_cpi(p, rng=rng)
     if family == "dominant":
-        return random_diagonally_dominant(rng, p, EPS)
+        return random_diagonally_dominant(p, EPS, rng=rng)
     if family == "lowrank":
-        return 5.0 * random_psd(rng, p, rank=2) + np.diag(rng.uniform(0.1, 1.0, size=p))
+        return 5.0 * random_psd(p, rank=2, rng=rng) + np.diag(rng.uniform(0.1, 1.0, size=p))
     if family == "block":
         scale = np.sqrt(rng.uniform(0.5, 2.0, size=p))
         same = np.arange(p)[:, None] // BLOCK == np.arange(p)[None, :] // BLOCK
@@ -58,7 +58,7 @@ def population_lambda(family: str, p: int, rng: np.random.Generator) -> np.ndarr
     raise ValueError(f"family must be one of {FAMILIES}; got {family!r}")
 
 
-def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:
+def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
     """One Λ, one gradient sample; relative Dis of every rule and of the optimum."""
     n, p, k = params["N"], params["p"], params["k"]
     lam = population_lambda(params["family"], p, rng)
@@ -70,7 +70,7 @@ def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:
         "greedy": greedy_laplace(ggn, k),
         "subnet_diagonal": subnet_diagonal_rule(ggn, k),
         "last_k": last_k(p, k),
-        "random": random_subset(p, k, rng),
+        "random": random_subset(p, k, rng=rng),
         "diag_top": np.argsort(-exact, kind="stable")[:k],
         "diag_bottom": np.argsort(exact, kind="stable")[:k],
     }

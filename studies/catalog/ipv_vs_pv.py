@@ -9,7 +9,7 @@ N gradients g(x_n) ~ N(0, Λ) stacked in J (N × p),
 
 and App. A.1 concludes |E_{x*}[PV(S)] − IPV(S)| = O_P(√(k³ log p / N)) uniformly in |S| = k.
 
-Per replication: Λ = ``random_psd(rng, p, cond=10)``; J from N(0, Λ); two subsets — the fixed
+Per replication: Λ = ``random_psd(p, cond=10, rng=rng)``; J from N(0, Λ); two subsets — the fixed
 S = {0, …, k−1} and the Gradient-Laplace choice (top-k of the mean squared gradients, so
 p enters through a selection over p coordinates). E_{x*}[PV(S)] is computed exactly,
 (1/N) tr(Â_S⁻¹ Λ_SS); the average over ``n_test`` sampled test gradients is recorded too.
@@ -59,10 +59,10 @@ def wishart_bias(n: int, k: int) -> float:
     return k * (k + 1) / (n - k - 1)
 
 
-def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:
+def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
     """One replication: Λ, N training gradients, PV and IPV for a fixed and a selected S."""
     n, p, k, n_test = params["N"], params["p"], params["k"], params["n_test"]
-    lam = random_psd(rng, p, cond=COND)
+    lam = random_psd(p, cond=COND, rng=rng)
     factor = np.linalg.cholesky(lam)
     gram = np.zeros((p, p))
     for start in range(0, n, CHUNK):  # Gram = JᵀJ in row blocks (SPEC §0 hazard: tiled)

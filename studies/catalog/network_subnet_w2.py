@@ -45,9 +45,9 @@ def _config(params: dict[str, Any]) -> ExperimentConfig:
     )
 
 
-def run_one(params: dict[str, Any], rng: np.random.Generator) -> dict[str, float]:
+def run_one(params: dict[str, Any], *, rng: np.random.Generator) -> dict[str, float]:
     """One trained network and every method along the k-grid (module docstring)."""
-    res = run_seed(_config(params), int(rng.integers(2**31 - 1)))
+    res = run_seed(_config(params), rng=rng)
     out: dict[str, float] = {}
     for name in res.w2:
         for k, w, c in zip(res.ks, res.w2[name], res.coverage[name], strict=True):

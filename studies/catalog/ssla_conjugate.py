@@ -51,10 +51,10 @@ EXPECTED_SLOPES = {
 }
 
 
-def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:
+def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
     """One data set of size n; divergences of the four approximations from the exact one."""
     model, theta_true = paper_model(params["model"])
-    stats = model.sufficient_statistics(model.sample_data(rng, params["n"], theta_true))
+    stats = model.sufficient_statistics(model.sample_data(params["n"], theta_true, rng=rng))
     exact = exact_predictive(model, stats)
     out = {}
     for method, (variant, hessian) in METHODS.items():

@@ -99,7 +99,7 @@ def _ipv(lam: np.ndarray, S: np.ndarray, n: int) -> float:
     return ipv(lam[np.ix_(S, S)], np.arange(S.size), n=n)
 
 
-def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:
+def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
     """One replication: draw N gradients, select by Gradient-Laplace and Subnet-Diagonal."""
     n, p, k = params["N"], params["p"], params["k"]
     d = diagonal(params["scenario"], p, k)

@@ -42,11 +42,11 @@ def parse_agent(agent: str) -> tuple[str, int]:
     return method, int(k)
 
 
-def run_one(params: dict[str, Any], rng: np.random.Generator) -> dict[str, float]:
+def run_one(params: dict[str, Any], *, rng: np.random.Generator) -> dict[str, float]:
     """One Neural-Thompson-sampling run of one agent (module docstring)."""
     method, k = parse_agent(params["agent"])
     cfg = BanditConfig(method=method, k=k, delta=params["delta"], horizon=params["horizon"])
-    res = run_bandit(cfg, rng)
+    res = run_bandit(cfg, rng=rng)
     cum = res.cumulative_regret
     return {
         "regret": float(cum[-1]),

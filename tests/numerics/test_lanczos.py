@@ -72,7 +72,7 @@ def test_eigsh_largest_magnitude_on_indefinite():
     rng = np.random.default_rng(3)
     d = np.concatenate([[-9.0, 8.0, -7.5], rng.uniform(-2, 2, 77)])
     A = _with_spectrum(d, rng)
-    res = eigsh(lambda v: A @ v, 80, 3, which="LM")
+    res = eigsh(lambda v: A @ v, 80, 3, which="LM", rng=0)
     np.testing.assert_allclose(res.values, [-9.0, 8.0, -7.5], atol=1e-10 * 9)
 
 
@@ -83,7 +83,7 @@ def test_eigsh_same_seed_same_bits_and_different_seed_same_values():
     assert np.array_equal(runs[0].vectors, runs[1].vectors)
     np.testing.assert_allclose(runs[0].values, runs[2].values, atol=1e-10 * runs[0].values[0])
     # And the default (rng=None) is seeded, hence deterministic too.
-    a, b = (eigsh(lambda v: A @ v, 120, 6) for _ in range(2))
+    a, b = (eigsh(lambda v: A @ v, 120, 6, rng=0) for _ in range(2))
     assert np.array_equal(a.values, b.values)
 
 
@@ -93,13 +93,13 @@ def test_eigsh_agrees_with_arpack_on_the_same_linear_operator():
     op = spla.LinearOperator((800, 800), matvec=lambda v: J.T @ (J @ v), dtype=np.float64)
     v0 = rng.standard_normal(800)
     arpack = np.sort(spla.eigsh(op, k=10, which="LA", v0=v0, return_eigenvectors=False))[::-1]
-    ours = eigsh(op.matvec, 800, 10, v0=v0)
+    ours = eigsh(op.matvec, 800, 10, v0=v0, rng=0)
     np.testing.assert_allclose(ours.values, arpack, rtol=0, atol=1e-10 * arpack[0])
 
 
 def test_eigsh_on_exhausted_space_returns_all_eigenpairs():
     A = CASES["psd_rank_15"][:30, :30]
-    res = eigsh(lambda v: A @ v, 30, 30)
+    res = eigsh(lambda v: A @ v, 30, 30, rng=0)
     np.testing.assert_allclose(res.values, np.linalg.eigvalsh(A)[::-1], atol=1e-10 * res.values[0])
 
 
@@ -118,8 +118,8 @@ def test_lanczos_relation_orthogonality_and_tridiagonal():
 def test_lanczos_without_reorthogonalisation_reports_orthogonality_loss():
     d = np.concatenate([np.geomspace(1e-3, 1e3, 60)])
     A = _with_spectrum(d, np.random.default_rng(4))
-    plain = lanczos(lambda v: A @ v, 60, 50, reorthogonalize="none")
-    full = lanczos(lambda v: A @ v, 60, 50, reorthogonalize="full")
+    plain = lanczos(lambda v: A @ v, 60, 50, reorthogonalize="none", rng=0)
+    full = lanczos(lambda v: A @ v, 60, 50, reorthogonalize="full", rng=0)
     assert plain.orthogonality_loss > 1e-2  # converged Ritz vectors reappear
     assert full.orthogonality_loss < 1e-13
 
@@ -127,21 +127,21 @@ def test_lanczos_without_reorthogonalisation_reports_orthogonality_loss():
 def test_lanczos_breakdown_on_rank_deficient_ggn_restarts_orthogonally():
     J = np.random.default_rng(5).standard_normal((10, 50))
     G = J.T @ J
-    run = lanczos(lambda v: G @ v, 50, 25)
+    run = lanczos(lambda v: G @ v, 50, 25, rng=0)
     assert run.breakdowns and run.breakdowns[0] >= 9  # Krylov space of G has dimension ≤ 11
     assert run.orthogonality_loss < 1e-13
     T = np.diag(run.alpha) + np.diag(run.beta, 1) + np.diag(run.beta, -1)
     # The Ritz values include every non-zero eigenvalue of G (exact invariant subspace).
     ritz = np.sort(np.linalg.eigvalsh(T))[::-1][:10]
     np.testing.assert_allclose(ritz, np.linalg.eigvalsh(G)[::-1][:10], atol=1e-10 * ritz[0])
-    stopped = lanczos(lambda v: G @ v, 50, 25, on_breakdown="stop")
+    stopped = lanczos(lambda v: G @ v, 50, 25, on_breakdown="stop", rng=0)
     # dim K(G, v0) = 11; finite precision may need one more step to see the breakdown.
     assert stopped.basis.shape[1] == stopped.breakdowns[0] + 1 <= 12
     assert stopped.residual_norm == 0.0
 
 
 def test_lanczos_on_identity_breaks_down_every_step_without_nan():
-    run = lanczos(lambda v: v, 40, 10)
+    run = lanczos(lambda v: v, 40, 10, rng=0)
     assert run.breakdowns == tuple(range(10))
     np.testing.assert_array_equal(run.alpha, np.ones(10))
     assert np.all(run.beta == 0.0) and run.orthogonality_loss < 1e-14
@@ -208,10 +208,10 @@ def test_backends_agree_with_numpy(backend):
     A_np = CASES["psd_rank_15"] + 0.5 * np.eye(120)
     A = backend(A_np)
     v0 = backend(np.random.default_rng(3).standard_normal(120))
-    res = eigsh(lambda v: A @ v, 120, 5, v0=v0)
+    res = eigsh(lambda v: A @ v, 120, 5, v0=v0, rng=0)
     assert type(res.vectors) is type(A)
     np.testing.assert_allclose(res.values, np.linalg.eigvalsh(A_np)[::-1][:5], atol=1e-9)
-    run = lanczos(lambda v: A @ v, 120, 20, v0=v0)
+    run = lanczos(lambda v: A @ v, 120, 20, v0=v0, rng=0)
     assert run.orthogonality_loss < 1e-13
     # A = GGN + 0.5 I: K(A, v0) is invariant of dimension 16 and contains v0, so the
     # Krylov inverse is exact on v0: L Lᵀ v0 = A⁻¹ v0.
@@ -220,7 +220,7 @@ def test_backends_agree_with_numpy(backend):
     assert Ln.shape[1] <= 17
     np.testing.assert_allclose(Ln @ (Ln.T @ v0n), np.linalg.solve(A_np, v0n), atol=1e-9)
     # like= fixes the backend when there is no start vector.
-    res2 = eigsh(lambda v: A @ v, 120, 5, like=A)
+    res2 = eigsh(lambda v: A @ v, 120, 5, like=A, rng=0)
     np.testing.assert_allclose(res2.values, res.values, atol=1e-9)
 
 
@@ -229,7 +229,7 @@ def test_float32_converges_at_its_own_precision():
 
     A_np = CASES["random_spd"]
     A = torch.asarray(A_np, dtype=torch.float32)
-    res = eigsh(lambda v: A @ v, 120, 4, like=A)
+    res = eigsh(lambda v: A @ v, 120, 4, like=A, rng=0)
     assert res.converged and res.vectors.dtype == torch.float32
     expected = np.linalg.eigvalsh(A_np)[::-1][:4]
     np.testing.assert_allclose(res.values, expected, rtol=0, atol=1e-4 * expected[0])
@@ -239,35 +239,37 @@ def test_bad_input_is_rejected_with_the_argument_named():
     A = np.eye(5)
     mv = lambda v: A @ v  # noqa: E731
     with pytest.raises(ValueError, match="k must be"):
-        eigsh(mv, 5, 6)
+        eigsh(mv, 5, 6, rng=0)
     with pytest.raises(ValueError, match="n must be"):
-        lanczos(mv, 0, 1)
+        lanczos(mv, 0, 1, rng=0)
     with pytest.raises(ValueError, match="num_steps"):
-        lanczos(mv, 5, 6)
+        lanczos(mv, 5, 6, rng=0)
     with pytest.raises(TypeError, match="k must be an integer"):
-        eigsh(mv, 5, 2.0)
+        eigsh(mv, 5, 2.0, rng=0)
     with pytest.raises(ValueError, match="which"):
-        eigsh(mv, 5, 2, which="BE")
+        eigsh(mv, 5, 2, which="BE", rng=0)
     with pytest.raises(ValueError, match="v0 must be non-zero"):
-        eigsh(mv, 5, 2, v0=np.zeros(5))
+        eigsh(mv, 5, 2, v0=np.zeros(5), rng=0)
     with pytest.raises(ValueError, match="v0 must be finite"):
-        lanczos(mv, 5, 2, v0=np.array([1.0, np.nan, 0, 0, 0]))
+        lanczos(mv, 5, 2, v0=np.array([1.0, np.nan, 0, 0, 0]), rng=0)
     with pytest.raises(ValueError, match="v0 must have shape"):
-        lanczos(mv, 5, 2, v0=np.ones(4))
+        lanczos(mv, 5, 2, v0=np.ones(4), rng=0)
     with pytest.raises(ValueError, match="tol must be positive"):
-        eigsh(mv, 5, 2, tol=-1.0)
-    with pytest.raises(TypeError, match="rng must be"):
-        lanczos(mv, 5, 2, rng=42)
+        eigsh(mv, 5, 2, tol=-1.0, rng=0)
+    with pytest.raises(TypeError, match="rng is required"):
+        lanczos(mv, 5, 2)
+    with pytest.raises(TypeError, match="rng"):
+        eigsh(mv, 5, 2, v0=np.ones(5))  # restarts may draw: rng required even with v0
     with pytest.raises(ValueError, match="reorthogonalize"):
-        lanczos(mv, 5, 2, reorthogonalize="partial")
+        lanczos(mv, 5, 2, reorthogonalize="partial", rng=0)
     with pytest.raises(ValueError, match="non-finite"):
-        eigsh(lambda v: v * np.nan, 5, 2)
+        eigsh(lambda v: v * np.nan, 5, 2, rng=0)
     with pytest.raises(ValueError, match="matvec must return shape"):
-        lanczos(lambda v: v[:3], 5, 2)
+        lanczos(lambda v: v[:3], 5, 2, rng=0)
     with pytest.raises(ValueError, match="positive semi-definite"):
         lanczos_inverse_sqrt(lambda v: -v, np.ones(5), 3)
     with pytest.raises(TypeError, match="matvec must be callable"):
-        eigsh(A, 5, 2)
+        eigsh(A, 5, 2, rng=0)
 
 
 def test_eigsh_when_random_restarts_lie_in_the_krylov_space():

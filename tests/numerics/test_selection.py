@@ -140,9 +140,9 @@ def test_gradient_laplace_and_baselines():
     np.testing.assert_array_equal(last_k(5, 2), [4, 3])
     np.testing.assert_array_equal(neural_linear([6, 4, 3]), [10, 11, 12])
     np.testing.assert_array_equal(largest_magnitude(np.array([0.1, -5.0, 2.0, 5.0]), 3), [1, 3, 2])
-    a = random_subset(10, 4, np.random.default_rng(7))
+    a = random_subset(10, 4, rng=np.random.default_rng(7))
     np.testing.assert_array_equal(a, np.random.default_rng(7).permutation(10)[:4])
-    np.testing.assert_array_equal(random_subset(10, 10, np.random.default_rng(7))[:4], a)
+    np.testing.assert_array_equal(random_subset(10, 10, rng=np.random.default_rng(7))[:4], a)
 
 
 def test_diagonal_rules(backend):
@@ -176,7 +176,7 @@ def test_diagonal_rules(backend):
         (lambda g: gradient_laplace(np.ones((2, 2)), 1), ValueError, "scores"),
         (lambda g: subnet_diagonal(g, -1), ValueError, "k"),
         (lambda g: last_k(3, 4), ValueError, "k"),
-        (lambda g: random_subset(5, 2, 0), TypeError, "rng"),
+        (lambda g: random_subset(5, 2, rng=None), TypeError, "rng is required"),
         (lambda g: neural_linear([]), ValueError, "layout"),
         (lambda g: neural_linear([3, 0]), ValueError, "layout"),
         (lambda g: largest_magnitude([1.0, np.inf], 1), ValueError, "theta"),

@@ -8,7 +8,6 @@ from html.parser import HTMLParser
 import jsonschema
 import matplotlib.pyplot as plt
 import numpy as np
-import pytest
 
 from laplace_lab.cli import main
 from laplace_lab.paper_checks.errata import ERRATA

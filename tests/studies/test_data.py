@@ -16,7 +16,7 @@ from laplace_lab.studies.data import (
 
 @pytest.mark.parametrize("name", ["diabetes", "fair", "randhie", "breast_cancer", "digits"])
 def test_package_datasets_standardised_on_train_split(name):
-    ds = load(name, np.random.default_rng(0), n_train=300, n_test=100)
+    ds = load(name, n_train=300, n_test=100, rng=np.random.default_rng(0))
     assert ds.X_train.shape[0] == 300 and ds.X_test.shape[0] == 100
     np.testing.assert_allclose(ds.X_train.mean(0), 0.0, atol=1e-12)
     sd = ds.X_train.std(0)
@@ -42,7 +42,7 @@ def test_split_is_disjoint_reproducible_and_invertible():
 
 
 def test_heteroscedastic_toy_noise_model():
-    ds = heteroscedastic_toy(20000, np.random.default_rng(1), test_fraction=0.5)
+    ds = heteroscedastic_toy(20000, test_fraction=0.5, rng=np.random.default_rng(1))
     x = ds.X_test[:, 0] * ds.x_std[0] + ds.x_mean[0]
     f = ds.f_test * ds.y_std + ds.y_mean
     np.testing.assert_allclose(f, 7 * np.sin(x), atol=1e-10)
@@ -55,7 +55,7 @@ def test_heteroscedastic_toy_noise_model():
 
 
 def test_in_between_toy_has_a_gap():
-    ds = in_between_toy(100, np.random.default_rng(2), n_test=50)
+    ds = in_between_toy(100, n_test=50, rng=np.random.default_rng(2))
     x = ds.X_train[:, 0] * ds.x_std[0] + ds.x_mean[0]
     assert np.all((np.abs(x) >= 0.5) & (np.abs(x) <= 1.0))
     xt = ds.X_test[:, 0] * ds.x_std[0] + ds.x_mean[0]
@@ -67,7 +67,7 @@ def test_csv_loader_canonical_split(tmp_path):
     data = np.column_stack([rng.integers(1950, 2010, 30), rng.normal(size=(30, 3))])
     path = tmp_path / "year.csv"
     np.savetxt(path, data, delimiter=",")
-    ds = load_csv(path, np.random.default_rng(0), target=0, train_rows=20)
+    ds = load_csv(path, target=0, train_rows=20, rng=np.random.default_rng(0))
     assert ds.X_train.shape == (20, 3) and ds.X_test.shape == (10, 3)
     np.testing.assert_allclose(ds.y_train * ds.y_std + ds.y_mean, data[:20, 0])
 
@@ -75,9 +75,9 @@ def test_csv_loader_canonical_split(tmp_path):
 def test_bad_input(tmp_path):
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="name"):
-        load("mnist", rng)
+        load("mnist", rng=rng)
     with pytest.raises(ValueError, match="n_train"):
-        load("diabetes", rng, n_train=10**6)
+        load("diabetes", n_train=10**6, rng=rng)
     with pytest.raises(ValueError, match="task"):
         split_standardise(np.ones((4, 1)), np.ones(4), name="t", task="poisson", rng=rng)
     with pytest.raises(ValueError, match="y"):
@@ -87,6 +87,6 @@ def test_bad_input(tmp_path):
             np.full((4, 1), np.nan), np.ones(4), name="t", task="regression", rng=rng
         )
     with pytest.raises(TypeError, match="rng"):
-        heteroscedastic_toy(10, 0)
+        heteroscedastic_toy(10, rng=None)
     with pytest.raises(ValueError, match="path"):
-        load_csv(tmp_path / "missing.csv", rng)
+        load_csv(tmp_path / "missing.csv", rng=rng)

@@ -12,7 +12,7 @@ from laplace_lab.studies.training import adam_recipe
 
 def test_ssla_equals_la_and_assla_never_covers_more():
     r = heteroscedastic_comparison(
-        0, n_train=80, n_test=60, config=adam_recipe(lr=1e-2, epochs=20, batch_size=40)
+        rng=0, n_train=80, n_test=60, config=adam_recipe(lr=1e-2, epochs=20, batch_size=40)
     )
     for key, val in r["LA"].items():
         assert r["SSLA"][key] == pytest.approx(val, rel=1e-9, abs=1e-12), key

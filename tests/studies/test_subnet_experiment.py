@@ -7,6 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from laplace_lab._random import keyed_seed
+
 torch = pytest.importorskip("torch")
 
 from laplace_lab.numerics.ggn import GGN  # noqa: E402
@@ -52,7 +54,7 @@ def test_variance_along_prefixes_equals_dense_subnetwork_variance():
 
 
 def test_end_to_end_invariants_and_references():
-    res = run_seed(_tiny(), 0)
+    res = run_seed(_tiny(), rng=0)
     assert res.p == P_DIABETES_2X50 and res.ks[-1] == res.p
     for name, w2 in res.w2.items():
         # k = p keeps every parameter: the surrogate is the full Laplace, W2 = 0
@@ -71,9 +73,9 @@ def test_end_to_end_invariants_and_references():
 
 def test_seeds_reproducible_and_aggregated():
     cfg = _tiny(ks=(5, 40), methods=("gradient_laplace", "random"), ensemble_size=0, kfac=False)
-    a = run_experiment(cfg, [3, 4])
-    b = run_seed(cfg, 3)
-    np.testing.assert_array_equal(a.seeds[0].w2["random"], b.w2["random"])
+    a = run_experiment(cfg, 2, seed=3)
+    b = run_seed(cfg, rng=keyed_seed("subnet-experiment", 1, seed=3))
+    np.testing.assert_array_equal(a.seeds[1].w2["random"], b.w2["random"])
     w = np.array([s.w2["gradient_laplace"] for s in a.seeds])
     np.testing.assert_allclose(a.w2_mean["gradient_laplace"], w.mean(0))
     np.testing.assert_allclose(a.w2_se["gradient_laplace"], w.std(0, ddof=1) / np.sqrt(2))
@@ -89,8 +91,8 @@ def test_config_validation():
         ExperimentConfig(ks=(10, 5))
     with pytest.raises(ValueError, match="coverage_target"):
         ExperimentConfig(coverage_target="labels")
-    with pytest.raises(ValueError, match="seeds"):
-        run_experiment(_tiny(), [])
+    with pytest.raises(ValueError, match="replications"):
+        run_experiment(_tiny(), 0)
 
 
 def test_catalog_study_run_one_flattens_the_seed_result():
@@ -99,7 +101,7 @@ def test_catalog_study_run_one_flattens_the_seed_result():
 
     assert "network-subnet-w2" in set(studies())
     params = {"dataset": "diabetes", "model": "mlp_2x50", "n_train": 40}
-    out = network_subnet_w2.run_one(params, np.random.default_rng(0))
+    out = network_subnet_w2.run_one(params, rng=np.random.default_rng(0))
     for m in ("gradient_laplace", "greedy_laplace", "subnet_diagonal", "last_k", "random"):
         assert out[f"w2_{m}_k1000"] <= out[f"w2_{m}_k50"] + 1e-12
         assert 0.0 <= out[f"coverage_{m}_k50"] <= 1.0
@@ -128,8 +130,8 @@ def test_setup_d_options_noise_from_test_split_and_test_fraction(monkeypatch):
         kfac=False,
         neural_linear=False,
     )
-    a = run_seed(cfg, 0)
-    b = run_seed(replace(cfg, noise_from="test"), 0)
+    a = run_seed(cfg, rng=0)
+    b = run_seed(replace(cfg, noise_from="test"), rng=0)
     # diabetes: 442 rows, 90/10 split → 44 test rows, 398 training rows (App. C.6)
     assert seen == [398, 44]
     assert a.noise_var != b.noise_var  # same MAP (same seed), different residuals
@@ -144,12 +146,12 @@ def test_blas_pool_bounded_inside_a_seed_and_restored(monkeypatch):
     monkeypatch.setattr(
         se,
         "_run_seed",
-        lambda config, seed: inside.append(
+        lambda config, streams: inside.append(
             [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
         ),
     )
     before = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
-    run_seed(_tiny(blas_threads=1), 0)
+    run_seed(_tiny(blas_threads=1), rng=0)
     assert inside[0] and set(inside[0]) == {1}
     after = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
     assert after == before

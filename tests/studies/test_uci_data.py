@@ -32,7 +32,7 @@ def _raw(ds):
 def test_shapes_and_published_target_statistics(name):
     loader, n, d, y_mean, y_sd = UCI[name]
     assert DATASETS[name] is loader
-    ds = load(name, np.random.default_rng(0), test_fraction=0.1)
+    ds = load(name, test_fraction=0.1, rng=np.random.default_rng(0))
     assert ds.task == "regression" and ds.n_features == d
     assert ds.X_train.shape[0] + ds.X_test.shape[0] == n
     assert ds.X_test.shape[0] == round(0.1 * n)  # the 90/10 split convention
@@ -43,7 +43,7 @@ def test_shapes_and_published_target_statistics(name):
 
 @pytest.mark.parametrize("name", sorted(UCI))
 def test_standardised_with_the_training_split_only(name):
-    ds = load(name, np.random.default_rng(1), test_fraction=0.1)
+    ds = load(name, test_fraction=0.1, rng=np.random.default_rng(1))
     X, y = _raw(ds)
     n_tr = ds.X_train.shape[0]
     # the scaler is the training rows' own moments (population sd) ...
@@ -57,10 +57,10 @@ def test_standardised_with_the_training_split_only(name):
 
 
 def test_split_differs_by_seed_and_subsamples():
-    a = load_boston(np.random.default_rng(0), test_fraction=0.1)
-    b = load_boston(np.random.default_rng(1), test_fraction=0.1)
+    a = load_boston(test_fraction=0.1, rng=np.random.default_rng(0))
+    b = load_boston(test_fraction=0.1, rng=np.random.default_rng(1))
     assert not np.allclose(a.y_mean, b.y_mean)
-    c = load_concrete(np.random.default_rng(0), n_train=100, n_test=20)
+    c = load_concrete(n_train=100, n_test=20, rng=np.random.default_rng(0))
     assert c.X_train.shape == (100, 8) and c.X_test.shape == (20, 8)
 
 
@@ -72,7 +72,7 @@ def test_read_offline_without_touching_home(monkeypatch, tmp_path):
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setenv("HOME", str(tmp_path))
     for name, (loader, n, d, _, _) in UCI.items():
-        ds = loader(np.random.default_rng(0), test_fraction=0.1)
+        ds = loader(rng=np.random.default_rng(0), test_fraction=0.1)
         assert ds.X_train.shape[0] + ds.X_test.shape[0] == n, name
         assert ds.X_train.shape[1] == d, name
     assert list(tmp_path.iterdir()) == []

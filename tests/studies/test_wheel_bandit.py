@@ -43,7 +43,7 @@ def _buffer(rng, n):
 @pytest.mark.parametrize("k", [15, 60])  # k < n: Cholesky of Ω_SS; k > n: Woodbury
 def test_thompson_variance_equals_dense_formula(k):
     rng = np.random.default_rng(0)
-    model = build_seeded(bandit_net, 3, dtype=torch.float64)
+    model = build_seeded(bandit_net, dtype=torch.float64, rng=3)
     X, Xs = _buffer(rng, 30), arm_inputs(rng.uniform(-1, 1, size=(4, 2)))
     S = rng.choice(11001, size=k, replace=False)
     s2, alpha = 0.3, 1.0
@@ -59,7 +59,7 @@ def test_thompson_variance_equals_dense_formula(k):
 
 def test_selection_rules_match_dense_references():
     rng = np.random.default_rng(1)
-    model = build_seeded(lambda: mlp(7, [8], 1), 5, dtype=torch.float64)
+    model = build_seeded(lambda: mlp(7, [8], 1), dtype=torch.float64, rng=5)
     p = sum(t.numel() for t in model.parameters())
     X = _buffer(rng, 25)
     s2, alpha, k = 0.05, 1.0, 10
@@ -82,18 +82,18 @@ def test_map_never_explores_and_thompson_does():
     rng = np.random.default_rng(2)
     mean = rng.normal(size=(500, 5))
     greedy = np.argmax(mean, axis=1)
-    np.testing.assert_array_equal(choose_arms(mean, None, rng), greedy)
+    np.testing.assert_array_equal(choose_arms(mean, None, rng=rng), greedy)
     # Vanishing variance: Thompson sampling is the greedy rule; large variance: it explores.
-    np.testing.assert_array_equal(choose_arms(mean, np.full(mean.shape, 1e-20), rng), greedy)
-    explore = choose_arms(mean, np.full(mean.shape, 100.0), rng)
+    np.testing.assert_array_equal(choose_arms(mean, np.full(mean.shape, 1e-20), rng=rng), greedy)
+    explore = choose_arms(mean, np.full(mean.shape, 100.0), rng=rng)
     assert 0.6 < np.mean(explore != greedy) < 0.95  # ≈ 4/5 for near-uniform sampling
 
 
 def test_run_is_deterministic_for_a_seed():
     cfg = BanditConfig(method="greedy_laplace", k=10, horizon=55, updates_per_phase=20)
-    r1 = run_bandit(cfg, np.random.default_rng(7))
-    r2 = run_bandit(cfg, np.random.default_rng(7))
-    r3 = run_bandit(cfg, np.random.default_rng(8))
+    r1 = run_bandit(cfg, rng=np.random.default_rng(7))
+    r2 = run_bandit(cfg, rng=np.random.default_rng(7))
+    r3 = run_bandit(cfg, rng=np.random.default_rng(8))
     np.testing.assert_array_equal(r1.arms, r2.arms)
     np.testing.assert_array_equal(r1.regret, r2.regret)
     assert not np.array_equal(r1.arms, r3.arms)
@@ -122,12 +122,12 @@ def test_bad_input_is_rejected():
         BanditConfig(delta=1.5)
     with pytest.raises(ValueError, match="noise_floor"):
         BanditConfig(noise_floor=0.0)
-    with pytest.raises(TypeError, match="rng"):
-        run_bandit(BanditConfig(horizon=20), 0)
+    with pytest.raises(TypeError, match="rng is required"):
+        run_bandit(BanditConfig(horizon=20), rng=None)
     with pytest.raises(ValueError, match="mean"):
-        choose_arms(np.zeros((3, 4)), None, np.random.default_rng())
+        choose_arms(np.zeros((3, 4)), None, rng=np.random.default_rng())
     with pytest.raises(ValueError, match="var"):
-        choose_arms(np.zeros((3, 5)), -np.ones((3, 5)), np.random.default_rng())
+        choose_arms(np.zeros((3, 5)), -np.ones((3, 5)), rng=np.random.default_rng())
     with pytest.raises(ValueError, match="x must"):
         arm_inputs(np.zeros((3, 3)))
     with pytest.raises(ValueError, match="method"):
@@ -144,7 +144,8 @@ def test_study_is_registered_and_runs_one_agent():
     assert study.full_grid["horizon"] == (16000,) and study.full_replications == 25
     assert catalog.parse_agent("greedy_laplace-k100") == ("greedy_laplace", 100)
     out = catalog.run_one(
-        {"agent": "subnet_diagonal-k20", "delta": 0.95, "horizon": 40}, np.random.default_rng(0)
+        {"agent": "subnet_diagonal-k20", "delta": 0.95, "horizon": 40},
+        rng=np.random.default_rng(0),
     )
     assert set(out) == {"regret", "regret_half", "seconds"}
     assert 0.0 <= out["regret_half"] <= out["regret"] <= 49.0 * 40
@@ -152,7 +153,7 @@ def test_study_is_registered_and_runs_one_agent():
 
 def test_run_restores_torch_threads():
     before = torch.get_num_threads()
-    run_bandit(BanditConfig(method="map", horizon=15), np.random.default_rng(0))
+    run_bandit(BanditConfig(method="map", horizon=15), rng=np.random.default_rng(0))
     assert torch.get_num_threads() == before
     with pytest.raises(ValueError, match="torch_threads"):
         BanditConfig(torch_threads=0)
@@ -168,9 +169,9 @@ def test_oracle_thompson_sampling_beats_uniform_random():
     from laplace_lab.studies.wheel_env import WheelBandit
 
     env, rng, n = WheelBandit(0.9), np.random.default_rng(3), 4000
-    x = env.contexts(rng, n)
+    x = env.contexts(n, rng=rng)
     means = env.mean_rewards(x)
-    oracle = env.regret(x, choose_arms(means, np.full(means.shape, 1e-4), rng))
+    oracle = env.regret(x, choose_arms(means, np.full(means.shape, 1e-4), rng=rng))
     uniform = env.regret(x, rng.integers(0, 5, size=n))
     q = 0.8 * (1 - 0.9**2)
     assert oracle.sum() == 0.0

@@ -10,7 +10,7 @@ from laplace_lab.studies.wheel_env import WheelBandit
 
 def test_contexts_are_uniform_on_the_disk():
     env = WheelBandit(delta=0.9)
-    x = env.contexts(np.random.default_rng(0), 200_000)
+    x = env.contexts(200_000, rng=np.random.default_rng(0))
     r = np.linalg.norm(x, axis=1)
     assert r.max() <= 1.0
     # P(‖x‖ > δ) = 1 − δ² = 0.19 for a uniform disk; binomial s.e. ≈ 0.0009.
@@ -34,7 +34,7 @@ def test_reward_noise_levels():
     env = WheelBandit(delta=0.5)
     rng = np.random.default_rng(1)
     x = np.tile([[0.7, 0.7]], (20_000, 1))
-    high = env.reward(rng, x, np.ones(20_000, dtype=int))
+    high = env.reward(x, np.ones(20_000, dtype=int), rng=rng)
     assert high.mean() == pytest.approx(50.0, abs=1e-3) and high.std() == pytest.approx(
         0.01, rel=0.03
     )
@@ -46,4 +46,4 @@ def test_bad_input():
     with pytest.raises(ValueError, match="variant must be"):
         WheelBandit(variant="other")
     with pytest.raises(ValueError, match="arm must hold"):
-        WheelBandit().reward(np.random.default_rng(0), np.zeros((2, 2)), [0, 5])
+        WheelBandit().reward(np.zeros((2, 2)), [0, 5], rng=np.random.default_rng(0))

@@ -18,7 +18,7 @@ from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 
 
-def run_one(params: dict, rng: np.random.Generator) -> dict[str, float]:
+def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
     """One Monte Carlo estimate of E[X] = scale for X ~ Exponential(scale)."""
     x = rng.exponential(params["scale"], size=params["n"])
     mean = float(x.mean())

@@ -24,7 +24,7 @@ def dense_ipv(Lam, S, n, noise_var=1.0, v=1.0):
 
 def test_ipv_matches_the_literal_trace_form():
     rng = np.random.default_rng(0)
-    Lam = random_psd(rng, 7, cond=1e3)
+    Lam = random_psd(7, cond=1e3, rng=rng)
     v = rng.uniform(0.5, 3.0, size=7)
     for S in ([3], [0, 5, 2], [6, 1, 4, 3], list(range(7))):
         got = ipv(Lam, S, n=40, noise_var=0.7, prior_precision=v)
@@ -42,7 +42,7 @@ def test_diagonal_lambda_has_the_closed_form():
 
 
 def test_empty_subset_and_full_and_discrepancy():
-    Lam = random_psd(np.random.default_rng(1), 5)
+    Lam = random_psd(5, rng=np.random.default_rng(1))
     assert ipv(Lam, [], n=10) == 0.0
     full = ipv_full(Lam, n=10)
     assert full == pytest.approx(dense_ipv(Lam, range(5), 10), rel=1e-12)
@@ -84,7 +84,7 @@ def test_trace_form_agrees_with_monte_carlo_expectation():
     # eq. (8): IPV(S) = (σ0²/N) E[ḡ_Sᵀ (Λ_SS + cV_SS)⁻¹ ḡ_S] with ḡ ~ N(0, Λ).
     rng = np.random.default_rng(2)
     p, n, s2 = 6, 30.0, 0.8
-    Lam = random_psd(rng, p, cond=50)
+    Lam = random_psd(p, cond=50, rng=rng)
     S = np.array([4, 1, 3])
     c = s2 / n
     M = np.linalg.inv(Lam[np.ix_(S, S)] + c * np.eye(S.size))
@@ -111,7 +111,7 @@ def test_classification_ipv_is_the_weighted_monte_carlo_expectation():
 
 
 def test_vector_prior_precision_matters():
-    Lam = random_psd(np.random.default_rng(4), 4)
+    Lam = random_psd(4, rng=np.random.default_rng(4))
     a = ipv(Lam, [0, 1], n=2, prior_precision=np.array([1.0, 1.0, 1.0, 1.0]))
     b = ipv(Lam, [0, 1], n=2, prior_precision=np.array([100.0, 100.0, 1.0, 1.0]))
     assert b < a

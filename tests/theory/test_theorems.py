@@ -85,7 +85,7 @@ def test_theorem1_proof_identity(Lam, n, s2, data):
 
 def test_theorem1_proof_identity_to_machine_precision_on_a_well_conditioned_case():
     rng = np.random.default_rng(5)
-    Lam = random_psd(rng, 8, cond=10)
+    Lam = random_psd(8, cond=10, rng=rng)
     dec = theorem1_decomposition(Lam, [0, 3, 5], [1, 7, 2], n=3.0, noise_var=0.5)
     assert dec.cross_term > 0 and dec.schur_term > 0
     assert dec.ipv_S + dec.cross_term + dec.schur_term == pytest.approx(dec.ipv_union, rel=1e-14)
@@ -93,7 +93,7 @@ def test_theorem1_proof_identity_to_machine_precision_on_a_well_conditioned_case
 
 def test_exhaustive_search_matches_brute_force_loop():
     rng = np.random.default_rng(6)
-    Lam = random_psd(rng, 7, rank=5)
+    Lam = random_psd(7, rank=5, rng=rng)
     v = rng.uniform(0.5, 2.0, size=7)
     ext = exhaustive_extremes(Lam, 3, n=15, noise_var=2.0, prior_precision=v)
     brute = {
@@ -125,7 +125,7 @@ COUNTEREXAMPLE = np.array(
 def search_counterexample(seed: int, tries: int = 2000):
     rng = np.random.default_rng(seed)
     for _ in range(tries):
-        Lam = random_psd(rng, 5)
+        Lam = random_psd(5, rng=rng)
         check = check_theorem2(Lam, 2, n=10.0, prior_precision=1.0)
         if not check.holds:
             return Lam, check
@@ -154,7 +154,7 @@ def test_kept_counterexample_top_k_is_not_optimal():
 
 
 def test_theorem_checks_reject_bad_input():
-    Lam = random_psd(np.random.default_rng(7), 4)
+    Lam = random_psd(4, rng=np.random.default_rng(7))
     with pytest.raises(ValueError, match="S must be a subset of S_sup"):
         check_monotonicity(Lam, [0, 3], [0, 1], n=1)
     with pytest.raises(ValueError, match="k must be in \\[1, p\\]"):

@@ -25,8 +25,8 @@ def test_gaussian_w2_closed_forms():
     expected = np.sqrt(5.0 + np.sum((np.sqrt(a) - np.sqrt(b)) ** 2))
     assert gaussian_w2(m1, np.diag(a), m2, np.diag(b)) == pytest.approx(expected, rel=1e-12)
     # One-dimensional case and symmetry.
-    A = random_psd(np.random.default_rng(0), 4)
-    B = random_psd(np.random.default_rng(1), 4)
+    A = random_psd(4, rng=np.random.default_rng(0))
+    B = random_psd(4, rng=np.random.default_rng(1))
     z = np.zeros(4)
     assert gaussian_w2(z, A, z, B) == pytest.approx(gaussian_w2(z, B, z, A), rel=1e-9)
     assert gaussian_w2(z, A, z, A) == pytest.approx(0.0, abs=1e-7)
@@ -36,7 +36,7 @@ def test_w2_via_optimal_coupling_matches_formula():
     # For Gaussians the optimal map is T = Σ1^{-1/2}(Σ1^{1/2}Σ2Σ1^{1/2})^{1/2}Σ1^{-1/2};
     # E‖x − Tx‖² under x ~ N(0, Σ1) must equal W2².
     rng = np.random.default_rng(2)
-    S1, S2 = random_psd(rng, 3, cond=10), random_psd(rng, 3, cond=10)
+    S1, S2 = random_psd(3, cond=10, rng=rng), random_psd(3, cond=10, rng=rng)
     w, Q = np.linalg.eigh(S1)
     r1, r1inv = (Q * np.sqrt(w)) @ Q.T, (Q / np.sqrt(w)) @ Q.T
     w2, Q2 = np.linalg.eigh(r1 @ S2 @ r1)
