@@ -57,9 +57,13 @@ def integer(value: object, name: str, *, low: int | None = None, high: int | Non
         raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
     v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
-        lo = "-inf" if low is None else str(low)
-        hi = "inf" if high is None else str(high)
-        raise ValueError(f"{name} must be in [{lo}, {hi}]; got {name}={v}")
+        if high is None and low in (0, 1):
+            what = "a positive integer" if low == 1 else "a non-negative integer"
+        else:
+            lo = "-inf" if low is None else str(low)
+            hi = "inf" if high is None else str(high)
+            what = f"in [{lo}, {hi}]"
+        raise ValueError(f"{name} must be {what}; got {name}={v}")
     return v
 
 

@@ -29,7 +29,7 @@ from laplace_lab.numerics.fsp import (
     fsp_laplace,
     rkhs_norm_estimate,
 )
-from laplace_lab.numerics.ggn import DENSE_MAX_P, GGN, host_subset, prior_vector
+from laplace_lab.numerics.ggn import DENSE_MAX_P, GGN, prior_vector
 from laplace_lab.numerics.ipv import (
     discrepancy,
     empirical_pv,
@@ -88,7 +88,6 @@ __all__ = [
     "gram_blocks",
     "greedy_laplace",
     "greedy_laplace_reference",
-    "host_subset",
     "ipv",
     "ipv_path",
     "largest_diag_variance",

@@ -20,7 +20,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from laplace_lab._checks import positive_float, subset
+from laplace_lab._checks import nonnegative_float, positive_float, positive_int, subset
 from laplace_lab.numerics.backend import (
     TILE,
     as_float,
@@ -31,7 +31,7 @@ from laplace_lab.numerics.backend import (
     weighted_gram,
 )
 
-__all__ = ["DENSE_MAX_P", "GGN", "host_subset", "prior_vector"]
+__all__ = ["DENSE_MAX_P", "GGN", "prior_vector"]
 
 #: Largest p for which :meth:`GGN.dense` forms Ω (p×p float64 of 16384² is 2 GiB).
 DENSE_MAX_P = 16384
@@ -123,9 +123,7 @@ class GGN:
             self, "prior_precision", prior_vector(self.prior_precision, Jw.shape[1], Jw)
         )
         object.__setattr__(self, "noise_var", positive_float(self.noise_var, "noise_var"))
-        n = Jw.shape[0] if self.n_data is None else self.n_data
-        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n <= 0:
-            raise ValueError(f"n_data must be a positive integer; got {self.n_data!r}")
+        n = Jw.shape[0] if self.n_data is None else positive_int(self.n_data, "n_data")
         object.__setattr__(self, "n_data", int(n))
 
     # ----------------------------------------------------------------------------- builders
@@ -195,8 +193,7 @@ class GGN:
         J = _jacobian(J, 3)
         xp = namespace(J)
         N, C, p = J.shape
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps >= 0.0:
-            raise ValueError(f"eps must be a non-negative number; got eps={eps!r}")
+        eps = nonnegative_float(eps, "eps")
         f = _logits(logits, (N, C), J)
         f = f - xp.max(f, axis=1, keepdims=True)
         e = xp.exp(f)
@@ -229,7 +226,7 @@ class GGN:
         return [(a, min(a + width, self.p)) for a in range(0, self.p, width)]
 
     def _index(self, idx: Any, name: str) -> Array:
-        host = host_subset(idx, self.p, name)
+        host = subset(idx, self.p, name, nonempty=True)
         return self.xp.asarray(host, device=array_api_compat.device(self.Jw))
 
     # ----------------------------------------------------------------------------- operators
@@ -286,18 +283,6 @@ class GGN:
                 "use matvec, columns or submatrix"
             )
         return gram_blocks(self.Jw, diag=self.prior_precision)
-
-
-def host_subset(S: Any, p: int, name: str = "S") -> np.ndarray:
-    """``S`` (list or any backend array) as a non-empty int64 host array of distinct indices.
-
-    Raises a ValueError naming ``name`` for duplicates, out-of-range or empty index sets.
-    """
-    host = to_numpy(S) if hasattr(S, "__dlpack__") else np.asarray(S)
-    idx = subset(host, p, name)
-    if idx.size == 0:
-        raise ValueError(f"{name} must contain at least one index")
-    return idx
 
 
 def _logits(logits: Any, shape: tuple[int, ...], like: Array) -> Array:

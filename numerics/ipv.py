@@ -24,7 +24,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from laplace_lab._checks import PSD_RTOL, SYMMETRY_RTOL, positive_float
+from laplace_lab._checks import PSD_RTOL, SYMMETRY_RTOL, positive_float, subset
 from laplace_lab.numerics.backend import (
     as_float,
     cholesky,
@@ -33,7 +33,7 @@ from laplace_lab.numerics.backend import (
     solve_triangular,
     to_numpy,
 )
-from laplace_lab.numerics.ggn import GGN, host_subset, prior_vector
+from laplace_lab.numerics.ggn import GGN, prior_vector
 from laplace_lab.numerics.predictive import (
     marginal_variance,
     predictive_variance,
@@ -113,7 +113,9 @@ def ipv_path(
     """
     L, c, v = _lam_setup(Lam, n, noise_var, prior_precision)
     xp = namespace(L)
-    o = xp.asarray(host_subset(order, L.shape[0], "order"), device=array_api_compat.device(L))
+    o = xp.asarray(
+        subset(order, L.shape[0], "order", nonempty=True), device=array_api_compat.device(L)
+    )
     return _ipv_prefixes(L, o, c, v)
 
 
@@ -129,7 +131,7 @@ def ipv(
     if np.size(S) == 0 and not hasattr(S, "__dlpack__"):
         return 0.0
     xp = namespace(L)
-    o = xp.asarray(host_subset(S, L.shape[0], "S"), device=array_api_compat.device(L))
+    o = xp.asarray(subset(S, L.shape[0], "S", nonempty=True), device=array_api_compat.device(L))
     return float(_ipv_prefixes(L, o, c, v)[-1])
 
 
@@ -154,7 +156,7 @@ def ggn_ipv_path(ggn: GGN, order: Any) -> Array:
     scale = _ggn_scale(ggn)
     xp = ggn.xp
     dev = array_api_compat.device(ggn.Jw)
-    o = xp.asarray(host_subset(order, ggn.p, "order"), device=dev)
+    o = xp.asarray(subset(order, ggn.p, "order", nonempty=True), device=dev)
     k = xp.arange(1, o.shape[0] + 1, dtype=ggn.Jw.dtype, device=dev)
     return scale * (k - _prefix_traces(ggn.submatrix(o), xp.take(ggn.prior_precision, o)))
 

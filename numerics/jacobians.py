@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from laplace_lab._checks import nonnegative_float, one_of, positive_int
+from laplace_lab._checks import subset as check_subset
 from laplace_lab.numerics._large_outputs import empty as _empty
 from laplace_lab.numerics._layout import (
     ParameterBlock,
@@ -82,24 +84,7 @@ def _as_input(model: Any, X: Any) -> Any:
 def _chunk(chunk_size: Any, row_bytes: int, n: int) -> int:
     if chunk_size is None:
         return max(1, min(n, JACOBIAN_BUDGET_BYTES // max(row_bytes, 1)))
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer):
-        raise TypeError(f"chunk_size must be a positive integer; got {chunk_size!r}")
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer; got chunk_size={chunk_size}")
-    return int(min(chunk_size, n))
-
-
-def _subset_index(subset: Any, p: int) -> np.ndarray:
-    idx = np.asarray(subset)
-    if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
-        raise ValueError(f"subset must be a non-empty 1-D sequence of integers; got {subset!r}")
-    if idx.min() < 0 or idx.max() >= p:
-        raise ValueError(
-            f"subset must contain indices in [0, p={p}); got {idx.min()}..{idx.max()}"
-        )
-    if np.unique(idx).size != idx.size:
-        raise ValueError("subset must not contain duplicate indices")
-    return idx.astype(np.int64)
+    return min(positive_int(chunk_size, "chunk_size"), n)
 
 
 def _output_shape(model: Any, X: Any) -> tuple[int, ...]:
@@ -254,7 +239,7 @@ def per_sample_jacobian(
     torch = _torch()
     _check_model(model)
     p = parameter_layout(model).p
-    idx = None if subset is None else _subset_index(subset, p)
+    idx = None if subset is None else check_subset(subset, p, "subset", nonempty=True)
     X = _as_input(model, X)
     cols = p if idx is None else idx.size
     given, buf = out, None
@@ -349,10 +334,8 @@ def gradient_scores(
     torch.Tensor
         (p,) scores on the model's device.
     """
-    if likelihood not in _LIKELIHOODS:
-        raise ValueError(f"likelihood must be one of {_LIKELIHOODS}; got {likelihood!r}")
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps >= 0.0:
-        raise ValueError(f"eps must be a non-negative number; got eps={eps!r}")
+    one_of(likelihood, "likelihood", _LIKELIHOODS)
+    eps = nonnegative_float(eps, "eps")
     total, n = None, 0
     for _, f, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
         if (f.shape[1] > 1) != (likelihood == "multiclass"):

@@ -22,6 +22,7 @@ from typing import Any
 
 from array_api_compat import array_namespace
 
+from laplace_lab._checks import positive_float
 from laplace_lab.numerics.backend import as_float
 
 __all__ = ["RBF", "KernelGram", "Matern12", "Matern32", "Matern52", "Periodic"]
@@ -34,13 +35,6 @@ def _points(X: Array, name: str) -> Array:
     if X.ndim not in (1, 2) or int(X.shape[0]) == 0:
         raise ValueError(f"{name} must be a non-empty (n, d) or (n,) array of inputs")
     return array_namespace(X).reshape(X, (-1, 1)) if X.ndim == 1 else X
-
-
-def _positive(value: float, name: str) -> float:
-    v = float(value)
-    if not math.isfinite(v) or v <= 0.0:
-        raise ValueError(f"{name} must be positive and finite; got {name}={value!r}")
-    return v
 
 
 #: Up to this input dimension distances are summed from coordinate differences (exact at
@@ -74,8 +68,8 @@ class _Stationary:
     lengthscale: float = 1.0
 
     def __post_init__(self) -> None:
-        _positive(self.variance, "variance")
-        _positive(self.lengthscale, "lengthscale")
+        positive_float(self.variance, "variance")
+        positive_float(self.lengthscale, "lengthscale")
 
     def _profile(self, xp: Any, r: Array) -> Array:  # ρ(r) with r already divided by ℓ
         raise NotImplementedError
@@ -141,7 +135,7 @@ class Periodic(_Stationary):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _positive(self.period, "period")
+        positive_float(self.period, "period")
 
     def __call__(self, X1: Array, X2: Array | None = None) -> Array:
         X1 = _points(X1, "X1")

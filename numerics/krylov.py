@@ -26,8 +26,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import scipy.linalg
 
-from laplace_lab._checks import positive_float as _positive_float
-from laplace_lab._checks import positive_int as _positive_int
+from laplace_lab._checks import positive_float, positive_int
 from laplace_lab._random import as_generator
 from laplace_lab.numerics._arrays import Space as _Space
 from laplace_lab.numerics._arrays import to_host as _to_host
@@ -255,8 +254,8 @@ def lanczos(
     -------
     LanczosResult
     """
-    n = _positive_int(n, "n")
-    num_steps = _positive_int(num_steps, "num_steps", high=n)
+    n = positive_int(n, "n")
+    num_steps = positive_int(num_steps, "num_steps", high=n)
     if reorthogonalize not in ("full", "none"):
         raise ValueError(f"reorthogonalize must be 'full' or 'none'; got {reorthogonalize!r}")
     if on_breakdown not in ("restart", "stop"):
@@ -266,7 +265,7 @@ def lanczos(
     if rng is not None or v0 is None or on_breakdown == "restart":
         rng = as_generator(rng)
     space = _Space(n, v0, like)
-    tol = _BREAKDOWN_EPS_FACTOR * space.eps if tol is None else _positive_float(tol, "tol")
+    tol = _BREAKDOWN_EPS_FACTOR * space.eps if tol is None else positive_float(tol, "tol")
     kry = _Krylov(
         matvec,
         space,
@@ -336,7 +335,7 @@ def lanczos_inverse_sqrt(
     n = int(v.shape[0]) if getattr(v, "ndim", 0) == 1 else -1
     if n < 1:
         raise ValueError(f"v must be a non-empty 1-D array; got shape {tuple(v.shape)}")
-    num_steps = _positive_int(num_steps, "num_steps", high=n)
+    num_steps = positive_int(num_steps, "num_steps", high=n)
     run = lanczos(matvec, n, num_steps, v0=v, tol=tol, on_breakdown="stop")
     theta, S = scipy.linalg.eigh_tridiagonal(run.alpha, run.beta)
     m = theta.size
@@ -345,7 +344,7 @@ def lanczos_inverse_sqrt(
             f"matvec must be positive semi-definite; the Lanczos Ritz values include "
             f"{theta[0]:.3g} (largest {theta[-1]:.3g})"
         )
-    cut = (m * np.finfo(float).eps if rcond is None else _positive_float(rcond, "rcond")) * max(
+    cut = (m * np.finfo(float).eps if rcond is None else positive_float(rcond, "rcond")) * max(
         theta[-1], 0.0
     )
     keep = np.nonzero(theta > cut)[0][::-1]

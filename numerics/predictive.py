@@ -20,7 +20,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from laplace_lab._checks import subset_size
+from laplace_lab._checks import nonnegative_float, positive_float, subset, subset_size
 from laplace_lab.numerics.backend import (
     as_float,
     cholesky,
@@ -29,7 +29,7 @@ from laplace_lab.numerics.backend import (
     solve_triangular,
     weighted_gram,
 )
-from laplace_lab.numerics.ggn import GGN, host_subset
+from laplace_lab.numerics.ggn import GGN
 
 __all__ = [
     "coverage",
@@ -154,7 +154,7 @@ def subnetwork_variance(ggn: GGN, G_test: Any, S: Any) -> Array:
     ggn = _check_ggn(ggn)
     G, shape = _test_rows(ggn, G_test)
     xp = ggn.xp
-    ix = xp.asarray(host_subset(S, ggn.p, "S"), device=array_api_compat.device(ggn.Jw))
+    ix = xp.asarray(subset(S, ggn.p, "S", nonempty=True), device=array_api_compat.device(ggn.Jw))
     JS = xp.take(ggn.Jw, ix, axis=1)
     out = _epistemic(JS, xp.take(ggn.prior_precision, ix), xp.take(G, ix, axis=1))
     return xp.reshape(out, shape)
@@ -174,7 +174,7 @@ def subnetwork_variance_path(ggn: GGN, G_test: Any, order: Any, ks: Any) -> Arra
     G, shape = _test_rows(ggn, G_test)
     xp = ggn.xp
     dev = array_api_compat.device(ggn.Jw)
-    o = host_subset(order, ggn.p, "order")
+    o = subset(order, ggn.p, "order", nonempty=True)
     k_arr = np.asarray(ks)
     if k_arr.ndim != 1 or k_arr.size == 0 or not np.issubdtype(k_arr.dtype, np.integer):
         raise ValueError(f"ks must be a non-empty 1-D sequence of integer sizes; got {ks!r}")
@@ -211,8 +211,7 @@ def wasserstein_gap(var_full: Any, var_sub: Any, *, noise_var: float = 0.0) -> A
             f"var_full and var_sub must have the same shape (M,) or (M, C); got "
             f"{tuple(vf.shape)} and {tuple(vs.shape)}"
         )
-    if isinstance(noise_var, bool) or not 0.0 <= float(noise_var) < np.inf:
-        raise ValueError(f"noise_var must be finite and non-negative; got noise_var={noise_var!r}")
+    noise_var = nonnegative_float(noise_var, "noise_var")
     xp = namespace(vf, vs)
     gap = xp.abs(_std(vf + noise_var, "var_full") - _std(vs + noise_var, "var_sub"))
     return xp.mean(gap, axis=1) if gap.ndim == 2 else gap
@@ -231,8 +230,7 @@ def coverage(f_ref: Any, f_map: Any, variance: Any, *, z: float = 1.96) -> float
             "f_ref, f_map and variance must have the same non-scalar shape; got "
             f"{tuple(a.shape)}, {tuple(b.shape)}, {tuple(v.shape)}"
         )
-    if isinstance(z, bool) or not 0.0 < float(z) < np.inf:
-        raise ValueError(f"z must be positive and finite; got z={z!r}")
+    z = positive_float(z, "z")
     xp = namespace(a, b, v)
     inside = xp.abs(a - b) <= z * _std(v, "variance")
     return float(xp.mean(xp.astype(inside, xp.float64)))

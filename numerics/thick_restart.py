@@ -8,14 +8,12 @@ and array-API generic; deterministic given ``rng``.
 
 from __future__ import annotations
 
-from numbers import Integral
 from typing import Literal, NamedTuple
 
 import numpy as np
 import scipy.linalg
 
-from laplace_lab._checks import positive_float as _positive_float
-from laplace_lab._checks import positive_int as _positive_int
+from laplace_lab._checks import integer, one_of, positive_float, positive_int
 from laplace_lab._random import as_generator
 from laplace_lab.numerics._arrays import Space as _Space
 from laplace_lab.numerics.krylov import (
@@ -126,16 +124,12 @@ def eigsh(
     EigshResult
         ``(values, vectors, residuals, num_matvecs, num_restarts, converged)``.
     """
-    n = _positive_int(n, "n")
-    k = _positive_int(k, "k", high=n)
-    if which not in ("LA", "SA", "LM"):
-        raise ValueError(f"which must be 'LA', 'SA' or 'LM'; got {which!r}")
-    tol_given = None if tol is None else _positive_float(tol, "tol")
-    if isinstance(max_restarts, bool) or not isinstance(max_restarts, Integral):
-        raise TypeError(f"max_restarts must be an integer; got {type(max_restarts).__name__}")
-    if max_restarts < 0:
-        raise ValueError(f"max_restarts must be >= 0; got max_restarts={max_restarts}")
-    m = min(n, max(2 * k + 1, 20)) if ncv is None else _positive_int(ncv, "ncv", high=n)
+    n = positive_int(n, "n")
+    k = positive_int(k, "k", high=n)
+    one_of(which, "which", ("LA", "SA", "LM"))
+    tol_given = None if tol is None else positive_float(tol, "tol")
+    max_restarts = integer(max_restarts, "max_restarts", low=0)
+    m = min(n, max(2 * k + 1, 20)) if ncv is None else positive_int(ncv, "ncv", high=n)
     if m < min(n, k + 2) and m != n:
         raise ValueError(f"ncv must be >= k + 2 (or n); got ncv={m}, k={k}, n={n}")
     if not callable(matvec):

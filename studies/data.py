@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from laplace_lab._checks import one_of, positive_int
+from laplace_lab._checks import integer, one_of, positive_int
 from laplace_lab._random import as_generator
 
 __all__ = [
@@ -337,12 +337,7 @@ def load_csv(
     data = np.loadtxt(path, delimiter=delimiter, skiprows=skip_header, ndmin=2)
     if data.shape[1] < 2:
         raise ValueError(f"the CSV file needs ≥ 2 columns (features and target); got {data.shape}")
-    if (
-        isinstance(target, bool)
-        or not isinstance(target, int)
-        or not -data.shape[1] <= target < data.shape[1]
-    ):
-        raise ValueError(f"target must be a column index in [0, {data.shape[1]}); got {target!r}")
+    target = integer(target, "target", low=-data.shape[1], high=data.shape[1] - 1)
     y = data[:, target]
     X = np.delete(data, target % data.shape[1], axis=1)
     if task != "regression":

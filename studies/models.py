@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from laplace_lab._checks import integer, one_of, positive_int
+
 __all__ = [
     "BasicBlock",
     "bandit_net",
@@ -36,12 +38,6 @@ __all__ = [
 _ACTIVATIONS = ("relu", "tanh")
 
 
-def _positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
-    return value
-
-
 def count_parameters(model: Any) -> int:
     """Number of trainable scalar parameters (the papers' p)."""
     return sum(int(t.numel()) for t in model.parameters() if t.requires_grad)
@@ -52,13 +48,13 @@ def mlp(d_in: int, widths: Sequence[int], d_out: int = 1, *, activation: str = "
 
     p = Σ_l (d_{l−1} + 1) d_l (App. C.1 formula for f_θ).
     """
-    _positive_int(d_in, "d_in")
-    _positive_int(d_out, "d_out")
+    positive_int(d_in, "d_in")
+    positive_int(d_out, "d_out")
     if activation not in _ACTIVATIONS:
         raise ValueError(f"activation must be one of {_ACTIVATIONS}; got {activation!r}")
     widths = list(widths)
     for w in widths:
-        _positive_int(w, "widths")
+        positive_int(w, "widths")
     act = nn.ReLU if activation == "relu" else nn.Tanh
     layers: list[Any] = []
     prev = d_in
@@ -139,12 +135,11 @@ def resnet(
     in_channels : int
         3 for CIFAR-10.
     """
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 8 or (depth - 2) % 6:
+    if integer(depth, "depth", low=8) % 6 != 2:
         raise ValueError(f"depth must be 6n + 2 with n ≥ 1 (20, 32, 56, 110); got depth={depth!r}")
-    if shortcut not in ("projection", "identity"):
-        raise ValueError(f"shortcut must be 'projection' or 'identity'; got {shortcut!r}")
-    _positive_int(n_outputs, "n_outputs")
-    _positive_int(in_channels, "in_channels")
+    one_of(shortcut, "shortcut", ("projection", "identity"))
+    positive_int(n_outputs, "n_outputs")
+    positive_int(in_channels, "in_channels")
     n = (depth - 2) // 6
     layers: list[Any] = [
         nn.Conv2d(in_channels, 16, 3, padding=1, bias=False),
@@ -167,7 +162,7 @@ def digits_cnn(n_classes: int = 10) -> Any:
     1×8×8 → conv(8) → ReLU → pool → conv(16) → ReLU → pool → 16·2·2 → Linear(64, n_classes);
     p = 80 + 1,168 + 65·n_classes (1,898 for 10 classes).
     """
-    _positive_int(n_classes, "n_classes")
+    positive_int(n_classes, "n_classes")
     return nn.Sequential(
         nn.Unflatten(1, (1, 8, 8)),
         nn.Conv2d(1, 8, 3, padding=1),

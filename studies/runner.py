@@ -16,6 +16,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from laplace_lab._checks import positive_int
 from laplace_lab.studies.executors import Task, execute, run_replication
 from laplace_lab.studies.seeding import params_key
 from laplace_lab.studies.spec import Params, Study, expand_grid
@@ -52,8 +53,7 @@ def plan(
     """Every (grid point, replication index) of a run, in grid order."""
     points = expand_grid(grid if grid is not None else study.grid_for(full=full))
     reps = study.replications_for(full=full) if replications is None else replications
-    if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
-        raise ValueError(f"replications must be a positive integer; got {reps!r}")
+    reps = positive_int(reps, "replications")
     return [(params, rep) for params in points for rep in range(reps)]
 
 

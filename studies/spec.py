@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from laplace_lab._checks import positive_int
+
 __all__ = ["Grid", "Params", "Study", "expand_grid", "parse_grid_overrides"]
 
 #: One grid point: parameter name → scalar value (int, float, str or bool).
@@ -124,11 +126,9 @@ class Study:
         object.__setattr__(self, "grid", grid)
         object.__setattr__(self, "full_grid", full)
         for attr in ("replications", "full_replications"):
-            value = getattr(self, attr)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{attr} must be a positive integer; got {value!r}")
+            positive_int(getattr(self, attr), attr)
         if not callable(self.run_one):
-            raise TypeError("run_one must be callable: run_one(params, rng) -> dict")
+            raise TypeError("run_one must be callable: run_one(params, *, rng) -> dict")
         object.__setattr__(self, "probabilities", tuple(self.probabilities))
         object.__setattr__(self, "plot_metrics", tuple(self.plot_metrics))
         if self.x is not None and self.x not in grid:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from laplace_lab._checks import positive_int
+from laplace_lab._checks import one_of, optional_positive_int, positive_int
 from laplace_lab._random import keyed_seed, spawn
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.jacobians import parameter_layout, per_sample_jacobian
@@ -126,16 +126,10 @@ class ExperimentConfig:
             raise ValueError(
                 f"ks must be a strictly increasing sequence of sizes ≥ 1; got {self.ks}"
             )
-        if self.greedy_candidates not in ("paper", "2k"):
-            raise ValueError(
-                f"greedy_candidates must be 'paper' or '2k'; got {self.greedy_candidates!r}"
-            )
+        one_of(self.greedy_candidates, "greedy_candidates", ("paper", "2k"))
         for name in ("torch_threads", "blas_threads"):
-            n = getattr(self, name)
-            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-                raise ValueError(f"{name} must be a positive integer or None; got {n!r}")
-        if self.noise_from not in ("train", "test"):
-            raise ValueError(f"noise_from must be 'train' or 'test'; got {self.noise_from!r}")
+            optional_positive_int(getattr(self, name), name)
+        one_of(self.noise_from, "noise_from", ("train", "test"))
         if self.coverage_target not in ("oracle", "y", "truth"):
             raise ValueError(
                 f"coverage_target must be 'oracle', 'y' or 'truth'; got {self.coverage_target!r}"

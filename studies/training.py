@@ -24,6 +24,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from laplace_lab._checks import (
+    nonnegative_float,
+    one_of,
+    optional_positive_int,
+    positive_float,
+    positive_int,
+)
 from laplace_lab._random import as_generator
 
 __all__ = [
@@ -60,14 +67,12 @@ class TrainConfig:
     grad_clip: float | None = None
 
     def __post_init__(self) -> None:
-        if self.optimizer not in ("adam", "sgd"):
-            raise ValueError(f"optimizer must be 'adam' or 'sgd'; got {self.optimizer!r}")
-        for name in ("lr", "epochs", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not v > 0:
-                raise ValueError(f"{name} must be positive; got {name}={v!r}")
-        if not self.prior_precision >= 0 or not self.weight_decay >= 0:
-            raise ValueError("prior_precision and weight_decay must be non-negative")
+        one_of(self.optimizer, "optimizer", ("adam", "sgd"))
+        positive_float(self.lr, "lr")
+        positive_int(self.epochs, "epochs")
+        positive_int(self.batch_size, "batch_size")
+        nonnegative_float(self.prior_precision, "prior_precision")
+        nonnegative_float(self.weight_decay, "weight_decay")
 
 
 def adam_recipe(**changes: Any) -> TrainConfig:
@@ -201,8 +206,7 @@ def predict(model: torch.nn.Module, X: Any, *, batch_size: int = 4096) -> np.nda
 
 def noise_variance(model: torch.nn.Module, X: Any, y: Any, *, floor: float = NOISE_FLOOR) -> float:
     """σ0² plug-in: residual mean squared error of the MAP on (X, y), floored (App. C.1)."""
-    if not floor > 0:
-        raise ValueError(f"floor must be positive; got floor={floor!r}")
+    floor = positive_float(floor, "floor")
     r = predict(model, X) - np.asarray(y, dtype=np.float64)
     return max(float(np.mean(r * r)), float(floor))
 
@@ -213,8 +217,7 @@ def torch_threads(n: int | None) -> Iterator[None]:
 
     Small MLPs run several times faster on one thread on a shared 2-core machine.
     """
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-        raise ValueError(f"n must be a positive integer or None; got n={n!r}")
+    n = optional_positive_int(n, "n")
     previous = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(n)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from laplace_lab._checks import optional_positive_int, positive_float, positive_int
 from laplace_lab._random import as_generator
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.jacobians import gradient_scores, parameter_layout, per_sample_jacobian
@@ -102,21 +103,15 @@ class BanditConfig:
             "batch_size",
             "noise_window",
         ):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                raise ValueError(f"{name} must be a positive integer; got {name}={v!r}")
+            positive_int(getattr(self, name), name)
         if self.horizon < NUM_ARMS * self.warm_pulls:
             raise ValueError(
                 f"horizon must cover the warm start of {NUM_ARMS * self.warm_pulls} rounds; "
                 f"got horizon={self.horizon}"
             )
-        t = self.torch_threads
-        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
-            raise ValueError(f"torch_threads must be a positive integer or None; got {t!r}")
+        optional_positive_int(self.torch_threads, "torch_threads")
         for name in ("lr", "grad_clip", "prior_precision", "noise_floor"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
-                raise ValueError(f"{name} must be a positive number; got {name}={v!r}")
+            positive_float(getattr(self, name), name)
         WheelBandit(self.delta, self.variant)  # validates delta and variant
 
 

@@ -105,7 +105,7 @@ def test_bad_input_is_rejected_with_the_argument_named():
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="same number of parameters"):
         jvp_ntk_estimate(J1, J2[:, :4], 3, rng=rng)
-    with pytest.raises(ValueError, match=r"num_probes must be in \[1, inf\]"):
+    with pytest.raises(ValueError, match="num_probes must be a positive integer"):
         jvp_ntk_estimate(J1, J2, 0, rng=rng)
     with pytest.raises(TypeError, match="rng is required"):
         jvp_ntk_estimate(J1, J2, 3, rng=None)

@@ -95,7 +95,7 @@ def test_grid_overrides_take_the_type_of_the_grid():
         ({"grid": {"N": ()}}, ValueError, "at least one value"),
         ({"grid": {"N": ([1],)}}, TypeError, "int, float, str or bool"),
         ({"replications": 0}, ValueError, "replications"),
-        ({"full_replications": True}, ValueError, "full_replications"),
+        ({"full_replications": True}, TypeError, "full_replications"),
         ({"run_one": 3}, TypeError, "run_one"),
         ({"x": "k"}, ValueError, "x must be a grid key"),
     ],

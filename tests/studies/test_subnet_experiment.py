@@ -158,9 +158,14 @@ def test_blas_pool_bounded_inside_a_seed_and_restored(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("field", "value"),
-    [("noise_from", "holdout"), ("blas_threads", 0), ("blas_threads", True), ("torch_threads", 0)],
+    ("field", "value", "error"),
+    [
+        ("noise_from", "holdout", ValueError),
+        ("blas_threads", 0, ValueError),
+        ("blas_threads", True, TypeError),
+        ("torch_threads", 0, ValueError),
+    ],
 )
-def test_setup_d_config_validation(field, value):
-    with pytest.raises(ValueError, match=field):
+def test_setup_d_config_validation(field, value, error):
+    with pytest.raises(error, match=field):
         _tiny(**{field: value})
