@@ -1,5 +1,4 @@
-"""Per-replication seeds keyed by (study, parameters, replication): reproducible, crash-safe
-studies.
+"""Per-replication seeds keyed by (study, parameters, replication), for reproducible studies.
 
 The key is hashed (SHA-256 of a canonical JSON text) into the entropy of a
 ``numpy.random.SeedSequence``. So a replication's random stream depends only on what it

@@ -2,12 +2,11 @@
 
 Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2605.09075,
 §5.1 and App. C: train the MAP → per-sample Jacobians (torch.func) → GGN → every selection
-method over a k-grid → per-test-point W2(x*) = |σ_full(x*) − σ_method(x*)| (σ² = σ0² + PV
-for the regression target, PV for logits; docs/mathematics.md, "Metrics") averaged over the
-test points, and 95% coverage
-mean 1{|f_ref − f_MAP| ≤ 1.96 σ} — mean ± standard error over seeds. Full linearized
-Laplace is the reference; KFAC-Laplace (:mod:`laplace_lab.studies.kfac`) and a deep ensemble are
-k-independent references (App. B, C.1 "Deep-Ensemble overlay").
+method over a k-grid → per-test-point W2(x*) = |σ_full(x*) − σ_method(x*)| (σ² = σ0² + PV for
+the regression target, PV for logits; docs/mathematics.md, "Metrics") averaged over the test
+points, and 95% coverage mean 1{|f_ref − f_MAP| ≤ 1.96 σ} — mean ± standard error over seeds.
+Full linearized Laplace is the reference; KFAC-Laplace (:mod:`laplace_lab.studies.kfac`) and a
+deep ensemble are k-independent references (App. B, C.1 "Deep-Ensemble overlay").
 
 Nested methods (Gradient-Laplace, Subnet-Diagonal, Last-k, Random, largest magnitude) are
 evaluated along their one order: prefixes k ≤ N' from one Cholesky (docs/mathematics.md,
