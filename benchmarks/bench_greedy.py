@@ -1,6 +1,6 @@
 """Greedy-Laplace: blocked exact pivoted Cholesky vs the literal Algorithm 2 and vs J_KᵀJ_K.
 
-Issue 4 targets (``--full``): at m = 3000, k = 1500, N = 1500 at least 50× faster than
+Targets (``--full``): at m = 3000, k = 1500, N = 1500 at least 50× faster than
 ``greedy_laplace_reference`` with the identical S; at m = 20000, k = 10000, N = 2000 within
 3× of the time of forming J_Kᵀ J_K (tiled, symmetric) for the same shapes.
 """

@@ -6,7 +6,7 @@ solvers get the same ``LinearOperator``-style matvec, the same start vector and 
 relative tolerance, and the matvecs are counted by the operator itself. Accuracy is checked
 afterwards with true residuals ‖Ω y − θ y‖ / λ_max.
 
-Issue 5's size is N = 2000, p = 50 000, top 20 (``run(full=True)``); the quick default
+The large size is N = 2000, p = 50 000, top 20 (``run(full=True)``); the quick default
 uses N = 400, p = 10 000. ``passed`` compares process CPU time (wall time on a shared
 2-core machine is noise; both are reported). Run as
 ``python -m benchmarks.bench_lanczos [--full]``.
@@ -105,7 +105,7 @@ def _compare(label: str, Jw: np.ndarray, v0: np.ndarray, k: int, tol: float) -> 
 def run(full: bool = False) -> list[Row]:
     """Our ``eigsh`` vs ARPACK on the same operators; rows per (spectrum, tolerance).
 
-    The power-law GGN (r_i² = 1/i) at issue 5's size in full mode (N = 2000, p = 50 000) or
+    The power-law GGN (r_i² = 1/i) at the large size in full mode (N = 2000, p = 50 000) or
     N = 400, p = 10 000 in quick mode; plus, always at the quick size, a flat
     (Marchenko–Pastur, r_i = 1) spectrum — the hard case for restarted Lanczos.
     """

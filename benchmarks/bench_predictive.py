@@ -1,6 +1,6 @@
 """Predictive variances: nested-prefix path, Woodbury vs dense, and memory at large p.
 
-Issue 4 targets (``--full``): ``subnetwork_variance_path`` over 8 values of k ≥ 3× faster
+Targets (``--full``): ``subnetwork_variance_path`` over 8 values of k ≥ 3× faster
 than 8 separate ``subnetwork_variance`` calls; full predictive by Woodbury ≥ 15× faster than
 a dense p×p Cholesky at N = 1000, p = 8000 for M = 100 and 1000 test points; at N = 2000,
 p = 100000 nothing of size p×p is allocated (traced peak memory, asserted).

@@ -21,7 +21,7 @@ from laplace_lab.numerics.backend import (
     weighted_gram,
 )
 
-# Lanczos family (issue 5): Lanczos / eigsh, low-rank Laplace, FSP-Laplace, kernels, NTK sketch.
+# Lanczos family: Lanczos / eigsh, low-rank Laplace, FSP-Laplace, kernels, NTK sketch.
 from laplace_lab.numerics.fsp import (
     DroppedTerms,
     FSPLaplace,
@@ -110,7 +110,7 @@ __all__ = [
     "weighted_gram",
 ]
 
-# Lanczos family (issue 5)
+# Lanczos family
 __all__ += [
     "RBF",
     "DroppedTerms",

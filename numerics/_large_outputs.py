@@ -1,13 +1,14 @@
 """Large CPU output tensors backed by transparent huge pages.
 
 A per-sample Jacobian of a 3×200 MLP is N × 98,801 floats: 188 MiB at N = 500. Writing it the
-first time costs one page fault per 4 KiB page (48,000 faults), which measured 36–45 ms here —
-more than the outer products that fill it. Backing the buffer by 2 MiB pages (an anonymous
-``mmap`` advised ``MADV_HUGEPAGE``, which the kernel honours when
-``/sys/kernel/mm/transparent_hugepage/enabled`` is ``always`` or ``madvise``) cuts that to
-about 10 ms. PyTorch offers the same through the environment variable
-``THP_MEM_ALLOC_ENABLE=1``, but only when set before torch is imported; this module does it
-per tensor, for the outputs that are large enough to matter.
+first time costs one page fault per 4 KiB page (48,000 faults), which takes longer than the
+outer products that fill it. Backing the buffer by 2 MiB pages (an anonymous ``mmap`` advised
+``MADV_HUGEPAGE``, which the kernel honours when
+``/sys/kernel/mm/transparent_hugepage/enabled`` is ``always`` or ``madvise``) cuts the cost
+several-fold (docs/performance.md, "Large outputs on transparent huge pages"). PyTorch
+offers the same through the environment variable ``THP_MEM_ALLOC_ENABLE=1``, but only when
+set before torch is imported; this module does it per tensor, for the outputs that are large
+enough to matter.
 
 Where huge pages are unavailable (non-Linux, CUDA devices, dtypes NumPy cannot hold) the
 tensor comes from ``torch.empty`` as usual: the result is the same, only the first touch is

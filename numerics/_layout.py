@@ -1,7 +1,8 @@
 """The flat parameter layout of a torch model: name, slice, shape and layer of each tensor.
 
-SPEC §0: θ is flattened in ``model.named_parameters()`` order, first layer first. NeuralLinear
-and Last-k (subnetwork-laplace-optimality.txt App. B) and KFAC need to know which flat indices
+θ is flattened in ``model.named_parameters()`` order, first layer first (the project-wide
+convention: docs/mathematics.md, "Notation and conventions"). NeuralLinear and Last-k
+(Raha, Khare & Patra, arXiv:2605.09075, App. B) and KFAC need to know which flat indices
 belong to which layer. Re-exported by :mod:`laplace_lab.numerics.jacobians`; torch is imported
 lazily.
 """
@@ -44,7 +45,7 @@ class ParameterBlock:
 
 @dataclass(frozen=True)
 class ParameterLayout:
-    """The flat parameter layout of a model (SPEC §0: ``parameters()`` order, first layer first).
+    """The flat parameter layout of a model (``parameters()`` order, first layer first).
 
     A *layer* is a module owning parameters directly (Linear, Conv2d, BatchNorm2d, ...);
     layers are numbered in order of first appearance in ``named_parameters()``.
@@ -115,7 +116,7 @@ def parameter_layout(model: Any) -> ParameterLayout:
     -------
     ParameterLayout
         ``layout.layer_sizes()`` is the per-layer count list that NeuralLinear takes
-        (subnetwork-laplace-optimality.txt App. B); Last-k uses ``layout.p``.
+        (App. B of Raha, Khare & Patra, arXiv:2605.09075); Last-k uses ``layout.p``.
     """
     _check_model(model)
     blocks, start, layers = [], 0, {}

@@ -1,9 +1,9 @@
 """Per-sample Jacobians of Linear-layer networks from one forward and C backward passes.
 
-SPEC §4 "Scores and subset columns without per-sample Jacobians": for a linear layer
-s = W a + b applied to each sample, ∂f/∂W_ij = δ_i a_j and ∂f/∂b_i = δ_i with δ = ∂f/∂s.
-Because samples do not interact, δ for every sample comes from one backward pass of Σ_n f_c(x_n)
-per output c. Then
+For a linear layer s = W a + b applied to each sample, ∂f/∂W_ij = δ_i a_j and ∂f/∂b_i = δ_i
+with δ = ∂f/∂s (docs/mathematics.md, "Scores and subset columns without per-sample
+Jacobians"). Because samples do not interact, δ for every sample comes from one backward
+pass of Σ_n f_c(x_n) per output c. Then
 
 - a full Jacobian chunk is a set of outer products (no vmap, no per-sample graph);
 - a column subset S is δ[:, i_S] ∘ a[:, j_S]: O(B·k) per chunk, never B×p;

@@ -8,8 +8,9 @@ outside the standard go through this module only:
   ``scipy.linalg`` (NumPy), ``cupyx.scipy.linalg`` (CuPy) and ``torch.linalg`` (torch), with
   a standard-only fallback (``xp.linalg``) for every other namespace, e.g. ``array_api_strict``.
 - :func:`gram_blocks` forms JᵀJ-type products in tiles of at most :data:`TILE` columns:
-  NumPy 2.4's bundled OpenBLAS 0.3.31 on 2 threads was measured to segfault on ``J.T @ J``
-  (the syrk path) for J of shape (2000, m), m ≥ ~18000 (SPEC §0, "environment hazard").
+  NumPy 2.4's bundled OpenBLAS 0.3.31 on 2 threads segfaults on ``J.T @ J`` (the syrk path)
+  for J of shape (2000, m), m ≳ 18000, while tiles of ≤ 5000 columns work
+  (docs/numerical-hazards.md, "OpenBLAS syrk segfault").
 
 Dtype policy: floating inputs keep their dtype (float32 or float64); integer and boolean
 inputs are promoted to the namespace's default float64. Mixed float32/float64 inputs follow
@@ -42,7 +43,7 @@ __all__ = [
     "weighted_gram",
 ]
 
-#: Largest number of columns in one tile of a JᵀJ-type product (SPEC §0: ≤ 5000 works).
+#: Largest number of columns in one tile of a JᵀJ-type product (OpenBLAS syrk: ≤ 5000 works).
 TILE = 4096
 
 Array = Any
@@ -120,9 +121,10 @@ def serial_blas(xp: ModuleType) -> Iterator[None]:
     """Run the enclosed (small) host BLAS calls on one thread (NumPy only; else a no-op).
 
     Sequences of many small products (vectors of length N or a few hundred columns) gain
-    nothing from threads, and a multi-threaded OpenBLAS on an oversubscribed machine pays
-    milliseconds per call (a 300×300 Cholesky measured 0.4 s on 2 busy threads, 0.3 ms on
-    one). Uses threadpoolctl (installed with scikit-learn) when available.
+    nothing from threads, and a multi-threaded OpenBLAS on an oversubscribed machine pays a
+    large fixed cost per call — orders of magnitude more than the work for a few-hundred-row
+    Cholesky (docs/performance.md, "One BLAS thread for sequences of small products"). Uses
+    threadpoolctl (installed with scikit-learn) when available.
     """
     ctx: Any = nullcontext()
     if _kind(xp) == "numpy":
@@ -252,7 +254,7 @@ def subtract_gram_lower(S: Array, L: Array) -> Array:
 
 
 # ---------------------------------------------------------------------------------------------
-# Tiled products (SPEC §0 environment hazard)
+# Tiled products (OpenBLAS syrk segfault: docs/numerical-hazards.md)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -278,8 +280,8 @@ def gram_blocks(B: Array, *, diag: Array | None = None, tile: int = TILE) -> Arr
 
     Only the blocks on and above the diagonal are computed; the lower blocks are their exact
     transposes, so the result is exactly symmetric. Each product involves ≤ ``tile`` columns,
-    which avoids the OpenBLAS syrk crash at m ≥ ~18000 (SPEC §0). The output is the only
-    m × m allocation.
+    which avoids the OpenBLAS syrk crash at m ≳ 18000 (docs/numerical-hazards.md, "OpenBLAS
+    syrk segfault"). The output is the only m × m allocation.
     """
     xp = namespace(B)
     m = B.shape[1]
@@ -303,8 +305,9 @@ def gram_blocks(B: Array, *, diag: Array | None = None, tile: int = TILE) -> Arr
 def weighted_gram(B: Array, d: Array, *, tile: int = TILE) -> Array:
     """B diag(d) Bᵀ (n × n) summed over column tiles of at most ``tile`` columns of B.
 
-    The Woodbury kernel J_w D J_wᵀ of SPEC §1 (``d`` = D = V⁻¹ ≥ 0); no p-sized square, and
-    the n × n output is itself assembled from tiles (n = N·C can exceed 18000).
+    The Woodbury kernel J_w D J_wᵀ of Ω⁻¹ = D − D J_wᵀ(I + J_w D J_wᵀ)⁻¹J_w D (``d`` = D =
+    V⁻¹ ≥ 0; docs/mathematics.md, "Woodbury predictive"); no p-sized square, and the n × n
+    output is itself assembled from tiles (n = N·C can exceed 18000).
     """
     xp = namespace(B, d)
     root = xp.sqrt(d)

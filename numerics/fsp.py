@@ -1,4 +1,8 @@
-"""FSP-Laplace: linearized Laplace under a Gaussian-process prior (fsp-laplace.txt §3).
+"""FSP-Laplace: linearized Laplace under a Gaussian-process prior.
+
+T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+arXiv:2407.13711, §3 (docs/mathematics.md, "FSP-Laplace (Algorithm 2)"):
 
 - :func:`rkhs_norm_estimate` — the context-point estimate of eq. (3.7),
   ``(f(C) − μ(C))ᵀ Σ(C, C)⁻¹ (f(C) − μ(C)) = ‖h_C‖²_H ≤ ‖f − μ‖²_H``.
@@ -9,12 +13,14 @@
   variances at the context points do not exceed the prior's.
 - :func:`dropped_terms` — what eq. (3.9) drops: ``‖P₀ΛP₀‖_F/‖Λ‖_F`` (Table C.2) and the
   cross terms ``‖PΛP₀ + P₀ΛP‖_F/‖Λ‖_F`` that the decomposition ``Λ = PΛP + P₀ΛP₀``
-  omits (SPEC.md §5).
+  omits (they are not zero in general: the likelihood part of Λ is not confined to
+  range(M)).
 
 Sign convention. Eq. (3.8) writes ``Λ = Σ† − Σ_i J_iᵀ H_i J_i`` with H_i the Hessian of the
 *log*-likelihood (negative semi-definite). Here the likelihood curvature is passed as the
-weighted Jacobian J_w of the GGN, ``Σ_i J_iᵀ(−H_i)J_i = J_wᵀJ_w`` (SPEC.md §0), so step 6
-reads ``A = D_M² + (J_w U_M)ᵀ(J_w U_M)``.
+weighted Jacobian J_w of the GGN, ``Σ_i J_iᵀ(−H_i)J_i = J_wᵀJ_w`` (docs/mathematics.md,
+"Gauss–Newton precision"), so step 6 reads ``A = D_M² + (J_w U_M)ᵀ(J_w U_M)`` — positive
+semi-definite by construction, which a reading of H_i as the loss Hessian would break.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ Array = Any
 
 
 def rkhs_norm_estimate(f_context: Array, gram: Any, *, mean_context: Array | None = None) -> float:
-    """The context-point RKHS-norm estimate of fsp-laplace.txt eq. (3.7).
+    """The context-point RKHS-norm estimate of eq. (3.7) of [1]_.
 
     ``‖h_C‖²_H = (f(C) − μ(C))ᵀ Σ(C, C)⁻¹ (f(C) − μ(C))``, the squared norm of the
     minimum-norm interpolant h_C of f − μ at C; it never exceeds ‖f − μ‖²_H (§3.2).
@@ -56,6 +62,12 @@ def rkhs_norm_estimate(f_context: Array, gram: Any, *, mean_context: Array | Non
         Σ(C, C), symmetric positive definite (Cholesky on the host).
     mean_context : array, shape (n_C,), optional
         μ(C); zero by default.
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, §3.2, eq. (3.7).
     """
     K = gram.dense() if hasattr(gram, "dense") else gram
     K = to_host(as_matrix(K, "gram"))
@@ -149,7 +161,7 @@ def fsp_laplace(
     rcond: float = 1e-10,
     rtol: float = 1e-9,
 ) -> FSPLaplace:
-    """Algorithm 2 of fsp-laplace.txt (steps 2–9): FSP-Laplace covariance square root.
+    """Algorithm 2 of [1]_ (steps 2–9): FSP-Laplace covariance square root.
 
     Parameters
     ----------
@@ -173,6 +185,12 @@ def fsp_laplace(
     Returns
     -------
     FSPLaplace
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, §3.2, Algorithm 2 and eqs. (3.8)–(3.9).
     """
     matvec = gram.matvec if hasattr(gram, "matvec") else gram
     if not callable(matvec):
@@ -202,12 +220,18 @@ def fsp_laplace_from_factor(
     rcond: float = 1e-10,
     rtol: float = 1e-9,
 ) -> FSPLaplace:
-    """Algorithm 2 of fsp-laplace.txt, steps 4–9, from a given factor L with LLᵀ ≈ Σ(C, C)†.
+    """Algorithm 2 of [1]_, steps 4–9, from a given factor L with LLᵀ ≈ Σ(C, C)†.
 
     :func:`fsp_laplace` calls it with the Lanczos factor of step 3; passing the dense
     ``L = V Θ^{†/2}`` of ``Σ(C, C) = V Θ Vᵀ`` gives Algorithm 2 with the exact
     pseudo-inverse (the reference of the ``lanczos-factor`` paper check). Parameters as in
     :func:`fsp_laplace`; ``L`` has shape (n_C·d', r) and ``prior_variance`` is required.
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, §3.2, Algorithm 2.
     """
     J_context, Jw, prior = _check_inputs(J_context, Jw, prior_variance)
     nC, p = (int(s) for s in J_context.shape)
@@ -257,7 +281,14 @@ def dropped_terms(result: FSPLaplace, Jw: Array) -> DroppedTerms:
 
     Computed from thin factors (F = [M, J_wᵀ], Λ = F Fᵀ): ``‖Λ‖_F = ‖FᵀF‖_F``,
     ``‖P₀ΛP₀‖_F = ‖(P₀F)ᵀ(P₀F)‖_F``, ``‖PΛP₀‖_F² = tr((PF)ᵀ(PF)·(P₀F)ᵀ(P₀F))`` — no p × p
-    matrix (fsp-laplace.txt Table C.2; SPEC.md §5).
+    matrix. The first ratio is the quantity of Table C.2 of [1]_; the cross terms are what
+    the decomposition before eq. (3.9) omits.
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, §3.2, eq. (3.9), and Table C.2.
     """
     Jw = as_matrix(Jw, "Jw")
     xp = array_namespace(Jw)

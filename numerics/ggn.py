@@ -1,15 +1,19 @@
 """The GGN factor: weighted Jacobian J_w and diagonal prior precision V (Ω = J_wᵀ J_w + V).
 
-SPEC §0 ("Gauss–Newton (GGN) precision"): regression, binary and multiclass precisions are
-all "weighted Jacobian + diagonal prior" — one core (:class:`GGN`), three front doors:
+Regression, binary and multiclass Gauss–Newton precisions are all "weighted Jacobian +
+diagonal prior" — one core (:class:`GGN`), three front doors (docs/mathematics.md,
+"Gauss–Newton precision"); equation numbers are those of S. Raha, K. Khare, R. K. Patra,
+"Optimality of Sub-network Laplace Approximations: New Results and Methods",
+arXiv:2605.09075 (2026):
 
-- regression (subnetwork-laplace-optimality.txt eq. 2): Ω = JᵀJ/σ0² + V, so J_w = J/σ0;
+- regression (§2.1 eq. 2): Ω = JᵀJ/σ0² + V, so J_w = J/σ0;
 - binary (eq. 4): Ω = Jᵀ diag(p_n(1−p_n)) J + V, so J_w = diag(√(p_n(1−p_n))) J;
-- C classes (App. C, "proper multi-class softmax-Hessian"): Ω = Σ_n J_nᵀ H_n J_n + V with
+- C classes (App. C.5, "proper softmax Hessian"): Ω = Σ_n J_nᵀ H_n J_n + V with
   H_n = diag(π_n) − π_n π_nᵀ + εI = W_n W_nᵀ (eigh), J_w stacks W_nᵀ J_n (N·C rows).
 
 No method forms the p×p matrix except :meth:`GGN.dense` (small p only). Products of the
-type BᵀB are tiled (SPEC §0 environment hazard, :func:`laplace_lab.numerics.backend.gram_blocks`).
+type BᵀB are tiled (:func:`laplace_lab.numerics.backend.gram_blocks`), because OpenBLAS's
+syrk can crash on wide ones (docs/numerical-hazards.md, "OpenBLAS syrk segfault").
 """
 
 from __future__ import annotations
@@ -97,7 +101,8 @@ class GGN:
     Jw : (N', p) array
         The weighted Jacobian (any array-API backend; float32 or float64).
     prior_precision : (p,) array
-        The diagonal V of the prior precision (V = diag(1/v_i), SPEC §0), same backend.
+        The diagonal V of the prior precision (V = diag(1/v_i) for prior variances v_i: a
+        precision, not a variance), same backend.
     noise_var : float
         σ0² for regression (J_w = J/σ0); 1 for classification. Used by :meth:`scores`.
     n_data : int
@@ -129,7 +134,7 @@ class GGN:
     # ----------------------------------------------------------------------------- builders
     @classmethod
     def regression(cls, J: Array, *, noise_var: float, prior_precision: Any) -> GGN:
-        """Ω = JᵀJ/σ0² + V (eq. 2): J_w = J/σ0.
+        """Ω = JᵀJ/σ0² + V (eq. 2 of [1]_): J_w = J/σ0.
 
         Parameters
         ----------
@@ -139,6 +144,11 @@ class GGN:
             σ0² > 0.
         prior_precision : float or (p,) array
             V (a scalar means αI), every entry > 0.
+
+        References
+        ----------
+        .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations:
+           New Results and Methods", arXiv:2605.09075 (2026), §2.1 eq. (2).
         """
         J = _jacobian(J, 2)
         s2 = positive_float(noise_var, "noise_var")
@@ -152,7 +162,7 @@ class GGN:
 
     @classmethod
     def binary(cls, J: Array, logits: Array, *, prior_precision: Any) -> GGN:
-        """Ω = Jᵀ diag(p_n(1−p_n)) J + V, p_n = σ(f(x_n)) (eq. 4, App. C.3).
+        """Ω = Jᵀ diag(p_n(1−p_n)) J + V, p_n = σ(f(x_n)) (eq. 4 and App. C.3 of [1]_).
 
         Parameters
         ----------
@@ -161,6 +171,11 @@ class GGN:
         logits : (N,) array
             f_θ̂(x_n), the MAP logits.
         prior_precision : float or (p,) array
+
+        References
+        ----------
+        .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations:
+           New Results and Methods", arXiv:2605.09075 (2026), §2.1 eq. (4) and App. C.3.
         """
         J = _jacobian(J, 2)
         xp = namespace(J)
@@ -175,7 +190,7 @@ class GGN:
     def multiclass(
         cls, J: Array, logits: Array, *, prior_precision: Any, eps: float = 1e-6
     ) -> GGN:
-        """Ω = Σ_n J_nᵀ H_n J_n + V, H_n = diag(π_n) − π_nπ_nᵀ + εI (SPEC §0).
+        """Ω = Σ_n J_nᵀ H_n J_n + V, H_n = diag(π_n) − π_nπ_nᵀ + εI (App. C.5 of [1]_).
 
         H_n = W_n W_nᵀ from its eigendecomposition; J_w stacks the C rows W_nᵀ J_n of every
         point (row n·C + c).
@@ -189,6 +204,11 @@ class GGN:
         prior_precision : float or (p,) array
         eps : float
             The jitter ε ≥ 0 added to every H_n (default 1e-6).
+
+        References
+        ----------
+        .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations:
+           New Results and Methods", arXiv:2605.09075 (2026), App. C.5.
         """
         J = _jacobian(J, 3)
         xp = namespace(J)
@@ -237,11 +257,16 @@ class GGN:
         return xp.concat(parts) + self.prior_precision
 
     def scores(self) -> Array:
-        """Gradient-Laplace scores s_i = (1/N) Σ_n w_n g_i(x_n)² over the training set (SPEC §4).
+        """Gradient-Laplace scores s_i = (1/N) Σ_n w_n g_i(x_n)² over the training set.
 
         Regression (w = 1): s = σ0² · colsum(J_w²)/N; binary (w = p(1−p)) and multiclass
         (squared column norms of the weighted Jacobian): s = colsum(J_w²)/N. With an isotropic
-        prior the ranking equals that of diag(Ω).
+        prior the ranking equals that of diag(Ω) (docs/mathematics.md, "Scores").
+
+        References
+        ----------
+        .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations:
+           New Results and Methods", arXiv:2605.09075 (2026), §3, Alg. 1, and App. C.3.
         """
         d = self.diagonal() - self.prior_precision
         return d * (self.noise_var / self.n_data)
@@ -258,7 +283,8 @@ class GGN:
         return out + hit * xp.take(self.prior_precision, ix)[None, :]
 
     def submatrix(self, S: Any) -> Array:
-        """Ω_SS (k × k) = J_w[:, S]ᵀ J_w[:, S] + V_S, in tiles of ≤ TILE columns (SPEC §0)."""
+        """Ω_SS (k × k) = J_w[:, S]ᵀ J_w[:, S] + V_S, in tiles of ≤ TILE columns (OpenBLAS
+        syrk hazard: docs/numerical-hazards.md)."""
         xp = self.xp
         ix = self._index(S, "S")
         B = xp.take(self.Jw, ix, axis=1)
@@ -272,7 +298,10 @@ class GGN:
         return self.Jw.T @ (self.Jw @ v) + V * v
 
     def gram(self) -> Array:
-        """The Woodbury kernel J_w D J_wᵀ (N' × N'), D = V⁻¹ (SPEC §1), tiled over p."""
+        """The Woodbury kernel J_w D J_wᵀ (N' × N'), D = V⁻¹, tiled over p.
+
+        Ω⁻¹ = D − D J_wᵀ (I + J_w D J_wᵀ)⁻¹ J_w D (docs/mathematics.md, "Woodbury predictive").
+        """
         return weighted_gram(self.Jw, 1.0 / self.prior_precision)
 
     def dense(self) -> Array:

@@ -1,6 +1,8 @@
 """IPV, its prefix path and the discrepancy on any backend; empirical PV(S) from a GGN.
 
-Raha, Khare & Patra (*subnetwork-laplace-optimality*), §4 eq. (8), App. A.2 eq. (18), SPEC §2:
+S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+Results and Methods", arXiv:2605.09075 (2026), §4 eq. (8), App. A.2 eq. (18)
+(docs/mathematics.md, "Idealized predictive variance"):
 
     IPV(S) = (σ0²/N) · (k − c · tr((Λ_SS + cV_SS)⁻¹ V_SS)),   c = σ0²/N,
 
@@ -13,7 +15,8 @@ classification: Λ̂^C = Σ p(1−p) g gᵀ/N with σ0² = 1) gives Λ̂_SS + cV
 
     IPV̂(S) = (σ0²/N) · (k − tr(Ω_SS⁻¹ V_S)) = mean over the training x of PV(S)(x),
 
-the empirical counterpart of SPEC §2. The full IPV̂ uses Woodbury:
+the empirical counterpart of IPV (§4 eqs. (6)–(7) of the paper; docs/mathematics.md,
+"Empirical counterpart"). The full IPV̂ uses Woodbury:
 tr(Ω⁻¹V) = Σ_i v_i [Ω⁻¹]_ii.
 """
 
@@ -54,7 +57,11 @@ Array = Any
 
 
 def _prefix_traces(A: Array, v: Array) -> Array:
-    """Σ_{i≤k} Σ_{j≤i} (R⁻¹)_ij² v_j for k = 1..n, R = chol(A) (SPEC §2)."""
+    """Σ_{i≤k} Σ_{j≤i} (R⁻¹)_ij² v_j for k = 1..n, R = chol(A) (lower).
+
+    Valid for every prefix at once because (R⁻¹)_{1:k,1:k} = (R_{1:k,1:k})⁻¹
+    (docs/mathematics.md, "IPV along nested prefixes").
+    """
     xp = namespace(A)
     n = A.shape[0]
     try:
@@ -107,9 +114,14 @@ def ipv_path(
     noise_var: float = 1.0,
     prior_precision: Any = 1.0,
 ) -> Array:
-    """IPV(order[:k]) for k = 1..len(order) from one Cholesky factor (SPEC §2; eq. 18).
+    """IPV(order[:k]) for k = 1..len(order) from one Cholesky factor (eq. 18 of [1]_).
 
     Backend version of :func:`laplace_lab.theory.ipv_path`; returns an array of Lam's namespace.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §4 eq. (8), App. A.2 eq. (18).
     """
     L, c, v = _lam_setup(Lam, n, noise_var, prior_precision)
     xp = namespace(L)
@@ -122,10 +134,15 @@ def ipv_path(
 def ipv(
     Lam: Any, S: Any, *, n: float, noise_var: float = 1.0, prior_precision: Any = 1.0
 ) -> float:
-    """IPV(S) = (σ0²/N) tr((Λ_SS + cV_SS)⁻¹ Λ_SS), c = σ0²/N (eq. 8); backend
+    """IPV(S) = (σ0²/N) tr((Λ_SS + cV_SS)⁻¹ Λ_SS), c = σ0²/N (eq. 8 of [1]_); backend
     :func:`laplace_lab.theory.ipv`.
 
     An empty S gives 0.0.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §4 eq. (8).
     """
     L, c, v = _lam_setup(Lam, n, noise_var, prior_precision)
     if np.size(S) == 0 and not hasattr(S, "__dlpack__"):
@@ -152,7 +169,13 @@ def _ggn_scale(ggn: GGN) -> float:
 
 
 def ggn_ipv_path(ggn: GGN, order: Any) -> Array:
-    """Empirical IPV̂(order[:k]) = (σ0²/N)(k − tr(Ω_kk⁻¹V_k)) for every prefix (module doc)."""
+    """Empirical IPV̂(order[:k]) = (σ0²/N)(k − tr(Ω_kk⁻¹V_k)) for every prefix (module doc).
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §4 eqs. (6)–(8).
+    """
     scale = _ggn_scale(ggn)
     xp = ggn.xp
     dev = array_api_compat.device(ggn.Jw)
@@ -162,7 +185,13 @@ def ggn_ipv_path(ggn: GGN, order: Any) -> Array:
 
 
 def ggn_ipv(ggn: GGN, S: Any = None) -> float:
-    """Empirical IPV̂(S) from a GGN (S = None: all p parameters, by Woodbury)."""
+    """Empirical IPV̂(S) from a GGN (S = None: all p parameters, by Woodbury).
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §4 eqs. (6)–(8).
+    """
     scale = _ggn_scale(ggn)
     if S is None:
         xp = ggn.xp

@@ -1,15 +1,17 @@
 """Per-sample Jacobians, Gradient-Laplace scores and the parameter layout of torch models.
 
-DESIGN "Real network Jacobians come from torch.func": g(x) = ∇_θ f_θ(x) at θ̂ for every row
-of X, by ``vmap`` over ``jacrev`` of a single-input ``functional_call``, in chunks of rows
-under a memory budget. Columns are flattened in ``model.named_parameters()`` order, first
-layer first (SPEC §0).
+Real network Jacobians come from torch.func: g(x) = ∇_θ f_θ(x) at θ̂ for every row of X, by
+``vmap`` over ``jacrev`` of a single-input ``functional_call``, in chunks of rows under a
+memory budget. Columns are flattened in ``model.named_parameters()`` order, first layer
+first — the project-wide convention for θ (docs/mathematics.md, "Notation and
+conventions").
 
 - :func:`per_sample_jacobian` returns J (N, p) for one output or (N, C, p) for C outputs; with
   ``subset`` it returns only the columns S, slicing each chunk as it is computed, so the peak
   memory is O(N·k + chunk·C·p) — never the full N×p Jacobian (laplace-torch computes the
   full Jacobian and slices it afterwards, its issues #217 and #232).
-- :func:`gradient_scores` streams s_i = (1/N) Σ_n w_n g_i(x_n)² (SPEC §4) without storing J.
+- :func:`gradient_scores` streams s_i = (1/N) Σ_n w_n g_i(x_n)² (the Gradient-Laplace scores)
+  without storing J.
 - :func:`parameter_layout` names the slice and layer of every parameter tensor (NeuralLinear,
   Last-k, KFAC need it).
 
@@ -188,8 +190,9 @@ def jacobian_chunks(
     (B, C, p) for C outputs; ``f_chunk`` is the model output (B,) or (B, C). Only one chunk
     is alive at a time (the caller decides what to keep). ``chunk_size`` defaults to the
     largest number of rows whose Jacobian fits in :data:`JACOBIAN_BUDGET_BYTES`.
-    ``method``: "vmap" (torch.func, any model), "linear" (outer products δ aᵀ, SPEC §4;
-    Linear-layer networks only) or "auto" (linear when applicable and verified on row 0).
+    ``method``: "vmap" (torch.func, any model), "linear" (outer products δ aᵀ, see
+    :mod:`laplace_lab.numerics._linear_jacobians`; Linear-layer networks only) or "auto"
+    (linear when applicable and verified on row 0).
     """
     for start, fb, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
         J = sig.full() if J is None else J
@@ -208,7 +211,7 @@ def per_sample_jacobian(
     method: str = "auto",
     out: Any = None,
 ) -> Any:
-    """Per-sample Jacobian J[n] = ∇_θ f_θ(x_n) at the model's current θ (SPEC §0, g(x)).
+    """Per-sample Jacobian J[n] = ∇_θ f_θ(x_n) at the model's current θ (the rows g(x_n)ᵀ).
 
     Parameters
     ----------
@@ -310,8 +313,8 @@ def gradient_scores(
 ) -> Any:
     """Gradient-Laplace scores s_i = (1/N) Σ_n w_n g_i(x_n)², streamed without storing J.
 
-    subnetwork-laplace-optimality.txt Alg. 1 and App. C.3; SPEC §4: w = 1 (regression),
-    w = p_n(1 − p_n) with p_n = σ(f(x_n)) (binary), and for C classes the squared column
+    Alg. 1 and App. C.3 of [1]_, with weights w = 1 (regression), w = p_n(1 − p_n) with
+    p_n = σ(f(x_n)) (binary), and for C classes the squared column
     norms of the weighted Jacobian, (1/N) Σ_n ‖W_nᵀ J_n[:, i]‖² with
     W_n W_nᵀ = diag(π_n) − π_n π_nᵀ + εI (the rows of ``GGN.multiclass``'s J_w).
     So ``gradient_scores`` equals ``GGN.scores()`` of the matching GGN.
@@ -326,13 +329,19 @@ def gradient_scores(
     eps : float
         Multiclass Hessian jitter ε ≥ 0 (default 1e-6, as ``GGN.multiclass``).
     method : {"auto", "vmap", "linear"}
-        "linear" streams (δ̃∘δ̃)ᵀ(a∘a) per Linear layer — no Jacobian at all (SPEC §4,
-        BackPACK's sum of squared gradients); see :func:`jacobian_chunks`.
+        "linear" streams (δ̃∘δ̃)ᵀ(a∘a) per Linear layer — no Jacobian at all (BackPACK's sum
+        of squared gradients; docs/mathematics.md, "Scores and subset columns without
+        per-sample Jacobians"); see :func:`jacobian_chunks`.
 
     Returns
     -------
     torch.Tensor
         (p,) scores on the model's device.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §3, Alg. 1, and App. C.3.
     """
     one_of(likelihood, "likelihood", _LIKELIHOODS)
     eps = nonnegative_float(eps, "eps")
@@ -354,7 +363,7 @@ def gradient_scores(
 
 
 def to_cupy(tensor: Any) -> Any:
-    """Hand a torch CUDA tensor to CuPy without a copy (DLPack; DESIGN "Backends")."""
+    """Hand a torch CUDA tensor to CuPy without a copy (DLPack shares the device buffer)."""
     torch = _torch()
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"tensor must be a torch.Tensor; got {type(tensor).__name__}")

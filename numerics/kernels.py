@@ -1,8 +1,8 @@
 """Stationary GP covariance functions and a matrix-free kernel Gram operator.
 
-The priors of FSP-Laplace (fsp-laplace.txt §4 and App. B: RBF, Matérn-1/2, 3/2, 5/2 and
-periodic covariance functions). With r = ‖x − x'‖, variance σ² and length scale ℓ
-(Rasmussen & Williams 2006, eqs. 4.9, 4.14, 4.16–4.17, 4.31)::
+The priors of FSP-Laplace (Cinquin et al., arXiv:2407.13711, §4 and App. B: RBF,
+Matérn-1/2, 3/2, 5/2 and periodic covariance functions). With r = ‖x − x'‖, variance σ²
+and length scale ℓ (Rasmussen & Williams 2006, eqs. 4.9, 4.14, 4.16–4.17, 4.31)::
 
     RBF          σ² exp(−r² / (2ℓ²))
     Matérn-1/2   σ² exp(−r/ℓ)

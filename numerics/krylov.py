@@ -8,10 +8,12 @@ process.
 - :func:`lanczos` — the Lanczos process ``A Q = Q T + β_m q_{m+1} e_mᵀ`` with classical
   Gram–Schmidt reorthogonalisation applied twice, and a breakdown guard: when
   ``β_j ≤ tol·‖T‖`` an invariant subspace was found; the process either stops or continues
-  with a fresh random vector orthogonal to the basis (``SPEC.md`` §5). A GGN has rank
-  ≤ N·C < p, so this is the normal case, not an edge case.
+  with a fresh random vector orthogonal to the basis (docs/mathematics.md, "Lanczos
+  breakdown guard"). A GGN has rank ≤ N·C < p, so this is the normal case, not an edge
+  case; Lanczos codes without the guard return NaNs or stop early here
+  (docs/numerical-hazards.md, "Lanczos in other libraries").
 - :func:`lanczos_inverse_sqrt` — ``L`` with ``L Lᵀ = Q T⁺ Qᵀ ≈ A⁺`` on the Krylov space
-  (fsp-laplace.txt §3.2, Algorithm 2 step 3).
+  (Cinquin et al., "FSP-Laplace", arXiv:2407.13711, §3.2, Algorithm 2 line 3).
 
 Deterministic: all randomness comes from ``rng`` (a ``numpy.random.Generator`` or a seed,
 required whenever a random vector can be drawn), so the same seed gives bit-identical
@@ -221,8 +223,9 @@ def lanczos(
     """Run ``num_steps`` steps of symmetric Lanczos on a matrix-free operator.
 
     Produces ``A Q = Q T + β_m q_{m+1} e_mᵀ`` with Q (n × m) orthonormal and T tridiagonal
-    (SPEC.md §5; Golub & Van Loan, *Matrix Computations*, §10.1, the reference cited by
-    fsp-laplace.txt §3.2).
+    (Golub & Van Loan, *Matrix Computations*, §10.1, the reference cited by [1]_, §3.2).
+    Full reorthogonalisation and the breakdown guard are what make the process usable on
+    rank-deficient operators (docs/mathematics.md, "Lanczos breakdown guard").
 
     Parameters
     ----------
@@ -253,6 +256,12 @@ def lanczos(
     Returns
     -------
     LanczosResult
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, §3.2.
     """
     n = positive_int(n, "n")
     num_steps = positive_int(num_steps, "num_steps", high=n)
@@ -305,7 +314,7 @@ def lanczos_inverse_sqrt(
 ) -> Array:
     """A factor L with ``L Lᵀ = Q T⁺ Qᵀ ≈ A⁺`` on the Krylov space K_m(A, v).
 
-    fsp-laplace.txt §3.2 and Algorithm 2, steps 2–3: Lanczos on the kernel Gram matrix
+    [1]_, §3.2 and Algorithm 2, lines 2–3: Lanczos on the kernel Gram matrix
     Σ(C, C) started at ``v`` returns low-rank factors with ``L Lᵀ ≈ Σ(C, C)†``. With
     ``T = S Θ Sᵀ`` (host eigendecomposition of the tridiagonal; the paper's embedded LDLᵀ
     gives the same product), ``L = Q S Θ^{+1/2}``, columns ordered by decreasing Ritz value.
@@ -331,6 +340,12 @@ def lanczos_inverse_sqrt(
     -------
     array, shape (n, r)
         L, r ≤ num_steps, in the namespace of ``v``.
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, §3.2, Algorithm 2.
     """
     n = int(v.shape[0]) if getattr(v, "ndim", 0) == 1 else -1
     if n < 1:

@@ -1,10 +1,10 @@
 """Low-rank Laplace: the top-r eigenpairs of the GGN's likelihood part plus the exact prior.
 
 ``Ω ≈ Ω_r = U diag(λ) Uᵀ + V`` with (λ, U) the top-r Ritz pairs of ``J_wᵀ J_w`` from
-:func:`laplace_lab.numerics.thick_restart.eigsh` and V the diagonal prior precision (SPEC.md §5).
-The predictive variance and the log-determinant follow from Woodbury on an r × r system with
-B = U diag(λ)^{1/2} and D = V⁻¹ (SPEC.md §1, never a p × p matrix, never an explicit
-inverse)::
+:func:`laplace_lab.numerics.thick_restart.eigsh` and V the diagonal prior precision
+(docs/mathematics.md, "Low-rank Laplace"). The predictive variance and the log-determinant
+follow from Woodbury on an r × r system with B = U diag(λ)^{1/2} and D = V⁻¹ (never a
+p × p matrix, never an explicit inverse)::
 
     Ω_r⁻¹ = D − D B (I_r + Bᵀ D B)⁻¹ Bᵀ D,      gᵀ Ω_r⁻¹ g = gᵀ D g − ‖R⁻¹ Bᵀ D g‖²,
     log det Ω_r = Σ_i log V_i + 2 Σ_j log R_jj,   R = chol(I_r + Bᵀ D B).
@@ -72,7 +72,8 @@ class LowRankLaplace:
         Parameters
         ----------
         Jw : array, shape (N', p)
-            Weighted Jacobian: Ω = J_wᵀ J_w + V (SPEC.md §0).
+            Weighted Jacobian: Ω = J_wᵀ J_w + V (docs/mathematics.md, "Gauss–Newton
+            precision").
         prior_precision : float or array, shape (p,)
             V (positive).
         rank : int
@@ -114,7 +115,7 @@ class LowRankLaplace:
         return int(self.eigenvalues.size)
 
     def predictive_variance(self, G_test: Array) -> Array:
-        """``g(x*)ᵀ Ω_r⁻¹ g(x*)`` for each row g(x*)ᵀ of ``G_test`` (SPEC.md §1 Woodbury).
+        """``g(x*)ᵀ Ω_r⁻¹ g(x*)`` for each row g(x*)ᵀ of ``G_test`` (Woodbury, module doc).
 
         Parameters
         ----------

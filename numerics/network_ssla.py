@@ -1,18 +1,23 @@
-"""SSLA and ASSLA for regression networks with the Gauss–Newton Fisher (SPEC §6, last bullets).
+"""SSLA and ASSLA for regression networks with the Gauss–Newton Fisher.
 
-self-supervised-laplace.txt eqs. (12) and (17). For a new input x* with MAP output f̂ = f(x*),
-gradient g = g(x*), candidate ŷ and residual r = ŷ − f̂, the Gauss–Newton Fisher gains the
-rank-one term of the new point: J̃ = J + g gᵀ/σ0². The matrix determinant lemma gives
+J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation for
+Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, eqs. (12) and (17); the
+network form is derived in docs/mathematics.md, "Networks with the Gauss–Newton Fisher".
+For a new input x* with MAP output f̂ = f(x*), gradient g = g(x*), candidate ŷ and residual
+r = ŷ − f̂, the Gauss–Newton Fisher gains the rank-one term of the new point:
+J̃ = J + g gᵀ/σ0². The matrix determinant lemma gives
 
     ½ log|J| − ½ log|J̃| = −½ log(1 + v/σ0²),   v = gᵀ J⁻¹ g,
 
-so no p×p log-determinant is needed; v comes from the GGN factor by Woodbury (SPEC §1).
-We use the *posterior variant* of SPEC §6 (J = Ω = J_wᵀJ_w + V, the log-joint Hessian): the
-likelihood-only Fisher JᵀJ/σ0² is singular for networks with p > N.
+so no p×p log-determinant is needed; v comes from the GGN factor by Woodbury
+(docs/mathematics.md, "Woodbury predictive"). We use the *posterior variant* (Laplace on the
+log-joint, J = Ω = J_wᵀJ_w + V, its Hessian): the likelihood-only Fisher JᵀJ/σ0² is singular
+for networks with p > N.
 
 - **ASSLA** (eq. 17): log p(ŷ|D) ≈ log N(ŷ; f̂, σ0²) − ½ log(1 + v/σ0²). The determinant term
   does not depend on ŷ, so normalised over ŷ ASSLA is N(f̂, σ0²): it carries no epistemic
-  variance (SPEC §6: the normal–normal ASSLA "under-covers by σ_n²").
+  variance (as in the normal–normal model, where ASSLA is exactly N(x̄, σ²) and under-covers
+  by the posterior variance σ_n²).
 - **SSLA** (eq. 12) in the linearised network f(x, θ) ≈ f̂ + gᵀ(θ − θ̂) (the GGN model): the
   augmented mode is θ̃ = θ̂ + Ω̃⁻¹ g r/σ0² = θ̂ + Ω⁻¹g · r/(σ0² + v) (Sherman–Morrison), and
   the terms ℓ̃(θ̃) − ℓ_D(θ̂) + log π(θ̃) − log π(θ̂) = log N(ŷ; f̂ + gᵀ(θ̃−θ̂), σ0²) −
@@ -108,6 +113,11 @@ def assla_log_density(ggn: GGN, G_test: Any, f_test: Any, y: Any, *, noise_var: 
     Returns
     -------
     (M, n_grid) array
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation
+       for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §4 eq. (17).
     """
     v, f, s2 = _inputs(ggn, G_test, f_test, noise_var)
     r = _y(y, v) - f[:, None]
@@ -120,6 +130,11 @@ def ssla_log_density(ggn: GGN, G_test: Any, f_test: Any, y: Any, *, noise_var: f
     Evaluates ℓ_new(θ̃) + [log-joint(θ̃) − log-joint(θ̂)] + [½log|Ω| − ½log|Ω̃|] with
     θ̃ − θ̂ = Ω⁻¹g · r/(σ0² + v), so gᵀ(θ̃ − θ̂) = v r/(σ0² + v) and
     (θ̃ − θ̂)ᵀΩ(θ̃ − θ̂) = v r²/(σ0² + v)². Shapes as :func:`assla_log_density`.
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation
+       for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §3 eq. (12).
     """
     v, f, s2 = _inputs(ggn, G_test, f_test, noise_var)
     r = _y(y, v) - f[:, None]
@@ -153,7 +168,7 @@ def gaussian_scores(
     """Coverage of central intervals at ``levels``, mean NLL and mean CRPS of N(mean, var) at y.
 
     CRPS(N(μ, σ²), y) = σ [z(2Φ(z) − 1) + 2φ(z) − 1/√π], z = (y − μ)/σ (Gneiting & Raftery
-    2007); the metrics of self-supervised-laplace.txt Tables 1 and 3.
+    2007); the metrics of Tables 1 and 3 of Rodemann et al., arXiv:2605.12208.
     """
     if not isinstance(pred, GaussianPredictive):
         raise TypeError(f"pred must be a GaussianPredictive; got {type(pred).__name__}")

@@ -1,12 +1,14 @@
 """JVP sketches of the neural tangent kernel and their exact variances.
 
-surrogate-ntk-lla.txt §2.2: for a random probe v with E[v] = 0 and E[v vᵀ] = I,
+L. A. Ortega, S. Rodríguez-Santana, D. Hernández-Lobato, "Scalable Linearized Laplace
+Approximation via Surrogate Neural Kernel", arXiv:2601.21835 (2026), §2.2: for a random
+probe v with E[v] = 0 and E[v vᵀ] = I,
 ``z_v(x) = J(x) v`` (one Jacobian–vector product) gives the unbiased estimate
 ``E_v[J(x) v vᵀ J(x')ᵀ] = J(x) J(x')ᵀ`` (eq. 4). The paper's variances (eqs. 5–6),
 ``Var_Gauss = 2 tr(JᵀJ)²`` and ``Var_Rad = 2 tr(JᵀJ)² − 2‖diag(JᵀJ)‖²``, hold for one output
 (C = 1). For C > 1 the variance of entry (a, b) of the C × C' estimate, with rows
 ``u = J_a`` and ``w = J'_b``, follows from the fourth moments E[v_i v_j v_k v_l]
-(SPEC.md §7)::
+(docs/mathematics.md, "NTK sketch variance")::
 
     Gaussian:    Var = (u·w)² + ‖u‖² ‖w‖²
     Rademacher:  Var = (u·w)² + ‖u‖² ‖w‖² − 2 Σ_i u_i² w_i²
@@ -68,8 +70,8 @@ def jvp_ntk_estimate(
 ) -> Array:
     """The JVP estimate ``(1/s) Σ_k (J1 v_k)(J2 v_k)ᵀ`` of the NTK block ``J1 J2ᵀ``.
 
-    surrogate-ntk-lla.txt eq. (4) (and eq. (3)'s training target): unbiased for any probe
-    distribution with zero mean and identity covariance.
+    Eq. (4) of [1]_ (and eq. (3)'s training target): unbiased for any probe distribution
+    with zero mean and identity covariance.
 
     Parameters
     ----------
@@ -87,6 +89,11 @@ def jvp_ntk_estimate(
     Returns
     -------
     array, shape (C1, C2)
+
+    References
+    ----------
+    .. [1] L. A. Ortega, S. Rodríguez-Santana, D. Hernández-Lobato, "Scalable Linearized Laplace
+       Approximation via Surrogate Neural Kernel", arXiv:2601.21835 (2026), §2.2, eqs. (3)–(4).
     """
     J1, J2 = _pair(J1, J2)
     _check_dist(dist)
@@ -111,15 +118,21 @@ def jvp_ntk_estimate(
 def ntk_estimate_variance(
     J1: Array, J2: Array | None = None, *, dist: Dist = "rademacher", num_probes: int = 1
 ) -> Array:
-    """Exact entrywise variance of :func:`jvp_ntk_estimate` (SPEC.md §7, any C).
+    """Exact entrywise variance of :func:`jvp_ntk_estimate`, for any number C of outputs.
 
     ``Var[K̂_ab] = ((u·w)² + ‖u‖²‖w‖² − 2·[Rademacher] Σ_i u_i² w_i²) / s`` with
-    ``u = J1[a]``, ``w = J2[b]``. For C = 1 and J2 = J1 this reduces to the paper's eqs. (5)
-    and (6) (surrogate-ntk-lla.txt §2.2).
+    ``u = J1[a]``, ``w = J2[b]``, from the fourth moments of the probes (module docstring).
+    For C = 1 and J2 = J1 this reduces to eqs. (5) and (6) of [1]_; for C > 1 those
+    formulas do not hold.
 
     Returns
     -------
     array, shape (C1, C2)
+
+    References
+    ----------
+    .. [1] L. A. Ortega, S. Rodríguez-Santana, D. Hernández-Lobato, "Scalable Linearized Laplace
+       Approximation via Surrogate Neural Kernel", arXiv:2601.21835 (2026), §2.2, eqs. (4)–(6).
     """
     J1, J2 = _pair(J1, J2)
     _check_dist(dist)
@@ -135,10 +148,15 @@ def ntk_estimate_variance(
 
 
 def paper_ntk_variance(J: Array, *, dist: Dist = "rademacher") -> float:
-    """The paper's variance formula, eqs. (5)–(6) of surrogate-ntk-lla.txt, verbatim.
+    """The paper's variance formula, eqs. (5)–(6) of [1]_, verbatim.
 
     ``2 tr(JᵀJ)²`` (Gaussian), minus ``2‖diag(JᵀJ)‖²`` (Rademacher): one number per Jacobian
     J(x) ∈ ℝ^{C×p}. Correct for C = 1; for C > 1 compare with :func:`ntk_estimate_variance`.
+
+    References
+    ----------
+    .. [1] L. A. Ortega, S. Rodríguez-Santana, D. Hernández-Lobato, "Scalable Linearized Laplace
+       Approximation via Surrogate Neural Kernel", arXiv:2601.21835 (2026), §2.2, eqs. (5)–(6).
     """
     J = _jacobian(J, "J")
     _check_dist(dist)

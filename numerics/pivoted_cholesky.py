@@ -1,7 +1,9 @@
-"""Greedy-Laplace kernels: diagonally pivoted partial Cholesky of Ω_KK (SPEC §4).
+"""Greedy-Laplace kernels: diagonally pivoted partial Cholesky of Ω_KK.
 
-Greedy-Laplace (subnetwork-laplace-optimality.txt Alg. 2) is computed as a diagonally
-pivoted partial Cholesky of Ω_KK (SPEC §4) written in the GGN factor: Ω_KK = A_Kᵀ A_K with
+Greedy-Laplace (Alg. 2 of Raha, Khare & Patra, arXiv:2605.09075) deletes, at each step, the
+coordinate with the largest diagonal of the current Schur complement. That is exactly a
+diagonally pivoted partial Cholesky of Ω_KK (docs/mathematics.md, "Greedy-Laplace is
+diagonally pivoted partial Cholesky"), here written in the GGN factor: Ω_KK = A_Kᵀ A_K with
 A = [J_w; V^{1/2}], and the Schur complement after the pivots T is
 J_Rᵀ M_T J_R + V_R with M_T = I − Σ_t y_t y_tᵀ (N' × N'), y_t = M_{t−1} j_{s_t} / √d_{s_t}.
 Only the diagonal d must be current for all m candidates; it is kept exactly current on a

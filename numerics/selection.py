@@ -1,4 +1,4 @@
-"""Sub-network selection: Gradient-Laplace, Greedy-Laplace and the baselines (SPEC §4).
+"""Sub-network selection: Gradient-Laplace, Greedy-Laplace and the baselines.
 
 Every method returns a host ``numpy.ndarray`` of int64: distinct parameter indices in
 selection order (so prefixes of one call are the nested subsets of smaller k where the
@@ -6,9 +6,13 @@ method is nested: Gradient-Laplace, Subnet-Diagonal, Last-k, Random, largest mag
 Ties always go to the lowest index (or, inside Greedy-Laplace, the lowest candidate
 position).
 
-Greedy-Laplace (subnetwork-laplace-optimality.txt Alg. 2) is computed as a diagonally
-pivoted partial Cholesky of Ω_KK (SPEC §4) by the kernels in
-:mod:`laplace_lab.numerics.pivoted_cholesky`.
+The methods are those of S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace
+Approximations: New Results and Methods", arXiv:2605.09075 (2026), §3 and App. B, plus
+laplace-torch's and Daxberger et al.'s rules (docs/mathematics.md, "Sub-network
+selection"). Greedy-Laplace (Alg. 2) is computed as a diagonally pivoted partial Cholesky of
+Ω_KK — the same selected sequence as the algorithm box, at O(mk²) instead of O(m²k) plus
+copies (docs/mathematics.md, "Greedy-Laplace is diagonally pivoted partial Cholesky") — by
+the kernels in :mod:`laplace_lab.numerics.pivoted_cholesky`.
 """
 
 from __future__ import annotations
@@ -62,9 +66,16 @@ def gradient_laplace(scores: Any, k: int) -> np.ndarray:
     Parameters
     ----------
     scores : (p,) array
-        s_i = (1/|R|) Σ_{x∈R} w(x) g_i(x)² (SPEC §4); e.g. :meth:`GGN.scores`.
+        s_i = (1/|R|) Σ_{x∈R} w(x) g_i(x)² over a reference set R, with w = 1
+        (regression) or p(1 − p) (binary); for C classes the squared column norms of the
+        weighted Jacobian; e.g. :meth:`GGN.scores`.
     k : int
         Subset size, 1 ≤ k ≤ p.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §3, Alg. 1.
     """
     s = _host_vector(scores, "scores")
     return _top(s, subset_size(k, s.size, low=1))
@@ -74,6 +85,13 @@ def subnet_diagonal(ggn: GGN, k: int) -> np.ndarray:
     """Subnet-Diagonal (App. B): the k smallest diagonal entries of Ω, ascending.
 
     Equal to the k largest diagonal-Laplace marginal variances 1/Ω_ii (Daxberger et al.).
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), App. B (Subnet diagonal).
+    .. [2] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §5.
     """
     d = to_numpy(ggn.diagonal()).astype(np.float64)
     return _top(-d, subset_size(k, d.size, low=1))
@@ -82,7 +100,9 @@ def subnet_diagonal(ggn: GGN, k: int) -> np.ndarray:
 def largest_diag_variance(ggn: GGN, k: int) -> np.ndarray:
     """laplace-torch's LargestVarianceDiagLaplaceSubnetMask: the k largest 1/Ω_ii.
 
-    The same rule as :func:`subnet_diagonal` (SPEC §4: one implementation, two names).
+    The same rule as :func:`subnet_diagonal`: a diagonal Laplace has marginal variances
+    1/Ω_ii, so its largest variances are the smallest diagonal entries of Ω — one
+    implementation, two names.
     """
     return subnet_diagonal(ggn, k)
 
@@ -90,7 +110,13 @@ def largest_diag_variance(ggn: GGN, k: int) -> np.ndarray:
 def largest_marginal_variance(ggn: GGN, k: int) -> np.ndarray:
     """Daxberger's Wasserstein rule with exact marginals: the k largest entries of diag(Ω⁻¹).
 
-    subnetwork-inference.txt eq. (23); diag(Ω⁻¹) by Woodbury without a p×p matrix (SPEC §4).
+    Minimises eq. (23) of [1]_ with exact marginals; diag(Ω⁻¹) by Woodbury without a p×p
+    matrix (docs/mathematics.md, "Woodbury predictive").
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §5 eq. (23).
     """
     var = to_numpy(marginal_variance(ggn)).astype(np.float64)
     return _top(var, subset_size(k, var.size, low=1))
@@ -99,7 +125,14 @@ def largest_marginal_variance(ggn: GGN, k: int) -> np.ndarray:
 def last_k(p: int, k: int) -> np.ndarray:
     """Last-k (App. B): the final k indices of the flat parameter vector, last one first.
 
-    Ordered p−1, p−2, …, p−k so that prefixes are the Last-k subsets of smaller k.
+    Ordered p−1, p−2, …, p−k so that prefixes are the Last-k subsets of smaller k. App. B
+    (and App. C.3) of [1]_ define Last-k as the trailing k parameters; the sentence in §4
+    that says {1, …, k} is not followed (docs/mathematics.md, "Corrections to the papers").
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), App. B.
     """
     p = subset_size(p, 1 << 62, "p", low=1)
     return np.arange(p - 1, p - 1 - subset_size(k, p, low=1), -1, dtype=np.int64)
@@ -113,6 +146,11 @@ def neural_linear(layout: Sequence[int]) -> np.ndarray:
     layout : sequence of int
         Parameter counts per layer, first layer first (weights + bias of each layer), e.g.
         ``[91*200, 201*200, 201*200, 201]`` for the 3×200 MLP on 90 inputs.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), App. B.
     """
     sizes = np.asarray(layout)
     if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.integer):
@@ -150,8 +188,13 @@ def greedy_laplace_reference(
     K = Gradient-Laplace top-m by ``scores`` (m = ``n_candidates``, default min(2k, p));
     Ω⁽¹⁾ = Ω_KK; for t = 1..k: s* = argmax diag(Ω⁽ᵗ⁾) (ties: lowest candidate position),
     Ω⁽ᵗ⁺¹⁾ = Ω⁽ᵗ⁾_{−s*,−s*} − Ω⁽ᵗ⁾_{−s*,s*} Ω⁽ᵗ⁾_{s*,−s*} / Ω⁽ᵗ⁾_{s*s*}
-    (subnetwork-laplace-optimality.txt Alg. 2). Cost O(m²k) flops plus an O(m²) copy per
-    step; kept literal on purpose. NumPy float64.
+    (Alg. 2 of [1]_). Cost O(m²k) flops plus an O(m²) copy per step; kept literal on
+    purpose. NumPy float64.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §3, Alg. 2.
     """
     A = np.asarray(to_numpy(as_float(omega, "omega")), dtype=np.float64)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
@@ -176,7 +219,7 @@ def greedy_laplace_reference(
 def greedy_laplace(
     ggn: GGN, k: int, *, n_candidates: int | None = None, scores: Any = None
 ) -> np.ndarray:
-    """Greedy-Laplace (Alg. 2) as a blocked, diagonally pivoted partial Cholesky (SPEC §4).
+    """Greedy-Laplace (Alg. 2 of [1]_) as a blocked, diagonally pivoted partial Cholesky.
 
     Returns exactly the ordered S of :func:`greedy_laplace_reference` on Ω = ``ggn``: the
     candidates K are the top-m ``scores`` (default :meth:`GGN.scores`, m = ``n_candidates``,
@@ -202,6 +245,20 @@ def greedy_laplace(
         m, the Gradient-Laplace pre-selection size, k ≤ m ≤ p.
     scores : (p,) array, optional
         Scores ranking the candidates (e.g. over a test reference set).
+
+    Notes
+    -----
+    Eliminating pivot s from the current matrix is one step of Cholesky with pivot s, and
+    the Schur complement's diagonal is the old one minus the square of the new Cholesky
+    column, so "largest diagonal of the Schur complement" is "largest remaining d" — the
+    selected sequence is identical to the box's (docs/mathematics.md, "Greedy-Laplace is
+    diagonally pivoted partial Cholesky"). The algorithm box, not the paper's prose about
+    "greatest variability", is followed: the box picks the largest precision diagonal.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §3, Alg. 2; candidate count m: App. C.3.
     """
     if not isinstance(ggn, GGN):
         raise TypeError(f"ggn must be a GGN; got {type(ggn).__name__}")

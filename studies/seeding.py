@@ -1,5 +1,4 @@
-"""Per-replication seeds keyed by (study, parameters, replication) — DESIGN "Performance and
-reliability".
+"""Per-replication seeds keyed by (study, parameters, replication), for reproducible studies.
 
 The key is hashed (:func:`laplace_lab._random.keyed_seed`: SHA-256 of a canonical JSON
 text, the same function that seeds the paper claims) into the entropy of a

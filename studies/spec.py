@@ -1,7 +1,8 @@
 """The declaration of a Monte Carlo study: a parameter grid × replications of a pure function.
 
-DESIGN "studies own the loops, not the maths": a study declares what to vary and what to
-measure; :mod:`laplace_lab.studies.runner` owns seeding, the store, executors, progress and plots.
+Studies own the loops, not the mathematics: a study declares what to vary and what to
+measure (a pure ``run_one(params, rng) -> dict``); :mod:`laplace_lab.studies.runner` owns
+seeding, the store, executors, progress and plots.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """Experiment 1 of the optimality paper on real networks: W2 and coverage of sub-network Laplace.
 
-subnetwork-laplace-optimality.txt §5.1 and App. C: train the MAP → per-sample Jacobians
-(torch.func) → GGN → every selection method over a k-grid → per-test-point
-W2(x*) = |σ_full(x*) − σ_method(x*)| (SPEC §1; σ² = σ0² + PV for the regression target,
-PV for logits) averaged over the test points, and 95% coverage
-mean 1{|f_ref − f_MAP| ≤ 1.96 σ} — mean ± standard error over seeds. Full linearized
-Laplace is the reference; KFAC-Laplace (:mod:`laplace_lab.studies.kfac`) and a deep ensemble are
-k-independent references (App. B, C.1 "Deep-Ensemble overlay").
+Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2605.09075,
+§5.1 and App. C: train the MAP → per-sample Jacobians (torch.func) → GGN → every selection
+method over a k-grid → per-test-point W2(x*) = |σ_full(x*) − σ_method(x*)| (σ² = σ0² + PV for
+the regression target, PV for logits; docs/mathematics.md, "Metrics") averaged over the test
+points, and 95% coverage mean 1{|f_ref − f_MAP| ≤ 1.96 σ} — mean ± standard error over seeds.
+Full linearized Laplace is the reference; KFAC-Laplace (:mod:`laplace_lab.studies.kfac`) and a
+deep ensemble are k-independent references (App. B, C.1 "Deep-Ensemble overlay").
 
 Nested methods (Gradient-Laplace, Subnet-Diagonal, Last-k, Random, largest magnitude) are
-evaluated along their one order: prefixes k ≤ N' from one Cholesky (SPEC §1 "nested
-prefixes"), k > N' by Woodbury on J_w[:, S]. Greedy-Laplace is run per k with the paper's
+evaluated along their one order: prefixes k ≤ N' from one Cholesky (docs/mathematics.md,
+"Nested prefixes"), k > N' by Woodbury on J_w[:, S]. Greedy-Laplace is run per k with the paper's
 candidate count m = min(2k + 1000, p − 1) capped at 30,000 (App. C.3), or 2k.
 
 σ0² is the residual mean squared error of the MAP on the training split (App. C.1) or, with
@@ -197,7 +197,7 @@ def _ggn(task: str, J: np.ndarray, f: np.ndarray, noise_var: float, alpha: float
 def _variance_along(ggn: GGN, G: np.ndarray, order: np.ndarray, ks: list[int]) -> np.ndarray:
     """PV(order[:k]) for k in ks (host NumPy GGN): nested prefixes share their work.
 
-    k ≤ N': one Cholesky of Ω_oo (SPEC §1, cumulative sums). k > N': Woodbury on the
+    k ≤ N': one Cholesky of Ω_oo (cumulative sums of z², z = L⁻¹g_o). k > N': Woodbury on the
     N'×N' kernel I + J_S D J_Sᵀ, whose Gram K and cross term R = J_S D G_Sᵀ are accumulated
     along the order (each column block is touched once for all larger k), so the cost is
     O(N'² k_max + N' k_max M) plus one N'×N' Cholesky per k.
@@ -218,7 +218,7 @@ def _variance_along(ggn: GGN, G: np.ndarray, order: np.ndarray, ks: list[int]) -
     gdg = np.zeros(Gr.shape[0])
     done = 0
     for k in big:
-        for a in range(done, k, 4096):  # blocks of ≤ 4096 columns (SPEC §0 BLAS hazard)
+        for a in range(done, k, 4096):  # blocks of ≤ 4096 columns (OpenBLAS syrk hazard)
             idx = order[a : min(a + 4096, k)]
             JD = Jw[:, idx] * D[idx]
             Gb = Gr[:, idx]
@@ -254,10 +254,15 @@ def run_seed(config: ExperimentConfig, *, rng: np.random.Generator | int) -> See
 
     ``config.torch_threads`` (default 1) bounds torch's intra-op threads for the duration of
     the call (restored afterwards): small MLPs train several times faster on one thread on a
-    shared 2-core machine (measured: 3.9 s vs 30 s for the same 300 steps under load).
-    ``config.blas_threads`` (default 1) likewise bounds NumPy's BLAS pool (threadpoolctl):
-    the N'×N' Cholesky and Gram products of one seed run 2–3× faster on one thread when
-    the two cores are shared (measured: Boston Setup D, 7.9 s vs 14.3 s for three seeds).
+    shared 2-core machine. ``config.blas_threads`` (default 1) likewise bounds NumPy's BLAS
+    pool (threadpoolctl): the N'×N' Cholesky and Gram products of one seed run faster on one
+    thread when the two cores are shared (docs/performance.md, "One torch thread for small
+    networks").
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §5.1 and App. C.
     """
     from threadpoolctl import threadpool_limits
 

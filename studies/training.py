@@ -1,6 +1,7 @@
 """MAP training with the papers' recipes, deterministic seeds, and the σ0² plug-in.
 
-subnetwork-laplace-optimality.txt App. C.1 (Adam 1e-3, batch 256, 100 epochs, cosine
+Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations",
+arXiv:2605.09075: App. C.1 (Adam 1e-3, batch 256, 100 epochs, cosine
 annealing T_max = epochs, η_min = 0, MSE), App. C.2 (SGD + Nesterov 0.9, lr 0.1, weight
 decay 1e-4, batch 128, cosine, BCE), App. C.5 (the same with cross-entropy), App. C.6
 (Adam 1e-2, cosine). The N(0, 1/α) prior enters the MAP objective as the penalty

@@ -1,6 +1,7 @@
 """Neural Thompson sampling on the Wheel Bandit with sub-network Laplace posteriors.
 
-*subnetwork-laplace-optimality* §5.2 and App. D.2. The reward model f_θ(x, a) is the 2×100
+Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2605.09075,
+§5.2 and App. D.2. The reward model f_θ(x, a) is the 2×100
 ReLU MLP on the context and a one-hot arm (:func:`laplace_lab.studies.models.bandit_net`, p =
 11,001). One run:
 
@@ -70,9 +71,9 @@ class BanditConfig:
     ``k`` is ignored by ``"map"`` and ``"neural_linear"``. ``noise_floor`` is the lower
     bound of the residual estimate of σ0² (the environment's true σ0² is 1e-4).
     ``torch_threads`` bounds torch's intra-op threads during the run (restored afterwards;
-    None leaves them alone): the small batches run far faster on one thread on a shared
-    machine (measured: 6 runs at T = 200 took 92 s on torch's default threads under load,
-    about 8 s on one).
+    None leaves them alone): the small batches run an order of magnitude faster on one
+    thread on a shared machine (docs/performance.md, "One torch thread for the Wheel
+    Bandit").
     """
 
     method: str = "gradient_laplace"
@@ -170,8 +171,13 @@ def select_subnetwork(
 ) -> np.ndarray:
     """The sub-network S of ``method`` on the replay inputs ``X`` (module docstring).
 
-    subnetwork-laplace-optimality.txt Alg. 1 (Gradient-Laplace), Alg. 2 (Greedy-Laplace),
-    App. B (Subnet-Diagonal, Last-k, NeuralLinear). Returns indices into the flat θ.
+    Alg. 1 (Gradient-Laplace), Alg. 2 (Greedy-Laplace) and App. B (Subnet-Diagonal, Last-k,
+    NeuralLinear) of [1]_. Returns indices into the flat θ.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §3 (Algs. 1–2) and App. B.
     """
     if method not in METHODS or method == "map":
         raise ValueError(f"method must be one of {METHODS[1:]}; got {method!r}")

@@ -1,4 +1,8 @@
-"""The Wheel Bandit environment (Riquelme et al. 2018; *subnetwork-laplace-optimality* App. D.1).
+"""The Wheel Bandit environment (Riquelme et al. 2018; Raha, Khare & Patra, App. D.1).
+
+References: C. Riquelme, G. Tucker, J. Snoek, "Deep Bayesian Bandits Showdown", ICLR 2018;
+S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+Results and Methods", arXiv:2605.09075 (2026), App. D.1.
 
 Contexts x are uniform on the unit disk. Five arms: arm 0 is the central arm, arms 1–4 the
 outer arms, one per quadrant. For ‖x‖ > δ the outer arm of x's quadrant pays N(μ_h, σ_h²);

@@ -1,9 +1,11 @@
 """Exact, small-p mathematics of Laplace approximations: the ground truth (NumPy/SciPy/SymPy).
 
-The sub-network Laplace theory of Raha, Khare & Patra (*subnetwork-laplace-optimality*):
-the idealized predictive variance IPV(S) (§4 eq. 8), the discrepancy Dis(S), the matrix
-classes of Theorems 2–3 (C_PI, ε-diagonally dominant), exhaustive search over subsets, and
-executable forms of Theorems 1–3 (Appendix A).
+The sub-network Laplace theory of S. Raha, K. Khare, R. K. Patra, "Optimality of
+Sub-network Laplace Approximations: New Results and Methods", arXiv:2605.09075 (2026): the
+idealized predictive variance IPV(S) (§4 eq. 8), the discrepancy Dis(S), the matrix classes
+of Theorems 2–3 (C_PI, ε-diagonally dominant), exhaustive search over subsets, and
+executable forms of Theorems 1–3 (Appendix A). Also the self-supervised Laplace
+approximations (SSLA / ASSLA) of Rodemann et al., arXiv:2605.12208, on conjugate models.
 """
 
 from laplace_lab.theory.classes import (
@@ -26,7 +28,7 @@ from laplace_lab.theory.theorems import (
     theorem1_decomposition,
 )
 
-# --- self-supervised Laplace (SSLA / ASSLA) on conjugate models: issue #3 ---------------
+# --- Self-supervised Laplace (SSLA / ASSLA) on conjugate models ------------------------
 # isort: split
 from laplace_lab.theory.conjugate import NormalNormal, PoissonGamma
 from laplace_lab.theory.conjugate_regression import (
@@ -44,7 +46,7 @@ from laplace_lab.theory.predictive_dists import DiscretePredictive, QuadraturePr
 from laplace_lab.theory.rates import RateFit, fit_rate
 from laplace_lab.theory.ssla import ssla_log_predictive, ssla_predictive
 
-# --- end of issue #3 block --------------------------------------------------------------
+# --- end of the SSLA / ASSLA block -------------------------------------------------------
 
 __all__ = [
     "CPIDecomposition",
@@ -70,7 +72,7 @@ __all__ = [
     "theorem1_decomposition",
 ]
 
-# self-supervised Laplace (issue #3)
+# Self-supervised Laplace (SSLA / ASSLA) on conjugate models
 __all__ += [
     "BayesianLinearRegression",
     "DiscretePredictive",

@@ -1,8 +1,10 @@
 """Matrix classes of the sub-network Laplace theorems, their tests and random generators.
 
-- C_PI (*subnetwork-laplace-optimality* §4, before Theorem 2): Λ = D + C with D diagonal,
-  D > 0, and C PSD and permutation-invariant. Permutation invariance forces
-  C = a·I + b·11ᵀ, and C is PSD iff a ≥ 0 and a + p·b ≥ 0, so b may be negative (SPEC §3).
+- C_PI (Raha, Khare & Patra, arXiv:2605.09075, §4, before Theorem 2): Λ = D + C with D
+  diagonal, D > 0, and C PSD and permutation-invariant. Permutation invariance forces
+  C = a·I + b·11ᵀ (a permutation-invariant matrix has one common diagonal and one common
+  off-diagonal value), and C is PSD iff a ≥ 0 and a + p·b ≥ 0 (its eigenvalues are a and
+  a + p·b), so b may be negative.
 - ε-diagonally dominant (Appendix A.5): ε Λ_ii > Σ_{j≠i} |Λ_ij| for every i, 0 < ε < 1.
 - General PSD matrices with a chosen rank or condition number (for Theorem 1).
 """
@@ -36,7 +38,9 @@ class CPIDecomposition(NamedTuple):
 
 
 def cpi_matrix(d: object, a: float, b: float) -> np.ndarray:
-    """The C_PI matrix Λ = diag(d) + a·I + b·11ᵀ (§4, class C_PI; SPEC §3).
+    """The C_PI matrix Λ = diag(d) + a·I + b·11ᵀ (class C_PI of [1]_, §4).
+
+    C = a·I + b·11ᵀ is PSD iff its eigenvalues a and a + p·b are ≥ 0, so b may be negative.
 
     Parameters
     ----------
@@ -44,6 +48,11 @@ def cpi_matrix(d: object, a: float, b: float) -> np.ndarray:
         The positive diagonal of D.
     a, b : float
         The permutation-invariant part C = a·I + b·11ᵀ; needs a ≥ 0 and a + p·b ≥ 0.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §4, definition of C_PI before Theorem 2.
     """
     d = real_array(d, "d").astype(np.float64)
     if d.ndim != 1 or d.size == 0:
@@ -102,7 +111,13 @@ def is_cpi(
 
 
 def is_diagonally_dominant(Lam: object, eps: float) -> bool:
-    """True iff ε Λ_ii > Σ_{j≠i} |Λ_ij| for every i (Appendix A.5), 0 < ε < 1."""
+    """True iff ε Λ_ii > Σ_{j≠i} |Λ_ij| for every i (Appendix A.5 of [1]_), 0 < ε < 1.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), Appendix A.5 (definition used by Theorem 3).
+    """
     L = real_array(Lam, "Lam").astype(np.float64)
     if L.ndim != 2 or L.shape[0] != L.shape[1] or L.shape[0] == 0:
         raise ValueError(f"Lam must be a non-empty square matrix; got shape {L.shape}")

@@ -1,6 +1,9 @@
 """Conjugate models with analytic posterior predictives: the ground truth for SSLA / ASSLA.
 
-self-supervised-laplace.txt §5 and App. B.1 (eqs. 30–35); binding form SPEC §6.
+The conjugate checks of J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised
+Laplace Approximation for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §5
+and App. B.1 (eqs. 30–35); the closed forms are collected in docs/mathematics.md, "Analytic
+predictives" and "Closed forms".
 
 Every model works on **sufficient statistics**, so the paper's n = 10⁶ costs one pass over
 the data and adding the self-predicted point ŷ is an O(1) update of the statistics
@@ -46,7 +49,7 @@ class NormalStats(NamedTuple):
 
 
 class NormalNormal(ConjugateModel):
-    """x_i ~ N(μ, σ²) with σ² known, μ ~ N(μ0, τ0²) (App. B.1.1, eqs. 30–33).
+    """x_i ~ N(μ, σ²) with σ² known, μ ~ N(μ0, τ0²) (App. B.1.1 of [1]_, eqs. 30–33).
 
     Parameters
     ----------
@@ -54,6 +57,12 @@ class NormalNormal(ConjugateModel):
         μ0 and τ0² > 0.
     noise_var : float
         The known observation variance σ² > 0.
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation
+       for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, App. B.1.1, eqs.
+       (30)–(33).
     """
 
     gaussian_linear = True
@@ -154,12 +163,18 @@ class PoissonStats(NamedTuple):
 
 
 class PoissonGamma(ConjugateModel):
-    """x_i ~ Poi(λ), λ ~ Gamma(shape α, rate β) (App. B.1.2, eqs. 34–35).
+    """x_i ~ Poi(λ), λ ~ Gamma(shape α, rate β) (App. B.1.2 of [1]_, eqs. 34–35).
 
     Parameters
     ----------
     shape, rate : float
         α > 0 and β > 0 of the Gamma prior.
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation
+       for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, App. B.1.2, eqs.
+       (34)–(35).
     """
 
     discrete = True

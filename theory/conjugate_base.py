@@ -1,9 +1,11 @@
 """The common interface of the conjugate models (theory.conjugate, theory.conjugate_regression)
 and their input validators.
 
-self-supervised-laplace.txt §3–5; SPEC §6. A model implements vectorised private methods on
-sufficient statistics; :class:`ConjugateModel` turns them into the public API (posterior,
-predictive, log-likelihood, observed Fisher information, MLE, MAP, sampling).
+The models behind the SSLA / ASSLA checks of Rodemann et al., "Self-Supervised Laplace
+Approximation for Bayesian Uncertainty Quantification", arXiv:2605.12208, §3–5. A model
+implements vectorised private methods on sufficient statistics; :class:`ConjugateModel`
+turns them into the public API (posterior, predictive, log-likelihood, observed Fisher
+information, MLE, MAP, sampling).
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class ConjugateModel(abc.ABC):
     """A conjugate model: likelihood, prior, Fisher information and the analytic predictive.
 
     Subclasses implement the private, vectorised methods on sufficient statistics; this
-    class supplies the public API of the issue (``posterior``, ``predictive``, …).
+    class supplies the public API (``posterior``, ``predictive``, …).
     """
 
     #: dimension q of θ

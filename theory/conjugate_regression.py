@@ -1,9 +1,11 @@
 """Conjugate Bayesian linear regression: known noise (Gaussian predictive) and the
 normal–inverse-gamma prior (unknown noise, Student-t predictive).
 
-self-supervised-laplace.txt §5 ("conjugate Bayesian linear regression"); SPEC §6:
-known σ²: predictive N(x*ᵀm_n, σ² + x*ᵀS_n x*), S_n = (S0⁻¹ + XᵀX/σ²)⁻¹,
-m_n = S_n(S0⁻¹m0 + Xᵀy/σ²). Data are ``(X, y)``; the statistics are (n, XᵀX, Xᵀy, yᵀy).
+Rodemann et al., "Self-Supervised Laplace Approximation for Bayesian Uncertainty
+Quantification", arXiv:2605.12208, §5, lists a "conjugate Bayesian linear regression" among
+its conjugate checks (without formulas; the standard ones are used). Known σ²: predictive
+N(x*ᵀm_n, σ² + x*ᵀS_n x*), S_n = (S0⁻¹ + XᵀX/σ²)⁻¹, m_n = S_n(S0⁻¹m0 + Xᵀy/σ²). Data are
+``(X, y)``; the statistics are (n, XᵀX, Xᵀy, yᵀy).
 """
 
 from __future__ import annotations
@@ -128,7 +130,11 @@ class _Regression(ConjugateModel):
 
 
 class BayesianLinearRegression(_Regression):
-    """y_i = x_iᵀw + ε_i, ε_i ~ N(0, σ²) known, w ~ N(m0, S0) (SPEC §6).
+    """y_i = x_iᵀw + ε_i, ε_i ~ N(0, σ²) known, w ~ N(m0, S0).
+
+    The analytic predictive is N(x*ᵀm_n, σ² + x*ᵀS_n x*) with S_n = (S0⁻¹ + XᵀX/σ²)⁻¹ and
+    m_n = S_n(S0⁻¹m0 + Xᵀy/σ²). Gaussian-linear: the posterior (log-joint) SSLA variant is
+    exact for it.
 
     Parameters
     ----------
@@ -136,6 +142,12 @@ class BayesianLinearRegression(_Regression):
     prior_cov : array (d, d), positive definite
     noise_var : float
         σ² > 0.
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation
+       for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §5 (conjugate Bayesian
+       linear regression).
     """
 
     gaussian_linear = True

@@ -1,13 +1,15 @@
 """The idealized predictive variance IPV(S) and the discrepancy Dis(S).
 
-Raha, Khare & Patra, *subnetwork-laplace-optimality*, §4 eq. (8) and Appendix A.2 eq. (18):
+S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+Results and Methods", arXiv:2605.09075 (2026), §4 eq. (8) and Appendix A.2 eq. (18):
 
     IPV(S) = (σ0²/N) · tr( (Λ_SS + c V_SS)⁻¹ Λ_SS ),   c = σ0²/N,
 
 computed from one Cholesky factor R of A = Λ_SS + cV_SS (positive definite because V > 0)
 as (σ0²/N) · Σ_i (R⁻¹Λ_SSR⁻ᵀ)_ii: a sum of non-negative terms, accurate relative to IPV
 itself even when Λ ≪ cV, and — because row i of R⁻¹ only involves the first i indices —
-its prefix sums are the IPVs of all prefixes (SPEC §2).
+its prefix sums are the IPVs of all prefixes (docs/mathematics.md, "IPV along nested
+prefixes").
 """
 
 from __future__ import annotations
@@ -58,10 +60,10 @@ def _ipv_terms(
     """The k terms whose prefix sums are tr(A_k⁻¹Λ_k), their rounding bounds, and R⁻¹.
 
     With A = Λ_oo + cV_oo = RRᵀ, term i is (R⁻¹ΛR⁻ᵀ)_ii = 1 − c·Σ_j (R⁻¹)_ij² v_j ∈ [0, 1]
-    (SPEC §2). Both forms involve only the first i indices, since (R⁻¹)_{1:k,1:k} =
-    (R_{1:k,1:k})⁻¹. The *direct* form Σ_j (R⁻¹Λ)_ij (R⁻¹)_ij is accurate when Λ ≪ cV, the
-    *complement* form when Λ ≫ cV; each term uses the form with the smaller rounding bound
-    γ·(|R⁻¹||Λ||R⁻¹|ᵀ)_ii resp. γ·c·Σ_j (R⁻¹)_ij² v_j + 2·eps, γ = 10(k+1)·eps.
+    (since R⁻¹AR⁻ᵀ = I). Both forms involve only the first i indices, since
+    (R⁻¹)_{1:k,1:k} = (R_{1:k,1:k})⁻¹. The *direct* form Σ_j (R⁻¹Λ)_ij (R⁻¹)_ij is accurate
+    when Λ ≪ cV, the *complement* form when Λ ≫ cV; each term uses the form with the smaller
+    rounding bound γ·(|R⁻¹||Λ||R⁻¹|ᵀ)_ii resp. γ·c·Σ_j (R⁻¹)_ij² v_j + 2·eps, γ = 10(k+1)·eps.
     """
     Rinv = _inverse_factor(Lam, order, c, v)
     LamS = Lam[np.ix_(order, order)]
@@ -78,7 +80,7 @@ def _ipv_terms(
 
 
 def _ipv_prefixes(Lam: np.ndarray, order: np.ndarray, scale: float, c: float, v: np.ndarray):
-    """IPV of every prefix order[:k], k = 1..len(order) (SPEC §2, "nested prefixes"):
+    """IPV of every prefix order[:k], k = 1..len(order) (prefix sums of one factor):
     (σ0²/N) times the prefix sums of :func:`_ipv_terms`. Each term lies in [0, 1] (rounding
     outside is clipped, toward the truth), so the path is non-decreasing in floating point."""
     return scale * np.cumsum(_ipv_terms(Lam, order, c, v)[0])
@@ -94,7 +96,7 @@ def ipv(
 ) -> float:
     """Idealized predictive variance IPV(S) of a sub-network.
 
-    IPV(S) = (σ0²/N) · tr((Λ_SS + (σ0²/N) V_SS)⁻¹ Λ_SS)   (eq. 8, trace form eq. 18).
+    IPV(S) = (σ0²/N) · tr((Λ_SS + (σ0²/N) V_SS)⁻¹ Λ_SS)   (eq. 8 of [1]_, trace form eq. 18).
 
     Parameters
     ----------
@@ -113,6 +115,12 @@ def ipv(
     -------
     float
         IPV(S) ≥ 0.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace
+       Approximations: New Results and Methods", arXiv:2605.09075 (2026), §4 eq. (8);
+       trace form: Appendix A.2 eq. (18).
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     idx = subset(S, L.shape[0])
@@ -124,7 +132,13 @@ def ipv(
 def ipv_full(
     Lam: object, *, n: float, noise_var: float = 1.0, prior_precision: float | np.ndarray = 1.0
 ) -> float:
-    """IPV_full = IPV({1, …, p}) (§4, after eq. 8); arguments as in :func:`ipv`."""
+    """IPV_full = IPV({1, …, p}) (§4, after eq. 8 of [1]_); arguments as in :func:`ipv`.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace
+       Approximations: New Results and Methods", arXiv:2605.09075 (2026), §4.
+    """
     p = np.shape(Lam)[0] if np.ndim(Lam) == 2 else 0
     return ipv(Lam, np.arange(p), n=n, noise_var=noise_var, prior_precision=prior_precision)
 
@@ -140,6 +154,12 @@ def discrepancy(
     """Dis(S) = IPV_full − IPV(S) (§4; ≥ 0 by Theorem 1, so no absolute value is needed).
 
     Arguments as in :func:`ipv`. Returns a float ≥ 0 up to roundoff.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace
+       Approximations: New Results and Methods", arXiv:2605.09075 (2026), §4
+       (definition of Dis(S) and Theorem 1).
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     idx = subset(S, L.shape[0])
@@ -158,14 +178,21 @@ def ipv_path(
 ) -> np.ndarray:
     """IPV of every prefix order[:1], order[:2], …, from one Cholesky factor.
 
-    Entry k−1 of the result is IPV(order[:k]) (SPEC §2; the trace form eq. 18 evaluated
-    with (R⁻¹)_{1:k,1:k} = (R_{1:k,1:k})⁻¹ for the Cholesky factor R of Λ_oo + cV_oo).
+    Entry k−1 of the result is IPV(order[:k]): the trace form eq. (18) of [1]_ evaluated
+    with (R⁻¹)_{1:k,1:k} = (R_{1:k,1:k})⁻¹ for the Cholesky factor R of Λ_oo + cV_oo, so all
+    prefixes share one factorisation (docs/mathematics.md, "IPV along nested prefixes").
     Cost O(m³/3) for all m prefixes instead of O(m⁴/12) for separate calls.
 
     Returns
     -------
     (len(order),) ndarray
         Non-decreasing by Theorem 1 (up to roundoff).
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace
+       Approximations: New Results and Methods", arXiv:2605.09075 (2026), §4
+       eq. (8), Appendix A.2 eq. (18).
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     idx = subset(order, L.shape[0], "order")
@@ -177,10 +204,16 @@ def ipv_path(
 def ipv_classification(
     LamC: object, S: object, *, n: float, prior_precision: float | np.ndarray = 1.0
 ) -> float:
-    """Classification IPV_C(S) (Appendix A.3).
+    """Classification IPV_C(S) (Appendix A.3 of [1]_).
 
     IPV_C(S) = (1/N) · E[ū ḡ_Sᵀ (Λ^C_SS + V_SS/N)⁻¹ ḡ_S] = (1/N) · tr((Λ^C_SS + V_SS/N)⁻¹ Λ^C_SS),
     with Λ^C = E[ū(x) ḡ(x) ḡ(x)ᵀ] and ū the Bernoulli variance: the regression IPV with
     σ0² = 1 and Λ replaced by Λ^C.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace
+       Approximations: New Results and Methods", arXiv:2605.09075 (2026),
+       Appendix A.3.
     """
     return ipv(LamC, S, n=n, noise_var=1.0, prior_precision=prior_precision)

@@ -1,8 +1,8 @@
 """Normalised predictive distributions built from an unnormalised log-density.
 
-SSLA (eq. 12) and ASSLA (eq. 17) of self-supervised-laplace.txt give log p(ŷ | D) up to a
-constant in ŷ (SPEC §6: "normalise over ŷ before comparing"). Two containers with
-scipy.stats-like methods:
+SSLA (eq. 12) and ASSLA (eq. 17) of Rodemann et al., arXiv:2605.12208, give log p(ŷ | D)
+only up to a constant in ŷ, so they must be normalised over ŷ before they are compared with
+an analytic predictive. Two containers with scipy.stats-like methods:
 
 - :class:`DiscretePredictive` — a pmf on {0, 1, 2, …}, normalised over 0..K where K is the
   first point at which a geometric bound on the remaining mass is < 1e-12 of the total;

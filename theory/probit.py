@@ -1,6 +1,7 @@
 """The probit approximation of the logistic–Gaussian integral.
 
-*subnetwork-inference* §4 (after eq. 18; Gibbs 1998, Bishop 2006 §4.5.2):
+Daxberger et al., "Bayesian Deep Learning via Subnetwork Inference", ICML 2021,
+arXiv:2010.14689, §4 (after eq. 18; Gibbs 1998, Bishop 2006 §4.5.2):
 
     ∫ σ(f) N(f; μ, s²) df ≈ σ(μ / √(1 + π s²/8)).
 """
@@ -14,7 +15,14 @@ __all__ = ["logistic_gaussian_integral", "probit_approximation"]
 
 
 def probit_approximation(mu: object, var: object) -> np.ndarray:
-    """σ(μ / √(1 + π s²/8)), elementwise (broadcasting μ against s² = ``var`` ≥ 0)."""
+    """σ(μ / √(1 + π s²/8)), elementwise (broadcasting μ against s² = ``var`` ≥ 0).
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §3 eq. (13)
+       and §4 after eq. (18).
+    """
     mu, var = np.asarray(mu, dtype=np.float64), np.asarray(var, dtype=np.float64)
     if np.any(~np.isfinite(var)) or np.any(var < 0):
         raise ValueError("var must be finite and non-negative")

@@ -1,8 +1,8 @@
 """Convergence rates: OLS of log-error on log-n with confidence intervals (statsmodels).
 
-SPEC §6: "Estimate slopes of log-error on log-n by OLS (statsmodels) with confidence
-intervals; report, do not assume." An error e(n) ≈ C·n^a gives log e = log C + a log n;
-the fitted slope estimates the exponent a.
+Rates are estimated, not assumed: the slope of log-error on log-n is fitted by OLS
+(statsmodels) and reported with its confidence interval. An error e(n) ≈ C·n^a gives
+log e = log C + a log n; the fitted slope estimates the exponent a.
 """
 
 from __future__ import annotations

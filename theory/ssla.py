@@ -1,6 +1,8 @@
 """Self-supervised Laplace approximations of the posterior predictive: SSLA and ASSLA.
 
-self-supervised-laplace.txt §3–4; binding form SPEC §6. With ℓ̃ = ℓ_D + ℓ_new,
+J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation
+for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §3–4 (the project's
+condensed form: docs/mathematics.md, "SSLA and ASSLA"). With ℓ̃ = ℓ_D + ℓ_new,
 J = −∇²ℓ_D, J̃ = −∇²ℓ̃, θ̂ = argmax ℓ_D and θ̃ = argmax ℓ̃:
 
 - SSLA (eq. 12, ``variant="refit"``):
@@ -8,9 +10,10 @@ J = −∇²ℓ_D, J̃ = −∇²ℓ̃, θ̂ = argmax ℓ_D and θ̃ = argmax �
 - ASSLA (eq. 17, ``variant="approx"``):
   log p(ŷ|D) ≈ ℓ_new(θ̂) + ½log|J(θ̂)| − ½log|J̃(θ̂)|.
 
-``hessian="posterior"`` is Laplace on the log-joint ℓ + log π instead (SPEC §6): modes are
-MAPs, J is replaced by −∇²(ℓ + log π); the refit variant is then the ratio of two Laplace
-evidences p(D ∪ ŷ)/p(D), exact for Gaussian-linear models.
+``hessian="posterior"`` is Laplace on the log-joint ℓ + log π instead (an addition to the
+paper; docs/mathematics.md, "Posterior variant"): modes are MAPs, J is replaced by
+−∇²(ℓ + log π); the refit variant is then the ratio of two Laplace evidences p(D ∪ ŷ)/p(D),
+exact for Gaussian-linear models.
 
 ℓ̃(θ̃) − ℓ_D(θ̂) is evaluated as [ℓ_D(θ̃) − ℓ_D(θ̂)] + ℓ_new(θ̃) with a cancellation-free
 difference, so the result stays accurate to roundoff at n = 10⁶ (two O(n) log-likelihoods
@@ -100,11 +103,18 @@ def ssla_log_predictive(
     variant : {"refit", "approx"}
         SSLA with the exact refit θ̃ (eq. 12) or ASSLA at θ̂ (eq. 17).
     hessian : {"likelihood", "posterior"}
-        Laplace on the likelihood (the paper) or on the log-joint (SPEC §6).
+        Laplace on the likelihood (the paper) or on the log-joint (exact for
+        Gaussian-linear models).
 
     Returns
     -------
     The log-density up to an additive constant in ŷ (same shape as ``y_new``).
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation
+       for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §3 eq. (12) (SSLA) and §4
+       eq. (17) (ASSLA).
     """
     _check(model, variant, hessian)
     s = model.sufficient_statistics(data)
@@ -140,7 +150,10 @@ def ssla_predictive(
     variant: Variant = "refit",
     hessian: Hessian = "likelihood",
 ) -> Any:
-    """The SSLA / ASSLA predictive normalised over ŷ (SPEC §6).
+    """The SSLA / ASSLA predictive normalised over ŷ.
+
+    Eqs. (12) and (17) of [1]_ are densities only up to a constant in ŷ; normalising them is
+    what makes them comparable with an analytic predictive.
 
     Returns
     -------
@@ -151,6 +164,12 @@ def ssla_predictive(
     - otherwise: :class:`laplace_lab.theory.predictive_dists.QuadraturePredictive` (adaptive
     quadrature). Each has ``pdf``/``pmf``, ``logpdf``/``logpmf``, ``cdf``, ``mean()``, ``var()``
     and ``interval(confidence)``.
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation
+       for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §3 eq. (12) and §4 eq.
+       (17).
     """
     _check(model, variant, hessian)
     s = model.sufficient_statistics(data)

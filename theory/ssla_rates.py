@@ -1,6 +1,7 @@
 """The paper's conjugate experiments and the quantities whose rates in n are measured.
 
-self-supervised-laplace.txt App. B.1 (setups), Lemma 1 and Theorem 1 (§4); SPEC §6.
+Rodemann et al., "Self-Supervised Laplace Approximation for Bayesian Uncertainty
+Quantification", arXiv:2605.12208: App. B.1 (setups), Lemma 1 and Theorem 1 (§4).
 
 Expected rates (derived here; the tests check the fitted OLS slopes against them):
 

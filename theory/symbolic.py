@@ -1,7 +1,9 @@
-"""SymPy derivations behind the sub-network Laplace theory (*subnetwork-laplace-optimality*).
+"""SymPy derivations behind the sub-network Laplace theory and the SSLA conjugate checks.
 
 Each function derives an identity symbolically and returns the residual (left − right),
-which is exactly zero when the identity holds:
+which is exactly zero when the identity holds. Equation numbers in the first group refer to
+S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+Results and Methods", arXiv:2605.09075 (2026):
 
 - :func:`trace_form_residual` — eq. (8) → eq. (18): E[ḡ_Sᵀ M ḡ_S] = tr(M Λ_SS) for a
   symmetric M, using only linearity of expectation and E[ḡ_i ḡ_j] = Λ_ij.
@@ -73,8 +75,10 @@ def cross_term_square() -> tuple[sp.Expr, sp.Expr]:
 
 
 # =========================================================================================
-# Self-supervised Laplace: conjugate predictives and Fisher informations (issue #3)
-# self-supervised-laplace.txt App. B.1 (eqs. 30-35) and SPEC §6. Each function returns a
+# Self-supervised Laplace: conjugate predictives and Fisher informations
+# Rodemann et al., "Self-Supervised Laplace Approximation for Bayesian Uncertainty
+# Quantification", arXiv:2605.12208, App. B.1 (eqs. 30-35); the closed forms are collected in
+# docs/mathematics.md, "Closed forms" and "Analytic predictives". Each function returns a
 # residual that simplifies to exactly 0 when the derivation agrees with the closed form.
 # Likelihoods are written through sufficient statistics (the Σ(x_i - x̄)² and Σ log x_i!
 # factors cancel between numerator and denominator of p(y|D) = ∫p(y|θ)p(D|θ)π(θ)dθ / p(D)).
@@ -169,7 +173,7 @@ def poisson_gamma_predictive_residual() -> sp.Expr:
 
 def blr_predictive_residual() -> sp.Expr:
     """Bayesian linear regression, one feature, known σ²: the integral against
-    N(x*m_n, σ² + x*² S_n), S_n = (1/s0 + Σx²/σ²)⁻¹, m_n = S_n(m0/s0 + Σxy/σ²) (SPEC §6)."""
+    N(x*m_n, σ² + x*² S_n), S_n = (1/s0 + Σx²/σ²)⁻¹, m_n = S_n(m0/s0 + Σxy/σ²)."""
     w, y, m0, xs, sxy = sp.symbols("w y m0 xstar Sxy", real=True)
     s2, s0, sxx = sp.symbols("sigma2 s0 Sxx", positive=True)
     loglik = -(sxx * w**2 - 2 * sxy * w) / (2 * s2)
@@ -209,7 +213,7 @@ def fisher_information_poisson_residual() -> sp.Expr:
 
 def ssla_normal_normal_residual() -> sp.Expr:
     """∂/∂y of [eq. 12 at θ̂ = x̄, θ̃ = x̄ + (y − x̄)/(n+1)] − [log N(y; x̄, σ²(n+1)/n)
-    + log π(θ̃)]: zero, i.e. SSLA ∝ N(y; x̄, σ²(n+1)/n)·π(θ̃) (SPEC §6). J = n/σ² and
+    + log π(θ̃)]: zero, i.e. SSLA ∝ N(y; x̄, σ²(n+1)/n)·π(θ̃). J = n/σ² and
     J̃ = (n+1)/σ² do not depend on y."""
     y, xbar, mu0 = sp.symbols("y xbar mu0", real=True)
     n, s2, t2 = sp.symbols("n sigma2 tau2", positive=True)
@@ -236,7 +240,7 @@ def ssla_normal_normal_residual() -> sp.Expr:
 
 
 def assla_poisson_residual() -> sp.Expr:
-    """eq. 17 with eq. 35 minus [log Poi(y; λ̂) + ½ log(Σx/(Σx + y))] (SPEC §6)."""
+    """eq. 17 with eq. 35 minus [log Poi(y; λ̂) + ½ log(Σx/(Σx + y))] (ASSLA's closed form)."""
     S, n = sp.symbols("S n", positive=True)
     y = sp.Symbol("y", integer=True, nonnegative=True)
     lam = S / n

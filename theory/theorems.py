@@ -1,10 +1,13 @@
-"""Executable forms of Theorems 1–3 of *subnetwork-laplace-optimality* (§4, Appendix A).
+"""Executable forms of Theorems 1–3 of Raha, Khare & Patra (§4, Appendix A).
 
 Each check returns a frozen :class:`Check`: ``holds`` says whether the theorem's *conclusion*
 is true for the given Λ (up to a roundoff tolerance derived from the dtype's eps and the
 conditioning), ``premises`` whether its hypotheses are met, ``margin`` the slack of the
 conclusion (≥ 0 when it holds exactly). A counterexample to a theorem is a Check with
 ``refutes`` true: premises met, conclusion false beyond roundoff.
+
+Reference: S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace
+Approximations: New Results and Methods", arXiv:2605.09075 (2026), §4 and Appendix A.
 """
 
 from __future__ import annotations
@@ -114,6 +117,12 @@ def check_monotonicity(
     -------
     Check
         ``holds`` when IPV(S) ≤ IPV(S′) up to the summed roundoff bounds of both.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §4 Theorem 1, proof in Appendix A.2;
+       classification: Appendix A.3.
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
@@ -160,6 +169,11 @@ def check_theorem2(
     Check
         ``premises`` is Λ ∈ C_PI (:func:`laplace_lab.theory.is_cpi`); ``details`` holds S*, S̃*,
         their IPVs and the exhaustive argmax/argmin.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §4 Theorem 2, proof in Appendix A.4.
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
@@ -238,6 +252,12 @@ def check_theorem3(
     Returns
     -------
     Check
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §4 Theorem 3, proof in Appendix A.5 (which
+       assumes V = cI).
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
@@ -336,7 +356,7 @@ def theorem1_decomposition(
     noise_var: float = 1.0,
     prior_precision: float | np.ndarray = 1.0,
 ) -> Theorem1Decomposition:
-    """The proof identity of Theorem 1 (Appendix A.2; SPEC §2), in IPV units.
+    """The proof identity of Theorem 1 (Appendix A.2 of [1]_), in IPV units.
 
     With A = Λ_SS, B = Λ_ST, C = Λ_TT, D = cV_SS, E = cV_TT, Ã = A + D, C̃ = C + E and
     F = C̃ − BᵀÃ⁻¹B:
@@ -366,6 +386,11 @@ def theorem1_decomposition(
     -------
     Theorem1Decomposition
         ``ipv_S``, ``cross_term``, ``schur_term``, ``ipv_union`` and ``tolerance``.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), Appendix A.2 (proof of Theorem 1).
     """
     L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]

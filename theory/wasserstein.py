@@ -1,6 +1,7 @@
 """2-Wasserstein distances between the full and a sub-network Gaussian posterior.
 
-Daxberger et al., *subnetwork-inference* §5, eqs. (22)–(23):
+E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato, "Bayesian
+Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §5, eqs. (22)–(23):
 
     W2(N(ŵ, Σ), N(ŵ, Σ_S+))² = Tr(Σ + Σ_S+ − 2 (Σ_S+^{1/2} Σ Σ_S+^{1/2})^{1/2})     (22)
                              ≈ Σ_{d ∉ S} σ_d²                                          (23)
@@ -8,8 +9,10 @@ Daxberger et al., *subnetwork-inference* §5, eqs. (22)–(23):
 Σ = Ω⁻¹ is the full linearized-Laplace covariance and Σ_S+ the sub-network covariance padded
 with zeros. The paper's sub-network posterior uses the *conditional* covariance Ω_SS⁻¹ (the
 GGN of the sub-network, eq. 15); the *marginal* block (Ω⁻¹)_SS is the other natural choice.
-For the marginal, (23) is exact for every positive definite Ω (SPEC §7), not only under
-the paper's independence assumption.
+For the marginal, (23) is exact for every positive definite Ω, not only under the paper's
+independence assumption: the cross term of (22) then equals Tr(Σ_SS), so (22) reduces to
+Tr(Σ) − Tr(Σ_SS) = Σ_{d ∉ S} σ_d². For the conditional covariance (22) has been larger than
+(23) in every case sampled (docs/mathematics.md, "Wasserstein subnetwork selection").
 """
 
 from __future__ import annotations
@@ -33,7 +36,12 @@ def gaussian_w2(mean1: np.ndarray, cov1: np.ndarray, mean2: np.ndarray, cov2: np
     """W2 between N(mean1, cov1) and N(mean2, cov2) (covariances PSD, possibly singular).
 
     W2² = ‖m1 − m2‖² + Tr(Σ1 + Σ2 − 2 (Σ2^{1/2} Σ1 Σ2^{1/2})^{1/2}) (Givens & Shortt 1984;
-    *subnetwork-inference* eq. 22 with equal means).
+    [1]_ eq. 22 with equal means).
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §5 eq. (22).
     """
     m1, m2 = np.asarray(mean1, float), np.asarray(mean2, float)
     if m1.shape != m2.shape or m1.ndim != 1:
@@ -73,14 +81,26 @@ def subnetwork_covariance(
 def subnetwork_w2(
     Omega: object, S: object, *, kind: Literal["conditional", "marginal"] = "conditional"
 ) -> float:
-    """W2 of eq. (22) between N(ŵ, Ω⁻¹) and the sub-network posterior N(ŵ, Σ_S+)."""
+    """W2 of eq. (22) of [1]_ between N(ŵ, Ω⁻¹) and the sub-network posterior N(ŵ, Σ_S+).
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §5 eq. (22).
+    """
     O = as_psd_matrix(Omega, "Omega")
     zero = np.zeros(O.shape[0])
     return gaussian_w2(zero, np.linalg.inv(O), zero, subnetwork_covariance(O, S, kind=kind))
 
 
 def w2_diagonal(marginal_variances: object, S: object) -> float:
-    """W2 of eq. (23): √(Σ_{d∉S} σ_d²), the independence approximation of eq. (22)."""
+    """W2 of eq. (23) of [1]_: √(Σ_{d∉S} σ_d²), the independence approximation of eq. (22).
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §5 eq. (23).
+    """
     var = np.asarray(marginal_variances, dtype=np.float64)
     if var.ndim != 1 or np.any(~np.isfinite(var)) or np.any(var < 0):
         raise ValueError("marginal_variances must be a vector of finite non-negative variances")

@@ -1,4 +1,4 @@
-"""How good is the Lanczos factor L of FSP-Laplace Algorithm 2, step 3 (fsp-laplace.txt §3.2)?
+"""How good is the Lanczos factor L of FSP-Laplace Algorithm 2, step 3 (Cinquin et al. §3.2)?
 
 The paper: "L ← LANCZOS(Σ(C, C), v) ∈ ℝ^{n_C d' × r}, r ≪ min(n_C d', p) and
 L Lᵀ ≈ Σ(C, C)†", started at v = J(C)1/‖J(C)1‖. Algorithm 2 consumes L only through
@@ -97,7 +97,7 @@ def lanczos_sweep(
     max_steps: int = 500,
     num_points: int | None = None,
 ) -> LanczosSweep:
-    """Run Algorithm 2 (fsp-laplace.txt §3.2) with m = 1, …, r Lanczos steps against dense Σ†.
+    """Run Algorithm 2 (Cinquin et al. §3.2) with m = 1, …, r Lanczos steps against dense Σ†.
 
     Parameters
     ----------

@@ -1,11 +1,12 @@
 """A small two-hidden-layer tanh MLP in NumPy with its exact Jacobian and RKHS-regularised MAP.
 
-The synthetic set-ups of fsp-laplace.txt App. B.1 (1-D regression on sin(2πx), two-moons
-classification) use two hidden tanh layers of 50 (regression) or 100 (classification)
-units. Parameters are flattened in layer order (W1, b1, W2, b2, w3, b3), as SPEC.md §0.
-The Jacobian is by hand (backpropagation through one output), so no autodiff framework is
-needed; :func:`train_fsp_map` runs full-batch Adam on the FSP objective of eq. (3.5) with the
-RKHS term of eq. (3.7) at fixed context points (Algorithm 1 with C fixed).
+The synthetic set-ups of Cinquin et al., arXiv:2407.13711, App. B.1 (1-D regression on
+sin(2πx), two-moons classification) use two hidden tanh layers of 50 (regression) or 100
+(classification) units. Parameters are flattened in layer order (W1, b1, W2, b2, w3, b3), first
+layer first, as everywhere in the project. The Jacobian is by hand (backpropagation through one
+output), so no autodiff framework is needed; :func:`train_fsp_map` runs full-batch Adam on the
+FSP objective of eq. (3.5) with the RKHS term of eq. (3.7) at fixed context points (Algorithm 1
+with C fixed).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Claims of Cinquin et al., "FSP-Laplace: Function-Space Priors for the Laplace
-Approximation in Bayesian Deep Learning" (fsp-laplace.txt §3.2, App. B.1, Table C.2).
+Approximation in Bayesian Deep Learning", NeurIPS 2024, arXiv:2407.13711 (§3.2, App. B.1,
+Table C.2).
 
 The Table C.2 set-ups follow App. B.1: 1-D regression on y = sin(2πx) + ε (σ_n = 0.1,
 x ~ U([−1, −0.5] ∪ [0.5, 1])) with a 2×50 tanh MLP, and two moons (noise 0.1) with a 2×100
@@ -114,7 +115,8 @@ def _setups(full: bool, seed: int) -> dict:
     """Train the four (kernel, task) networks to the FSP MAP (shared by the claims below).
 
     BLAS runs single-threaded here (scoped): the matrices are small, and on a shared
-    machine OpenBLAS's thread pool made this 5× slower (measured: 20 s vs 3.8 s).
+    machine OpenBLAS's thread pool makes this several times slower (docs/performance.md,
+    "Single-threaded BLAS for the FSP-Laplace set-ups").
     """
     from threadpoolctl import threadpool_limits
 

@@ -1,4 +1,4 @@
-"""The conjugate experiments of self-supervised-laplace.txt (App. B.1) shared by the claims in
+"""The conjugate experiments of Rodemann et al. (App. B.1) shared by the claims in
 :mod:`laplace_lab.paper_checks.self_supervised_laplace.claims`: one cached run per (seed, mode),
 OLS rate fits and the figures (the paper's Figures 1 and 3, divergence and refit-gap rates, float32
 eq. 16).
@@ -28,7 +28,7 @@ from laplace_lab.theory.ssla_rates import (
 PAPER = "self-supervised-laplace"
 MODELS = ("normal-normal", "poisson-gamma")
 #: (label, variant, hessian): the paper's SSLA (eq. 12) and ASSLA (eq. 17), and the
-#: log-joint ("posterior") variants of SPEC §6.
+#: log-joint ("posterior") variants (exact for Gaussian-linear models).
 METHODS = (
     ("SSLA", "refit", "likelihood"),
     ("ASSLA", "approx", "likelihood"),

@@ -1,4 +1,4 @@
-"""The highest-density-region derivation of *self-supervised-laplace* App. A.1, step by step.
+"""The highest-density-region derivation of Rodemann et al. App. A.1, step by step.
 
 App. A.1 derives the region R(p̂^α) of the SSLA predictive for the L2 loss through a chain
 of displayed equalities (eqs. 25–29 and the unnumbered lines after them). Each displayed

@@ -1,5 +1,6 @@
-"""Claims of *Self-Supervised Laplace Approximation* (self-supervised-laplace.txt): the
-conjugate experiments of §5 / App. B.1, Lemma 1, Theorem 1 and Corollary 1 (§4).
+"""Claims of Rodemann et al., "Self-Supervised Laplace Approximation for Bayesian Uncertainty
+Quantification", TMLR, arXiv:2605.12208: the conjugate experiments of §5 / App. B.1, Lemma 1,
+Theorem 1 and Corollary 1 (§4).
 
 All computations are exact closed forms on sufficient statistics (theory.conjugate,
 theory.ssla), so the paper's n = 10⁶ costs one pass over the sample. One sample of size 10⁶

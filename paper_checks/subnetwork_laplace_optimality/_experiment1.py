@@ -1,4 +1,4 @@
-"""Shared verdict logic of the Experiment-1 claims of *subnetwork-laplace-optimality*.
+"""Shared verdict logic of the Experiment-1 claims of Raha, Khare & Patra (arXiv:2605.09075).
 
 Every setup (§5.1 Setups A/B, App. C.5 Setup C, App. C.6 Setup D) states the same ordering:
 Gradient- and Greedy-Laplace give a lower W2 to the full linearized-Laplace predictive than

@@ -1,6 +1,6 @@
 """Measured cost exponents: single-thread CPU timing, log-log slopes, operation counts.
 
-Helpers for the complexity claims of *subnetwork-laplace-optimality* (§3, "Computational
+Helpers for the complexity claims of Raha, Khare & Patra, arXiv:2605.09075 (§3, "Computational
 Complexity" after Algorithms 1 and 2). A cost c(x) ∝ x^a shows as slope a of log c against
 log x (fitted by :func:`laplace_lab.theory.rates.fit_rate`, OLS with a t-interval). Times are the
 CPU time of the calling thread (``time.thread_time``) with BLAS pinned to one thread, minimum over
@@ -112,7 +112,7 @@ def gram_macs(n_rows: int, k: int, *, tile: int = TILE) -> int:
 def literal_greedy_macs(m: int, k: int) -> int:
     """Multiply-adds of the rank-one Schur updates of the literal Alg. 2 loop.
 
-    Step t = 1..k of Alg. 2 (subnetwork-laplace-optimality.txt, Alg. 2 step 3) updates the
+    Step t = 1..k of Alg. 2 (step 3 of the algorithm box) updates the
     remaining (m − t) × (m − t) block: Σ_{t=1}^{k} (m − t)² = S(m−1) − S(m−k−1) with
     S(n) = n(n+1)(2n+1)/6; for m = 2k this is k(2k − 1)(7k − 1)/6 ≈ 7k³/3.
     """

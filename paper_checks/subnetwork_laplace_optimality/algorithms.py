@@ -1,4 +1,4 @@
-"""Algorithm 2 (Greedy-Laplace) of *subnetwork-laplace-optimality*: the box against its prose.
+"""Algorithm 2 (Greedy-Laplace) of Raha, Khare & Patra (arXiv:2605.09075): box against prose.
 
 The literal algorithm box (row/column deletion, ``numerics.greedy_laplace_reference``) is
 compared with its own prose; its cost exponents are measured in
@@ -95,7 +95,7 @@ def greedy_retains_greatest_variability(ctx: Context) -> Verdict:
             "Ω^(t), i.e. the SMALLEST conditional variance 1/Ω^(t)_ss among the remaining "
             "candidates. At step 1 of this random GGN (N = 15, 2k = 40) the chosen "
             f"coordinate has conditional variance {chosen[0]:.3g}, the largest available is "
-            f"{largest[0]:.3g}. The box (binding per SPEC §4) and the prose disagree."
+            f"{largest[0]:.3g}. The box (which the code follows) and the prose disagree."
         ),
         details={"chosen_conditional_variance": chosen[:5], "largest_available": largest[:5]},
     )

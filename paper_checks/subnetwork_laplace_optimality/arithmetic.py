@@ -1,4 +1,4 @@
-"""Arithmetic figures quoted by *subnetwork-laplace-optimality*: memory, region sizes, k's.
+"""Arithmetic figures quoted by Raha, Khare & Patra (arXiv:2605.09075): memory, regions, k's.
 
 Each figure is recomputed from the quantities the paper states next to it.
 """

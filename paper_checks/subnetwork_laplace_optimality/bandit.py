@@ -1,12 +1,12 @@
-"""Experiment 2 of *subnetwork-laplace-optimality*: the Wheel Bandit orderings (Tables 1–2).
+"""Experiment 2 of Raha, Khare & Patra (arXiv:2605.09075): the Wheel Bandit (Tables 1–2).
 
 The paper's setting (§5.2, App. D: T = 16,000 rounds, 25 seeds, ten agents, δ ∈ {0.95, 0.9})
-is ≈ 8–20 CPU-hours per table here (250 runs of 2–5 minutes, measured). Quick mode runs one
-seed of six agents (MAP, NeuralLinear and the four sub-network methods at k = 100) at
-T = 150 and is NOT_REPRODUCIBLE_HERE with the reduced-setting regrets as evidence. Full mode
-runs the paper's horizon T = 16,000 for all ten agents (k ∈ {100, 500}) with 3 seeds (about
-1.5 hours per table): it CONFIRMs when every stated ordering holds with non-overlapping
-±1.96 s.e. intervals, REFUTEs when a stated ordering is reversed with non-overlapping
+takes many CPU-hours per table on a small machine (docs/performance.md, "Wheel Bandit").
+Quick mode runs one seed of six agents (MAP, NeuralLinear and the four sub-network methods
+at k = 100) at T = 150 and is NOT_REPRODUCIBLE_HERE with the reduced-setting regrets as
+evidence. Full mode runs the paper's horizon T = 16,000 for all ten agents (k ∈ {100, 500})
+with 3 seeds: it CONFIRMs when every stated ordering holds with non-overlapping ±1.96 s.e.
+intervals, REFUTEs when a stated ordering is reversed with non-overlapping
 intervals (the counterexample), and is NOT_REPRODUCIBLE_HERE otherwise (3 seeds may not
 separate what 25 do). Both modes report the wall time and a linear-in-T extrapolation of the
 paper's cost (a lower bound: per-phase costs grow with the replay buffer).

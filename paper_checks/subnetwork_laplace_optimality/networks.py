@@ -1,4 +1,4 @@
-"""Network claims of *subnetwork-laplace-optimality*: parameter counts and Experiment 1's ordering.
+"""Network claims of Raha, Khare & Patra: parameter counts and Experiment 1's ordering.
 
 Parameter counts (§5.1, §5.2, App. C.1–C.6, App. D.2) are computed from the model zoo
 (:mod:`laplace_lab.studies.models`), built the way the paper describes each architecture; a figure

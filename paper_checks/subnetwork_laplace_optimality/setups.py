@@ -1,4 +1,4 @@
-"""The real-data setups A–D of *subnetwork-laplace-optimality* (§5.1, App. C.1–C.6).
+"""The real-data setups A–D of Raha, Khare & Patra, arXiv:2605.09075 (§5.1, App. C.1–C.6).
 
 Setup A (YearPredictionMSD), Setup B (binary CIFAR-10), Setup C (ten-class CIFAR-10) and the
 energy and wine-quality parts of Setup D need data no installed package ships; they are

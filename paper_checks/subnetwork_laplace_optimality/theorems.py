@@ -1,4 +1,4 @@
-"""Claims of Raha, Khare & Patra, *subnetwork-laplace-optimality*: Theorems 1–3 (§4, App. A).
+"""Claims of Raha, Khare & Patra, arXiv:2605.09075: Theorems 1–3 (§4, App. A).
 
 Population statements are checked exactly against the theory layer (exhaustive search over
 subsets); the finite-N statement of Theorem 2 by the replications of the

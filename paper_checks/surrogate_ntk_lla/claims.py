@@ -1,9 +1,10 @@
 """Claims of Ortega et al., "Scalable Linearized Laplace Approximation via Surrogate Neural
-Kernel" (surrogate-ntk-lla.txt §2.2): the JVP estimate of the NTK and its variance.
+Kernel", arXiv:2601.21835 (§2.2): the JVP estimate of the NTK and its variance.
 
 Rademacher expectations are computed exactly by enumerating all 2^p sign vectors (small p);
 Gaussian ones by Monte Carlo with a statistical tolerance. The multi-output reading of
-eqs. (5)–(6) is compared with the exact entrywise variance (SPEC.md §7).
+eqs. (5)–(6) is compared with the exact entrywise variance, which for C > 1 outputs
+differs from them (docs/mathematics.md, "NTK sketch variance").
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Study ``gradient-vs-greedy``: Dis(S) of the selection rules against the exhaustive optimum.
 
-*subnetwork-laplace-optimality*: Gradient-Laplace (Alg. 1), Greedy-Laplace (Alg. 2),
-Subnet-Diagonal and Last-k (App. B), a random subset, and the best subset by exhaustive
-search (SPEC §3–4), on four families of Λ:
+Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2605.09075:
+Gradient-Laplace (Alg. 1), Greedy-Laplace (Alg. 2), Subnet-Diagonal and Last-k (App. B), a
+random subset, and the best subset by exhaustive search over all C(p, k) subsets, on four
+families of Λ (outside C_PI Gradient-Laplace need not be optimal; this study records how
+the rules compare there):
 
 - ``cpi``: C_PI, ``random_cpi`` — Theorem 2's class, where the top-k diagonal is optimal;
 - ``dominant``: ε-diagonally dominant (ε = 0.5), ``random_diagonally_dominant`` — Theorem 3;

@@ -1,8 +1,9 @@
 """Study ``ipv-vs-pv``: how fast the empirical predictive variance PV(S) approaches IPV(S).
 
-Raha, Khare & Patra, *subnetwork-laplace-optimality*, §4 eqs. (5)–(8) and Appendix A.1
-(SPEC §2 "Empirical counterpart"). With σ0² = 1, V = I (the appendix's assumptions) and
-N gradients g(x_n) ~ N(0, Λ) stacked in J (N × p),
+Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2605.09075,
+§4 eqs. (5)–(8) and Appendix A.1 (docs/mathematics.md, "Empirical counterpart"). With
+σ0² = 1, V = I (the appendix's assumptions) and N gradients g(x_n) ~ N(0, Λ) stacked in J
+(N × p),
 
     PV(S)(x*) = (1/N) g_S(x*)ᵀ Â_S⁻¹ g_S(x*),   Â_S = (1/N) J_Sᵀ J_S + (1/N) I_k   (eqs. 6–7),
     IPV(S)    = (1/N) tr((Λ_SS + (1/N) I_k)⁻¹ Λ_SS)                             (eq. 8),
@@ -65,7 +66,7 @@ def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
     lam = random_psd(p, cond=COND, rng=rng)
     factor = np.linalg.cholesky(lam)
     gram = np.zeros((p, p))
-    for start in range(0, n, CHUNK):  # Gram = JᵀJ in row blocks (SPEC §0 hazard: tiled)
+    for start in range(0, n, CHUNK):  # Gram = JᵀJ in row blocks (tiled: OpenBLAS syrk hazard)
         g = rng.standard_normal((min(CHUNK, n - start), p)) @ factor.T
         gram += g.T @ g
     subsets = {

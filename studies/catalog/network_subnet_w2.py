@@ -1,9 +1,10 @@
 """Study ``network-subnet-w2``: Experiment 1 of the optimality paper on trained networks.
 
-*subnetwork-laplace-optimality* §5.1 and App. C: per replication one MAP network is trained,
-its per-sample Jacobians and GGN computed, and every selection method evaluated over the
-k-grid (:func:`laplace_lab.studies.subnet_experiment.run_seed`); metrics are the mean W2 to the
-full linearized-Laplace predictive and the 95% coverage of each method at each k
+Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2605.09075, §5.1
+and App. C: per replication one MAP network is trained, its per-sample Jacobians and GGN
+computed, and every selection method evaluated over the k-grid
+(:func:`laplace_lab.studies.subnet_experiment.run_seed`); metrics are the mean W2 to the full
+linearized-Laplace predictive and the 95% coverage of each method at each k
 (``w2_<method>_k<k>``, ``coverage_<method>_k<k>``) and of the k-independent references
 (``w2_<reference>``: full Laplace, NeuralLinear, KFAC-Laplace, deep ensemble).
 

@@ -1,7 +1,8 @@
 """Study ``ssla-conjugate``: SSLA and ASSLA against the analytic predictive, over n.
 
-*self-supervised-laplace*, §3–4 (SSLA eq. 12, ASSLA eq. 17) and App. B.1 (the conjugate
-experiments), SPEC §6. Per replication: n observations from the paper's setup
+Rodemann et al., "Self-Supervised Laplace Approximation for Bayesian Uncertainty
+Quantification", arXiv:2605.12208, §3–4 (SSLA eq. 12, ASSLA eq. 17) and App. B.1 (the
+conjugate experiments). Per replication: n observations from the paper's setup
 (normal–normal μ_true = 4, σ² = 2, prior N(4, 1); Poisson–gamma λ_true = 3, prior
 Gamma(6, 2): :func:`laplace_lab.theory.ssla_rates.paper_model`), the four approximations
 (SSLA / ASSLA × likelihood / posterior Hessian, :func:`laplace_lab.theory.ssla.ssla_predictive`,
@@ -10,7 +11,7 @@ normalised over ŷ) and their divergences from the analytic predictive
 
 Unlike the single nested sample of the paper's figures, every n gets independent data sets,
 so the means over replications, their intervals and the fitted slopes are those of the
-*expected* divergence. The slopes derived in :mod:`laplace_lab.theory.ssla_rates` (issue 3): ASSLA
+*expected* divergence. The slopes derived in :mod:`laplace_lab.theory.ssla_rates`: ASSLA
 — TV, W1 ∝ n⁻¹, KL ∝ n⁻²; SSLA (likelihood Hessian) — normal–normal in the paper's setup
 (μ_true = μ0) TV ∝ n^-5/2, KL ∝ n⁻⁵; Poisson–gamma TV ∝ n⁻², KL ∝ n⁻⁴; SSLA (posterior
 Hessian) — exact for normal–normal, Poisson–gamma TV ∝ n⁻², KL ∝ n⁻⁴.

@@ -1,18 +1,18 @@
 """Study ``theorem2-consistency``: finite-N selection by Gradient-Laplace and Subnet-Diagonal.
 
-Raha, Khare & Patra, *subnetwork-laplace-optimality*, Theorem 2 (§4) and its proof
-(Appendix A.4, SPEC §3): for Λ ∈ C_PI (Λ = diag(d) + aI + b11ᵀ) and V = cI,
+Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2605.09075,
+Theorem 2 (§4) and its proof (Appendix A.4): for Λ ∈ C_PI (Λ = diag(d) + aI + b11ᵀ) and V = cI,
 IPV(S*) = max_{|S|=k} IPV(S) for S* the k largest diagonal entries and IPV(S̃*) = min for the
 k smallest; with N gradients ḡ ~ N(0, Λ), Gradient-Laplace (top-k of the empirical mean
 squared gradients s_i = (1/N) Σ_n g_i(x_n)²) attains the maximum with probability → 1 under
 the separation assumption (A6), and Subnet-Diagonal (bottom-k of s) attains the minimum.
 
-Success is judged on IPV values, not on sets (SPEC §3): with ties in diag(Λ) every
-tie-broken choice is optimal. Scenarios: ``separated`` (gaps 1/(p−1) ≥ √(log p / N) at the
-largest N: (A6) holds), ``ties`` (pairs of equal d, a tie across the k/k+1 boundary; (A6)
-still holds, it only constrains entries *strictly* below d_{m_k}) and ``near-ties`` (as
-``separated`` but d_{m_k} − d_{m_{k+1}} = 10⁻³, and the same at the bottom boundary:
-(A6) fails for N < log p / 10⁻⁶).
+Success is judged on IPV values, not on sets: with ties in diag(Λ) every tie-broken choice
+is optimal, so comparing index sets would report false failures. Scenarios: ``separated``
+(gaps 1/(p−1) ≥ √(log p / N) at the largest N: (A6) holds), ``ties`` (pairs of equal d, a
+tie across the k/k+1 boundary; (A6) still holds, it only constrains entries *strictly* below
+d_{m_k}) and ``near-ties`` (as ``separated`` but d_{m_k} − d_{m_{k+1}} = 10⁻³, and the same at
+the bottom boundary: (A6) fails for N < log p / 10⁻⁶).
 
 The paper's proof also asserts sup_i |s_i − Λ_ii| = o_P(√(log p / N)) (App. A.4); the
 metric ``score_error_scaled`` = sup_i |s_i − Λ_ii| / √(log p / N) measures it.
@@ -71,7 +71,7 @@ def separation(d: np.ndarray, k: int) -> float:
 def gradients(
     rng: np.random.Generator, rows: int, d: np.ndarray, a: float, b: float
 ) -> np.ndarray:
-    """``rows`` gradients g ~ N(0, Λ), Λ = diag(d) + aI + b11ᵀ (C_PI, SPEC §3).
+    """``rows`` gradients g ~ N(0, Λ), Λ = diag(d) + aI + b11ᵀ (class C_PI; b may be < 0).
 
     b ≥ 0: g = √(d + a) ∘ z + √b · u·1 with z ~ N(0, I_p), u ~ N(0, 1) — O(p) per row;
     b < 0: g = R z with Λ = R Rᵀ (Cholesky) — O(p²) per row.

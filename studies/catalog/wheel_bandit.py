@@ -1,14 +1,16 @@
 """Study ``wheel-bandit``: Experiment 2 of the optimality paper (Neural Thompson sampling).
 
-*subnetwork-laplace-optimality* §5.2, App. D, Tables 1–2: each replication is one run of
+Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2605.09075,
+§5.2, App. D, Tables 1–2: each replication is one run of
 :func:`laplace_lab.studies.wheel_bandit.run_bandit` for one agent — ``"map"``, ``"neural_linear"``
 or a sub-network method with its size, ``"<method>-k<k>"`` (e.g. ``"greedy_laplace-k100"``).
 Metrics: ``regret`` (final cumulative expected regret), ``regret_half`` (at T/2), and
 ``seconds`` (wall time of the run).
 
-The default grid is reduced (T = 600, k ∈ {20, 100}, δ = 0.95, 2 seeds: about 2 minutes);
-``--full`` is the paper's setting (T = 16,000, k ∈ {100, 500}, δ ∈ {0.95, 0.9}, 25 seeds —
-hours per agent here).
+The default grid is reduced (T = 600, k ∈ {20, 100}, δ = 0.95, 2 seeds) so that it runs
+within the default-grid budget; ``--full`` is the paper's setting (T = 16,000,
+k ∈ {100, 500}, δ ∈ {0.95, 0.9}, 25 seeds), which is far more expensive (run times in
+docs/performance.md, "Wheel Bandit").
 """
 
 from __future__ import annotations

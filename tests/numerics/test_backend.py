@@ -1,4 +1,4 @@
-"""Backend dispatch and tiled products (SPEC §0 environment hazard)."""
+"""Backend dispatch and tiled products (docs/numerical-hazards.md, "OpenBLAS syrk segfault")."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_as_float_policy(backend):
 
 
 def test_gram_and_submatrix_at_20000_columns_do_not_crash():
-    """SPEC §0: OpenBLAS 0.3.31 on 2 threads segfaulted on J.T @ J for m ≥ ~18000.
+    """OpenBLAS 0.3.31 on 2 threads segfaulted on J.T @ J for m ≳ 18000 (numerical-hazards.md).
 
     The GGN forms Ω_SS and J_w D J_wᵀ in tiles; a crash would kill the test process.
     N = 2 and float32 keep it cheap (the 20000² output is 1.6 GB).

@@ -1,4 +1,7 @@
-"""GGN: every operator equals its dense reference, on every CPU backend (SPEC §0)."""
+"""GGN: every operator equals its dense reference, on every CPU backend.
+
+The three likelihoods' precisions are in docs/mathematics.md, "Gauss–Newton precision".
+"""
 
 from __future__ import annotations
 

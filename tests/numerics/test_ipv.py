@@ -1,4 +1,4 @@
-"""numerics.ipv agrees with the theory oracle (theory.ipv, SPEC §2) on every CPU backend."""
+"""numerics.ipv agrees with the theory oracle (theory.ipv) on every CPU backend."""
 
 from __future__ import annotations
 

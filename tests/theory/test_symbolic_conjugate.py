@@ -1,4 +1,4 @@
-"""SymPy derivations of the conjugate predictives and Fisher informations (issue #3)."""
+"""SymPy derivations of the conjugate predictives and Fisher informations (SSLA checks)."""
 
 from __future__ import annotations
 
