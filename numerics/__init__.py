@@ -1,11 +1,12 @@
 """Scalable Laplace kernels on the array API (NumPy on CPU, CuPy on GPU, torch).
 
 One currency: the GGN factor (:class:`GGN`: weighted Jacobian J_w and prior precision V,
-Ω = J_wᵀ J_w + V). Sub-network selection, predictive variances and the empirical IPV work
-from it without forming the p×p precision. ``theory`` is the oracle these kernels are
-tested against.
+Ω = J_wᵀ J_w + V; :class:`NetworkGGN` computes it lazily from a torch model). Sub-network
+selection, predictive variances and the empirical IPV work from it without forming the p×p
+precision. :mod:`laplace_lab.theory` is the oracle these kernels are tested against.
 """
 
+# Backend dispatch (NumPy, CuPy, torch, any array-API namespace)
 from laplace_lab.numerics.backend import (
     TILE,
     as_float,
@@ -21,15 +22,20 @@ from laplace_lab.numerics.backend import (
     weighted_gram,
 )
 
-# Lanczos family: Lanczos / eigsh, low-rank Laplace, FSP-Laplace, kernels, NTK sketch.
+# Lanczos, low-rank and FSP-Laplace
 from laplace_lab.numerics.fsp import (
     DroppedTerms,
     FSPLaplace,
     dropped_terms,
     fsp_laplace,
+    fsp_laplace_from_factor,
     rkhs_norm_estimate,
 )
+
+# The GGN factor
 from laplace_lab.numerics.ggn import DENSE_MAX_P, GGN, prior_vector
+
+# IPV on any backend
 from laplace_lab.numerics.ipv import (
     discrepancy,
     empirical_pv,
@@ -39,14 +45,34 @@ from laplace_lab.numerics.ipv import (
     ipv,
     ipv_path,
 )
+
+# Real networks (torch is imported lazily): Jacobians and network SSLA / ASSLA
+from laplace_lab.numerics.jacobians import (
+    ParameterLayout,
+    gradient_scores,
+    parameter_layout,
+    per_sample_jacobian,
+)
 from laplace_lab.numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
 from laplace_lab.numerics.krylov import LanczosResult, lanczos, lanczos_inverse_sqrt
 from laplace_lab.numerics.lowrank import LowRankLaplace
+from laplace_lab.numerics.network_ggn import NetworkGGN
+from laplace_lab.numerics.network_ssla import (
+    assla_log_density,
+    assla_predictive,
+    gaussian_scores,
+    ssla_log_density,
+    ssla_predictive,
+)
+
+# Surrogate-NTK sketches
 from laplace_lab.numerics.ntk_sketch import (
     jvp_ntk_estimate,
     ntk_estimate_variance,
     paper_ntk_variance,
 )
+
+# Predictive variances, W2 and coverage
 from laplace_lab.numerics.predictive import (
     coverage,
     marginal_variance,
@@ -55,11 +81,12 @@ from laplace_lab.numerics.predictive import (
     subnetwork_variance_path,
     wasserstein_gap,
 )
+
+# Sub-network selection: the rules and their registry
 from laplace_lab.numerics.selection import (
     gradient_laplace,
     greedy_laplace,
     greedy_laplace_reference,
-    largest_diag_variance,
     largest_magnitude,
     largest_marginal_variance,
     last_k,
@@ -67,51 +94,69 @@ from laplace_lab.numerics.selection import (
     random_subset,
     subnet_diagonal,
 )
+from laplace_lab.numerics.selection_registry import (
+    SelectionMethod,
+    SubnetProblem,
+    get_selection,
+    greedy_candidates,
+    select,
+    selection_method,
+    selection_methods,
+)
 from laplace_lab.numerics.thick_restart import EigshResult, eigsh
 
 __all__ = [
-    "DENSE_MAX_P",
-    "GGN",
+    # backend dispatch
     "TILE",
     "as_float",
     "cho_solve",
     "cholesky",
-    "coverage",
-    "discrepancy",
     "eigh",
-    "empirical_pv",
     "eps",
-    "ggn_discrepancy",
-    "ggn_ipv",
-    "ggn_ipv_path",
-    "gradient_laplace",
     "gram_blocks",
+    "namespace",
+    "serial_blas",
+    "solve_triangular",
+    "to_numpy",
+    "weighted_gram",
+    # the GGN factor
+    "DENSE_MAX_P",
+    "GGN",
+    "NetworkGGN",
+    "prior_vector",
+    # sub-network selection and its registry
+    "SelectionMethod",
+    "SubnetProblem",
+    "get_selection",
+    "gradient_laplace",
+    "greedy_candidates",
     "greedy_laplace",
     "greedy_laplace_reference",
-    "ipv",
-    "ipv_path",
-    "largest_diag_variance",
     "largest_magnitude",
     "largest_marginal_variance",
     "last_k",
-    "marginal_variance",
-    "namespace",
     "neural_linear",
-    "predictive_variance",
-    "prior_vector",
     "random_subset",
-    "serial_blas",
-    "solve_triangular",
+    "select",
+    "selection_method",
+    "selection_methods",
     "subnet_diagonal",
+    # predictive variances, W2 and coverage
+    "coverage",
+    "marginal_variance",
+    "predictive_variance",
     "subnetwork_variance",
     "subnetwork_variance_path",
-    "to_numpy",
     "wasserstein_gap",
-    "weighted_gram",
-]
-
-# Lanczos family
-__all__ += [
+    # IPV on any backend
+    "discrepancy",
+    "empirical_pv",
+    "ggn_discrepancy",
+    "ggn_ipv",
+    "ggn_ipv_path",
+    "ipv",
+    "ipv_path",
+    # Lanczos, low-rank and FSP-Laplace
     "RBF",
     "DroppedTerms",
     "EigshResult",
@@ -126,30 +171,15 @@ __all__ += [
     "dropped_terms",
     "eigsh",
     "fsp_laplace",
-    "jvp_ntk_estimate",
+    "fsp_laplace_from_factor",
     "lanczos",
     "lanczos_inverse_sqrt",
+    "rkhs_norm_estimate",
+    # surrogate-NTK sketches
+    "jvp_ntk_estimate",
     "ntk_estimate_variance",
     "paper_ntk_variance",
-    "rkhs_norm_estimate",
-]
-
-# Real-network Jacobians (torch imported lazily inside) and network SSLA/ASSLA.
-from laplace_lab.numerics.jacobians import (  # noqa: E402
-    ParameterLayout,
-    gradient_scores,
-    parameter_layout,
-    per_sample_jacobian,
-)
-from laplace_lab.numerics.network_ssla import (  # noqa: E402
-    assla_log_density,
-    assla_predictive,
-    gaussian_scores,
-    ssla_log_density,
-    ssla_predictive,
-)
-
-__all__ += [
+    # real networks
     "ParameterLayout",
     "assla_log_density",
     "assla_predictive",

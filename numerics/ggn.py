@@ -271,6 +271,10 @@ class GGN:
         d = self.diagonal() - self.prior_precision
         return d * (self.noise_var / self.n_data)
 
+    def weighted_columns(self, idx: Any) -> Array:
+        """J_w[:, idx] (N′ × |idx|), the weighted Jacobian columns of the parameters ``idx``."""
+        return self.xp.take(self.Jw, self._index(idx, "idx"), axis=1)
+
     def columns(self, idx: Any) -> Array:
         """Ω[:, idx] (p × |idx|) = J_wᵀ J_w[:, idx] + V e_idx, tiled over the rows."""
         xp = self.xp

@@ -25,6 +25,7 @@ import numpy as np
 
 from laplace_lab._checks import nonnegative_float, positive_float, subset, subset_size
 from laplace_lab.numerics.backend import (
+    TILE,
     as_float,
     cholesky,
     gram_blocks,
@@ -180,11 +181,24 @@ def subnetwork_variance(ggn: GGN, G_test: Any, S: Any) -> Array:
 
 
 def subnetwork_variance_path(ggn: GGN, G_test: Any, order: Any, ks: Any) -> Array:
-    """PV(order[:k]) for every k in ``ks`` from one Cholesky factor.
+    """PV(order[:k]) for every k in ``ks``: nested prefixes share their work.
 
-    With L = chol(Ω_oo), o = order[:max(ks)], and z = L⁻¹ g_o(x*): PV(o[:k]) = Σ_{i≤k} z_i²,
-    because the leading k × k block of L is the Cholesky factor of Ω_{o[:k],o[:k]}
-    (docs/mathematics.md, "Nested prefixes").
+    Prefixes with k ≤ N′ come from one Cholesky factor: with L = chol(Ω_oo),
+    o = order[:k_max], and z = L⁻¹ g_o(x*), PV(o[:k]) = Σ_{i≤k} z_i², because the leading
+    k × k block of L is the Cholesky factor of Ω_{o[:k],o[:k]} (docs/mathematics.md,
+    "Nested prefixes"). Prefixes with k > N′ use Woodbury on the N′ × N′ kernel
+    I + J_S D J_Sᵀ, whose Gram and cross term J_S D G_Sᵀ are accumulated along the order in
+    column tiles of at most ``TILE`` (each column is touched once for every larger k): cost
+    O(N′² k_max + N′ k_max M) plus one N′ × N′ Cholesky per k; nothing of size k × k.
+
+    Parameters
+    ----------
+    ggn : GGN
+    G_test : (M, p) or (M, C, p) array
+    order : sequence of int
+        Distinct indices in [0, p), in selection order.
+    ks : sequence of int
+        Prefix lengths in [1, len(order)], any order.
 
     Returns
     -------
@@ -205,12 +219,48 @@ def subnetwork_variance_path(ggn: GGN, G_test: Any, order: Any, ks: Any) -> Arra
     if k_arr.ndim != 1 or k_arr.size == 0 or not np.issubdtype(k_arr.dtype, np.integer):
         raise ValueError(f"ks must be a non-empty 1-D sequence of integer sizes; got {ks!r}")
     k_list = [subset_size(int(k), o.size, "ks", low=1) for k in k_arr]
-    o = xp.asarray(o[: max(k_list)], device=dev)
-    L = cholesky(ggn.submatrix(o))
-    Z = solve_triangular(L, xp.take(G, o, axis=1).T)
-    cum = xp.cumulative_sum(Z * Z, axis=0)
-    rows = xp.take(cum, xp.asarray(np.asarray(k_list) - 1, device=dev), axis=0)
-    return xp.reshape(rows, (len(k_list), *shape))
+    n = ggn.n_rows
+    rows: dict[int, Array] = {}
+    small = sorted({k for k in k_list if k <= n})
+    if small:
+        os_ = xp.asarray(o[: small[-1]], device=dev)
+        L = cholesky(ggn.submatrix(os_))
+        Z = solve_triangular(L, xp.take(G, os_, axis=1).T)
+        cum = xp.cumulative_sum(Z * Z, axis=0)
+        for k in small:
+            rows[k] = cum[k - 1, ...]
+    big = sorted({k for k in k_list if k > n})
+    if big:
+        rows.update(zip(big, _woodbury_prefixes(ggn, G, o, big), strict=True))
+    out = xp.stack([rows[k] for k in k_list])
+    return xp.reshape(out, (len(k_list), *shape))
+
+
+def _woodbury_prefixes(ggn: GGN, G: Array, order: np.ndarray, ks: list[int]) -> list[Array]:
+    """PV(order[:k]) for increasing ks > N′ by Woodbury, accumulated along the order."""
+    xp = ggn.xp
+    dev = array_api_compat.device(ggn.Jw)
+    Jw, V = ggn.Jw, ggn.prior_precision
+    if Jw.dtype == xp.float32:  # Woodbury cancels: evaluate in float64 (see _epistemic)
+        Jw, V, G = (xp.astype(a, xp.float64) for a in (Jw, V, G))
+    n, m = int(Jw.shape[0]), int(G.shape[0])
+    K = xp.eye(n, dtype=Jw.dtype, device=dev)
+    R = xp.zeros((n, m), dtype=Jw.dtype, device=dev)
+    gdg = xp.zeros((m,), dtype=Jw.dtype, device=dev)
+    out, done = [], 0
+    for k in ks:
+        for a in range(done, k, TILE):
+            idx = xp.asarray(order[a : min(a + TILE, k)], device=dev)
+            JS, GS = xp.take(Jw, idx, axis=1), xp.take(G, idx, axis=1)
+            D = 1.0 / xp.take(V, idx)
+            JD = JS * D
+            K = K + JD @ JS.T
+            R = R + JD @ GS.T
+            gdg = gdg + (GS * GS) @ D
+        done = k
+        Z = solve_triangular(cholesky(K), R)
+        out.append(xp.astype(gdg - xp.sum(Z * Z, axis=0), ggn.Jw.dtype))
+    return out
 
 
 def _std(var: Array, name: str) -> Array:

@@ -28,13 +28,13 @@ from laplace_lab._random import as_generator
 from laplace_lab.numerics import pivoted_cholesky
 from laplace_lab.numerics.backend import as_float, gram_blocks, serial_blas, to_numpy
 from laplace_lab.numerics.ggn import GGN
+from laplace_lab.numerics.network_ggn import NetworkGGN
 from laplace_lab.numerics.predictive import marginal_variance
 
 __all__ = [
     "gradient_laplace",
     "greedy_laplace",
     "greedy_laplace_reference",
-    "largest_diag_variance",
     "largest_magnitude",
     "largest_marginal_variance",
     "last_k",
@@ -81,10 +81,17 @@ def gradient_laplace(scores: Any, k: int) -> np.ndarray:
     return _top(s, subset_size(k, s.size, low=1))
 
 
-def subnet_diagonal(ggn: GGN, k: int) -> np.ndarray:
+def _precision(ggn: Any) -> GGN | NetworkGGN:
+    if not isinstance(ggn, GGN | NetworkGGN):
+        raise TypeError(f"ggn must be a GGN or a NetworkGGN; got {type(ggn).__name__}")
+    return ggn
+
+
+def subnet_diagonal(ggn: GGN | NetworkGGN, k: int) -> np.ndarray:
     """Subnet-Diagonal (App. B): the k smallest diagonal entries of Ω, ascending.
 
-    Equal to the k largest diagonal-Laplace marginal variances 1/Ω_ii (Daxberger et al.).
+    Equal to the k largest diagonal-Laplace marginal variances 1/Ω_ii (Daxberger et al.), so
+    it is also laplace-torch's ``LargestVarianceDiagLaplaceSubnetMask``: one rule, one name.
 
     References
     ----------
@@ -93,18 +100,8 @@ def subnet_diagonal(ggn: GGN, k: int) -> np.ndarray:
     .. [2] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
        "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §5.
     """
-    d = to_numpy(ggn.diagonal()).astype(np.float64)
+    d = to_numpy(_precision(ggn).diagonal()).astype(np.float64)
     return _top(-d, subset_size(k, d.size, low=1))
-
-
-def largest_diag_variance(ggn: GGN, k: int) -> np.ndarray:
-    """laplace-torch's LargestVarianceDiagLaplaceSubnetMask: the k largest 1/Ω_ii.
-
-    The same rule as :func:`subnet_diagonal`: a diagonal Laplace has marginal variances
-    1/Ω_ii, so its largest variances are the smallest diagonal entries of Ω — one
-    implementation, two names.
-    """
-    return subnet_diagonal(ggn, k)
 
 
 def largest_marginal_variance(ggn: GGN, k: int) -> np.ndarray:
@@ -217,7 +214,7 @@ def greedy_laplace_reference(
 
 
 def greedy_laplace(
-    ggn: GGN, k: int, *, n_candidates: int | None = None, scores: Any = None
+    ggn: GGN | NetworkGGN, k: int, *, n_candidates: int | None = None, scores: Any = None
 ) -> np.ndarray:
     """Greedy-Laplace (Alg. 2 of [1]_) as a blocked, diagonally pivoted partial Cholesky.
 
@@ -260,8 +257,7 @@ def greedy_laplace(
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
        Results and Methods", arXiv:2605.09075 (2026), §3, Alg. 2; candidate count m: App. C.3.
     """
-    if not isinstance(ggn, GGN):
-        raise TypeError(f"ggn must be a GGN; got {type(ggn).__name__}")
+    ggn = _precision(ggn)
     p = ggn.p
     k = subset_size(k, p, low=1)
     s = _host_vector(ggn.scores() if scores is None else scores, "scores")
@@ -269,11 +265,12 @@ def greedy_laplace(
         raise ValueError(f"scores must have length p={p}; got {s.size}")
     m = _n_candidates(n_candidates, k, p)
     K = _top(s, m)
-    xp = ggn.xp
-    dev = array_api_compat.device(ggn.Jw)
-    JK = xp.take(ggn.Jw, xp.asarray(K, device=dev), axis=1)
-    d = xp.sum(JK * JK, axis=0) + xp.take(ggn.prior_precision, xp.asarray(K, device=dev))
-    if pivoted_cholesky.store_omega(ggn.n_rows, m, k, xp.finfo(JK.dtype).bits // 8):
+    JK = ggn.weighted_columns(K)
+    xp = array_api_compat.array_namespace(JK)
+    dev = array_api_compat.device(JK)
+    prior = xp.asarray(np.asarray(to_numpy(ggn.prior_precision))[K], dtype=JK.dtype, device=dev)
+    d = xp.sum(JK * JK, axis=0) + prior
+    if pivoted_cholesky.store_omega(int(JK.shape[0]), m, k, xp.finfo(JK.dtype).bits // 8):
         chosen = pivoted_cholesky.stored_pivots(gram_blocks(JK), d, k)
     else:
         with serial_blas(xp):  # skinny panels: threads gain little, oversubscription costs a lot

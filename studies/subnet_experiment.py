@@ -8,10 +8,12 @@ points, and 95% coverage mean 1{|f_ref − f_MAP| ≤ 1.96 σ} — mean ± stand
 Full linearized Laplace is the reference; KFAC-Laplace (:mod:`laplace_lab.studies.kfac`) and a
 deep ensemble are k-independent references (App. B, C.1 "Deep-Ensemble overlay").
 
-Nested methods (Gradient-Laplace, Subnet-Diagonal, Last-k, Random, largest magnitude) are
-evaluated along their one order: prefixes k ≤ N' from one Cholesky (docs/mathematics.md,
-"Nested prefixes"), k > N' by Woodbury on J_w[:, S]. Greedy-Laplace is run per k with the paper's
-candidate count m = min(2k + 1000, p − 1) capped at 30,000 (App. C.3), or 2k.
+Methods come from the selection registry (:mod:`laplace_lab.numerics.selection_registry`):
+a nested method (Gradient-Laplace, Subnet-Diagonal, Last-k, Random, largest magnitude, …) is
+called once at the largest k and evaluated along its order by
+:func:`~laplace_lab.numerics.predictive.subnetwork_variance_path`; any other (Greedy-Laplace) is
+called per k, Greedy-Laplace with the paper's candidate count m = min(2k + 1000, p − 1) capped
+at 30,000 (App. C.3) or 2k (``greedy_candidates``).
 
 σ0² is the residual mean squared error of the MAP on the training split (App. C.1) or, with
 ``noise_from="test"``, on the test split (App. C.6, Setup D).
@@ -42,15 +44,11 @@ from laplace_lab.numerics.predictive import (
     subnetwork_variance_path,
     wasserstein_gap,
 )
-from laplace_lab.numerics.selection import (
-    gradient_laplace,
-    greedy_laplace,
-    largest_magnitude,
-    largest_marginal_variance,
-    last_k,
-    neural_linear,
-    random_subset,
-    subnet_diagonal,
+from laplace_lab.numerics.selection_registry import (
+    SubnetProblem,
+    get_selection,
+    select,
+    selection_methods,
 )
 from laplace_lab.studies import data as data_mod
 from laplace_lab.studies import models
@@ -73,16 +71,8 @@ __all__ = [
     "run_seed",
 ]
 
-#: Nested selection rules: name → f(context, k_max) returning an order of length k_max.
-NESTED = (
-    "gradient_laplace",
-    "subnet_diagonal",
-    "last_k",
-    "random",
-    "largest_magnitude",
-    "largest_marginal_variance",
-)
-METHODS = (*NESTED, "greedy_laplace")
+#: The sized selection methods of the registry (NeuralLinear is a k-free reference).
+METHODS = tuple(name for name, m in selection_methods().items() if m.sized)
 PAPER_METHODS = ("gradient_laplace", "greedy_laplace", "subnet_diagonal", "last_k")
 _MODELS: dict[str, Callable[[int, int], Any]] = {
     "mlp_2x50": lambda d, c: models.mlp_2x50(d, c),
@@ -118,9 +108,8 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         if self.model not in _MODELS:
             raise ValueError(f"model must be one of {sorted(_MODELS)}; got {self.model!r}")
-        bad = [m for m in self.methods if m not in METHODS]
-        if bad:
-            raise ValueError(f"methods must be among {METHODS}; got {bad}")
+        for name in self.methods:
+            one_of(name, "methods", METHODS)
         ks = np.asarray(self.ks)
         if ks.ndim != 1 or ks.size == 0 or np.any(ks < 1) or np.any(np.diff(ks) <= 0):
             raise ValueError(
@@ -192,44 +181,6 @@ def _ggn(task: str, J: np.ndarray, f: np.ndarray, noise_var: float, alpha: float
     if task == "binary":
         return GGN.binary(J, f, prior_precision=alpha)
     return GGN.multiclass(J, f, prior_precision=alpha)
-
-
-def _variance_along(ggn: GGN, G: np.ndarray, order: np.ndarray, ks: list[int]) -> np.ndarray:
-    """PV(order[:k]) for k in ks (host NumPy GGN): nested prefixes share their work.
-
-    k ≤ N': one Cholesky of Ω_oo (cumulative sums of z², z = L⁻¹g_o). k > N': Woodbury on the
-    N'×N' kernel I + J_S D J_Sᵀ, whose Gram K and cross term R = J_S D G_Sᵀ are accumulated
-    along the order (each column block is touched once for all larger k), so the cost is
-    O(N'² k_max + N' k_max M) plus one N'×N' Cholesky per k.
-    """
-    from scipy.linalg import cho_factor, solve_triangular
-
-    n = ggn.n_rows
-    small = [k for k in ks if k <= n]
-    out = list(subnetwork_variance_path(ggn, G, order, small)) if small else []
-    big = [k for k in ks if k > n]
-    if not big:
-        return np.stack(out)
-    shape = G.shape[:-1]
-    Gr = G.reshape(-1, G.shape[-1])
-    Jw, D = np.asarray(ggn.Jw), 1.0 / np.asarray(ggn.prior_precision)
-    K = np.zeros((n, n))
-    R = np.zeros((n, Gr.shape[0]))
-    gdg = np.zeros(Gr.shape[0])
-    done = 0
-    for k in big:
-        for a in range(done, k, 4096):  # blocks of ≤ 4096 columns (OpenBLAS syrk hazard)
-            idx = order[a : min(a + 4096, k)]
-            JD = Jw[:, idx] * D[idx]
-            Gb = Gr[:, idx]
-            K += JD @ Jw[:, idx].T
-            R += JD @ Gb.T
-            gdg += (Gb * Gb) @ D[idx]
-        done = k
-        L, _ = cho_factor(np.eye(n) + K, lower=True)
-        Z = solve_triangular(L, R, lower=True, check_finite=False)
-        out.append((gdg - np.sum(Z * Z, axis=0)).reshape(shape))
-    return np.stack(out)
 
 
 def _members(
@@ -324,31 +275,23 @@ def _run_seed(config: ExperimentConfig, streams: _Streams) -> SeedResult:
 
     w2: dict[str, np.ndarray] = {}
     cov: dict[str, np.ndarray] = {}
-    orders = {
-        "gradient_laplace": lambda k: gradient_laplace(scores, k),
-        "subnet_diagonal": lambda k: subnet_diagonal(ggn, k),
-        "last_k": lambda k: last_k(p, k),
-        "random": lambda k: random_subset(p, k, rng=streams.random),
-        "largest_magnitude": lambda k: largest_magnitude(
-            torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy(), k
-        ),
-        "largest_marginal_variance": lambda k: largest_marginal_variance(ggn, k),
-    }
+    problem = SubnetProblem(
+        ggn,
+        scores=scores,
+        theta=torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy(),
+        layer_sizes=parameter_layout(model).layer_sizes(),
+    )
+    shared = {"candidates": config.greedy_candidates}
     for name in config.methods:
         clock = time.perf_counter()
-        if name == "greedy_laplace":
-            pv = []
-            for k in ks:
-                m = (
-                    min(2 * k + 1000, p - 1, 30_000)
-                    if config.greedy_candidates == "paper"
-                    else None
-                )
-                S = greedy_laplace(ggn, k, n_candidates=max(m, k) if m else None, scores=scores)
-                pv.append(subnetwork_variance(ggn, G, S))
-            pv = np.stack(pv)
+
+        def subnet(k: int, name: str = name) -> np.ndarray:
+            return select(name, problem, k, rng=streams.random, shared=shared)
+
+        if get_selection(name).nested:  # one order serves the whole k-grid
+            pv = subnetwork_variance_path(ggn, G, subnet(max(ks)), ks)
         else:
-            pv = _variance_along(ggn, G, orders[name](max(ks)), ks)
+            pv = np.stack([subnetwork_variance(ggn, G, subnet(k)) for k in ks])
         res = [metrics(v) for v in pv]
         w2[name] = np.array([r[0] for r in res])
         cov[name] = np.array([r[1] for r in res])
@@ -358,7 +301,7 @@ def _run_seed(config: ExperimentConfig, streams: _Streams) -> SeedResult:
     reference["full_laplace"] = dict(zip(("w2", "coverage"), metrics(var_full), strict=True))
     if config.neural_linear:
         clock = time.perf_counter()
-        S = neural_linear(parameter_layout(model).layer_sizes())
+        S = select("neural_linear", problem, 1)
         w, c = metrics(subnetwork_variance(ggn, G, S))
         reference["neural_linear"] = {"w2": w, "coverage": c, "k": float(S.size)}
         t["neural_linear"] = time.perf_counter() - clock

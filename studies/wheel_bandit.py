@@ -18,11 +18,13 @@ r̃_a is pulled; MAP pulls argmax_a f(x, a) (App. B). The model and Ω_SS are fi
 phase and contexts do not depend on actions, so a phase's 20 rounds are evaluated as one
 batch — identical to the sequential loop.
 
-Selection rules on the replay inputs X_R (n rows), all without the p × p matrix:
-Gradient-Laplace = top-k scores s_i = (1/n) Σ g_i(x)² (Alg. 1, streamed);
-Subnet-Diagonal = the k smallest diag Ω = n·s/σ0² + α (App. B);
-Greedy-Laplace = Alg. 2 on the 2k Gradient-Laplace candidates (App. C.3's default m = 2k);
-Last-k and NeuralLinear by position (App. B).
+Any registered selection method (:mod:`laplace_lab.numerics.selection_registry`) can be an
+agent; it runs on the replay inputs X_R (n rows) through a lazy
+:class:`~laplace_lab.numerics.network_ggn.NetworkGGN`, never the p × p matrix nor the n × p
+Jacobian: Gradient-Laplace = top-k streamed scores s_i = (1/n) Σ g_i(x)² (Alg. 1);
+Subnet-Diagonal = the k smallest diag Ω = n·s/σ0² + α (App. B); Greedy-Laplace = Alg. 2 on
+the 2k Gradient-Laplace candidates (App. C.3's default m = 2k), from their Jacobian columns
+only; Last-k and NeuralLinear by position (App. B).
 
 Regret is the expected regret of :meth:`laplace_lab.studies.wheel_env.WheelBandit.regret`.
 """
@@ -35,33 +37,33 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from laplace_lab._checks import optional_positive_int, positive_float, positive_int
+from laplace_lab._checks import one_of, optional_positive_int, positive_float, positive_int
 from laplace_lab._random import as_generator
 from laplace_lab.numerics.ggn import GGN
-from laplace_lab.numerics.jacobians import gradient_scores, parameter_layout, per_sample_jacobian
+from laplace_lab.numerics.jacobians import per_sample_jacobian
+from laplace_lab.numerics.network_ggn import NetworkGGN
 from laplace_lab.numerics.predictive import subnetwork_variance
-from laplace_lab.numerics.selection import gradient_laplace, greedy_laplace, last_k, neural_linear
+from laplace_lab.numerics.selection_registry import SubnetProblem, select, selection_methods
 from laplace_lab.studies.models import bandit_net
 from laplace_lab.studies.training import build_seeded, torch_threads
 from laplace_lab.studies.wheel_env import NUM_ARMS, WheelBandit
 
 __all__ = [
-    "K_METHODS",
-    "METHODS",
     "BanditConfig",
     "BanditResult",
     "SubnetPosterior",
     "arm_inputs",
     "choose_arms",
-    "fit_posterior",
+    "methods",
     "run_bandit",
     "select_subnetwork",
     "thompson_variance",
 ]
 
-#: Methods whose sub-network size k is a parameter.
-K_METHODS = ("last_k", "subnet_diagonal", "gradient_laplace", "greedy_laplace")
-METHODS = ("map", "neural_linear", *K_METHODS)
+
+def methods() -> tuple[str, ...]:
+    """The agents: ``"map"`` and every registered selection method."""
+    return ("map", *selection_methods())
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,7 @@ class BanditConfig:
     torch_threads: int | None = 1
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
+        one_of(self.method, "method", methods())
         for name in (
             "k",
             "horizon",
@@ -168,49 +169,19 @@ def select_subnetwork(
     *,
     noise_var: float,
     prior_precision: float = 1.0,
-) -> np.ndarray:
-    """The sub-network S of ``method`` on the replay inputs ``X`` (module docstring).
-
-    Alg. 1 (Gradient-Laplace), Alg. 2 (Greedy-Laplace) and App. B (Subnet-Diagonal, Last-k,
-    NeuralLinear) of [1]_. Returns indices into the flat θ.
-
-    References
-    ----------
-    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
-       Results and Methods", arXiv:2605.09075 (2026), §3 (Algs. 1–2) and App. B.
-    """
-    if method not in METHODS or method == "map":
-        raise ValueError(f"method must be one of {METHODS[1:]}; got {method!r}")
-    layout = parameter_layout(model)
-    if method == "neural_linear":
-        return neural_linear(layout.layer_sizes())
-    if method == "last_k":
-        return last_k(layout.p, k)
-    Xt = _inputs(model, X)
-    scores = gradient_scores(model, Xt, likelihood="regression").double().numpy()
-    if method == "gradient_laplace":
-        return gradient_laplace(scores, k)
-    if method == "subnet_diagonal":
-        diag = X.shape[0] * scores / noise_var + prior_precision  # diag Ω = Σ g_i²/σ0² + α
-        return gradient_laplace(-diag, k)  # the k smallest diag Ω, ascending
-    K = gradient_laplace(scores, min(2 * k, layout.p))  # Alg. 2's candidates
-    JK = per_sample_jacobian(model, Xt, subset=K).double().numpy()
-    ggn_K = GGN.regression(JK, noise_var=noise_var, prior_precision=prior_precision)
-    return K[greedy_laplace(ggn_K, k, scores=scores[K])]
-
-
-def fit_posterior(
-    model: torch.nn.Module,
-    X: np.ndarray,
-    S: np.ndarray,
-    *,
-    noise_var: float,
-    prior_precision: float = 1.0,
 ) -> SubnetPosterior:
-    """Ω_SS = J_SᵀJ_S/σ0² + αI_k on the replay inputs ``X`` (App. D.2), in float64."""
-    JS = per_sample_jacobian(model, _inputs(model, X), subset=S).double().numpy()
-    ggn = GGN.regression(JS, noise_var=noise_var, prior_precision=prior_precision)
-    return SubnetPosterior(np.asarray(S, dtype=np.int64), ggn, float(noise_var))
+    """S of ``method`` (a registered selection method) on the replay inputs ``X``, and Ω_SS.
+
+    Ω = J_wᵀJ_w + αI of the network on ``X`` is a :class:`NetworkGGN`: the selection streams
+    the scores and computes only the Jacobian columns it needs (Greedy-Laplace: its m = 2k
+    candidates, App. C.3's default), and Ω_SS = J_SᵀJ_S/σ0² + αI_k is built from the columns
+    of S (App. D.2).
+    """
+    if method == "map":
+        raise ValueError("method 'map' has no sub-network")
+    net = NetworkGGN(model, X, noise_var=noise_var, prior_precision=prior_precision)
+    S = select(method, SubnetProblem(net), k, shared={"candidates": "2k"})
+    return SubnetPosterior(np.asarray(S, dtype=np.int64), net.columns_ggn(S), float(noise_var))
 
 
 def thompson_variance(
@@ -313,10 +284,9 @@ def _run(cfg: BanditConfig, rng: np.random.Generator) -> BanditResult:
             tail = Xr[-cfg.noise_window :]
             resid = _forward(model, tail) - y_buf[t - tail.shape[0] : t]
             s2 = max(float(np.mean(resid**2)), cfg.noise_floor)
-            S = select_subnetwork(
+            post = select_subnetwork(
                 model, Xr, cfg.method, cfg.k, noise_var=s2, prior_precision=cfg.prior_precision
             )
-            post = fit_posterior(model, Xr, S, noise_var=s2, prior_precision=cfg.prior_precision)
             var = thompson_variance(model, post, inputs).reshape(n, NUM_ARMS)
         record(t, x, choose_arms(mean, var, rng=rng))
         t += n

@@ -8,6 +8,7 @@ executable forms of Theorems 1–3 (Appendix A). Also the self-supervised Laplac
 approximations (SSLA / ASSLA) of Rodemann et al., arXiv:2605.12208, on conjugate models.
 """
 
+# Matrix classes of Theorems 2–3
 from laplace_lab.theory.classes import (
     CPIDecomposition,
     cpi_matrix,
@@ -17,19 +18,8 @@ from laplace_lab.theory.classes import (
     random_diagonally_dominant,
     random_psd,
 )
-from laplace_lab.theory.exhaustive import Extremes, all_ipvs, exhaustive_extremes
-from laplace_lab.theory.ipv import discrepancy, ipv, ipv_classification, ipv_full, ipv_path
-from laplace_lab.theory.theorems import (
-    Check,
-    Theorem1Decomposition,
-    check_monotonicity,
-    check_theorem2,
-    check_theorem3,
-    theorem1_decomposition,
-)
 
-# --- Self-supervised Laplace (SSLA / ASSLA) on conjugate models ------------------------
-# isort: split
+# Self-supervised Laplace (SSLA / ASSLA) on conjugate models
 from laplace_lab.theory.conjugate import NormalNormal, PoissonGamma
 from laplace_lab.theory.conjugate_regression import (
     BayesianLinearRegression,
@@ -42,38 +32,50 @@ from laplace_lab.theory.divergences import (
     total_variation,
     wasserstein1,
 )
+
+# IPV, the discrepancy and exhaustive search
+from laplace_lab.theory.exhaustive import Extremes, all_ipvs, exhaustive_extremes
+from laplace_lab.theory.ipv import discrepancy, ipv, ipv_classification, ipv_full, ipv_path
 from laplace_lab.theory.predictive_dists import DiscretePredictive, QuadraturePredictive
 from laplace_lab.theory.rates import RateFit, fit_rate
 from laplace_lab.theory.ssla import ssla_log_predictive, ssla_predictive
 
-# --- end of the SSLA / ASSLA block -------------------------------------------------------
+# Theorems 1–3 as executable checks
+from laplace_lab.theory.theorems import (
+    Check,
+    Theorem1Decomposition,
+    check_monotonicity,
+    check_theorem2,
+    check_theorem3,
+    theorem1_decomposition,
+)
 
 __all__ = [
-    "CPIDecomposition",
-    "Check",
+    # IPV, the discrepancy and exhaustive search
     "Extremes",
-    "Theorem1Decomposition",
     "all_ipvs",
-    "check_monotonicity",
-    "check_theorem2",
-    "check_theorem3",
-    "cpi_matrix",
     "discrepancy",
     "exhaustive_extremes",
     "ipv",
     "ipv_classification",
     "ipv_full",
     "ipv_path",
+    # matrix classes of Theorems 2–3
+    "CPIDecomposition",
+    "cpi_matrix",
     "is_cpi",
     "is_diagonally_dominant",
     "random_cpi",
     "random_diagonally_dominant",
     "random_psd",
+    # Theorems 1–3 as executable checks
+    "Check",
+    "Theorem1Decomposition",
+    "check_monotonicity",
+    "check_theorem2",
+    "check_theorem3",
     "theorem1_decomposition",
-]
-
-# Self-supervised Laplace (SSLA / ASSLA) on conjugate models
-__all__ += [
+    # self-supervised Laplace (SSLA / ASSLA) on conjugate models
     "BayesianLinearRegression",
     "DiscretePredictive",
     "Divergences",
@@ -81,12 +83,13 @@ __all__ += [
     "NormalNormal",
     "PoissonGamma",
     "QuadraturePredictive",
-    "RateFit",
     "divergences",
-    "fit_rate",
     "kl_divergence",
     "ssla_log_predictive",
     "ssla_predictive",
     "total_variation",
     "wasserstein1",
+    # convergence rates
+    "RateFit",
+    "fit_rate",
 ]

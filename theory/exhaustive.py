@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from laplace_lab._checks import subset, subset_size
-from laplace_lab.theory.ipv import _setup
+from laplace_lab.theory._ipv_terms import setup
 
 __all__ = ["MAX_SUBSETS", "Extremes", "all_ipvs", "exhaustive_extremes"]
 
@@ -85,7 +85,7 @@ def all_ipvs(
     ValueError
         When there are more than ``MAX_SUBSETS`` subsets.
     """
-    L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
+    L, scale, c, v = setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
     members = np.arange(p) if pool is None else np.sort(subset(pool, p, "pool"))
     k = subset_size(k, members.size, "k")

@@ -19,9 +19,9 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
 from laplace_lab._checks import check_nested, isotropic_prior, subset, subset_size
+from laplace_lab.theory._ipv_terms import ipv_prefixes, ipv_terms, setup
 from laplace_lab.theory.classes import is_cpi, is_diagonally_dominant
 from laplace_lab.theory.exhaustive import exhaustive_extremes
-from laplace_lab.theory.ipv import _ipv_prefixes, _ipv_terms, _setup
 
 __all__ = [
     "Check",
@@ -70,12 +70,12 @@ def roundoff_tolerance(
     Two parts: (i) the Cholesky factor of A = Λ_SS + cV_SS is exact for some A + δA with
     ‖δA‖₂ ≤ γ‖A‖₂, γ = 10(k+1)·eps, which moves IPV = (σ0²/N)(k − c·tr(A⁻¹V_S)) by at
     most (σ0²/N)·γ‖A‖₂·c·tr(A⁻¹V_SA⁻¹) to first order; (ii) the rounding of the k terms,
-    each bounded by the rule of :func:`laplace_lab.theory.ipv._ipv_terms`. The test suite checks
-    the bound against 60-digit references.
+    each bounded by the rule of :func:`laplace_lab.theory._ipv_terms.ipv_terms`. The test suite
+    checks the bound against 60-digit references.
     """
     if S.size == 0:
         return 0.0
-    _, bounds, Rinv = _ipv_terms(Lam, S, c, v)
+    _, bounds, Rinv = ipv_terms(Lam, S, c, v)
     gamma = 10 * (S.size + 1) * np.finfo(float).eps
     Ainv = Rinv.T @ Rinv
     norm_A = float(np.linalg.norm(Lam[np.ix_(S, S)], 2) + c * v[S].max())
@@ -124,12 +124,12 @@ def check_monotonicity(
        Results and Methods", arXiv:2605.09075 (2026), §4 Theorem 1, proof in Appendix A.2;
        classification: Appendix A.3.
     """
-    L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
+    L, scale, c, v = setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
     s, s_sup = subset(S, p, "S"), subset(S_sup, p, "S_sup")
     check_nested(s, s_sup)
-    lo = float(_ipv_prefixes(L, s, scale, c, v)[-1]) if s.size else 0.0
-    hi = float(_ipv_prefixes(L, s_sup, scale, c, v)[-1]) if s_sup.size else 0.0
+    lo = float(ipv_prefixes(L, s, scale, c, v)[-1]) if s.size else 0.0
+    hi = float(ipv_prefixes(L, s_sup, scale, c, v)[-1]) if s_sup.size else 0.0
     tol = roundoff_tolerance(L, s, scale, c, v) + roundoff_tolerance(L, s_sup, scale, c, v)
     return _check(hi - lo, tol, {"ipv_S": lo, "ipv_S_sup": hi})
 
@@ -175,14 +175,14 @@ def check_theorem2(
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
        Results and Methods", arXiv:2605.09075 (2026), §4 Theorem 2, proof in Appendix A.4.
     """
-    L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
+    L, scale, c, v = setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
     isotropic_prior(prior_precision, p)
     k = subset_size(k, p, "k", low=1)
     order = _diagonal_order(L)
     top, bottom = order[:k], order[::-1][:k]
-    ipv_top = float(_ipv_prefixes(L, top, scale, c, v)[-1])
-    ipv_bottom = float(_ipv_prefixes(L, bottom, scale, c, v)[-1])
+    ipv_top = float(ipv_prefixes(L, top, scale, c, v)[-1])
+    ipv_bottom = float(ipv_prefixes(L, bottom, scale, c, v)[-1])
     ext = exhaustive_extremes(L, k, n=n, noise_var=noise_var, prior_precision=prior_precision)
     margin_max, margin_min = ipv_top - ext.best_ipv, ext.worst_ipv - ipv_bottom
     tol_max = roundoff_tolerance(L, top, scale, c, v) + roundoff_tolerance(
@@ -259,7 +259,7 @@ def check_theorem3(
        Results and Methods", arXiv:2605.09075 (2026), §4 Theorem 3, proof in Appendix A.5 (which
        assumes V = cI).
     """
-    L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
+    L, scale, c, v = setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
     isotropic_prior(prior_precision, p)
     k = subset_size(k, p, "k", low=1)
@@ -269,11 +269,11 @@ def check_theorem3(
     order = _diagonal_order(L)
     dsorted = np.diag(L)[order]
     top, bottom = order[:k], order[::-1][:k]
-    ipv_top = float(_ipv_prefixes(L, top, scale, c, v)[-1])
+    ipv_top = float(ipv_prefixes(L, top, scale, c, v)[-1])
     tol_top = roundoff_tolerance(L, top, scale, c, v)
 
     ratio_a = _ratio(dsorted[k - 1], dsorted[p - k])
-    ipv_bottom = float(_ipv_prefixes(L, bottom, scale, c, v)[-1])
+    ipv_bottom = float(ipv_prefixes(L, bottom, scale, c, v)[-1])
     part_a = _check(
         ipv_top - ipv_bottom,
         tol_top + roundoff_tolerance(L, bottom, scale, c, v),
@@ -392,7 +392,7 @@ def theorem1_decomposition(
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
        Results and Methods", arXiv:2605.09075 (2026), Appendix A.2 (proof of Theorem 1).
     """
-    L, scale, c, v = _setup(Lam, n, noise_var, prior_precision)
+    L, scale, c, v = setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
     s, t = subset(S, p, "S"), subset(T, p, "T")
     overlap = np.intersect1d(s, t)
@@ -417,9 +417,9 @@ def theorem1_decomposition(
         schur = float(np.trace(cho_solve((R, True), C - W.T @ W)))
     else:
         cross = schur = 0.0
-    ipv_s = float(_ipv_prefixes(L, s, scale, c, v)[-1]) if s.size else 0.0
+    ipv_s = float(ipv_prefixes(L, s, scale, c, v)[-1]) if s.size else 0.0
     union = np.concatenate([s, t])
-    ipv_u = float(_ipv_prefixes(L, union, scale, c, v)[-1]) if union.size else 0.0
+    ipv_u = float(ipv_prefixes(L, union, scale, c, v)[-1]) if union.size else 0.0
     tol = roundoff_tolerance(L, union, scale, c, v)
     if t.size:
         tol += 100 * union.size**2 * np.finfo(float).eps * kappa * np.abs(L).max() / v[union].min()

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from laplace_lab.numerics import GGN, gradient_laplace, greedy_laplace, last_k, random_subset
-from laplace_lab.numerics import subnet_diagonal as subnet_diagonal_rule
+from laplace_lab.numerics import GGN
+from laplace_lab.numerics.selection_registry import SubnetProblem, select, selection_methods
 from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 from laplace_lab.studies.summary import SummaryRow
@@ -33,7 +33,7 @@ from laplace_lab.theory.classes import random_cpi, random_diagonally_dominant, r
 from laplace_lab.theory.exhaustive import exhaustive_extremes
 from laplace_lab.theory.ipv import ipv, ipv_full
 
-__all__ = ["EPS", "FAMILIES", "STUDY", "population_lambda", "run_one"]
+__all__ = ["EPS", "FAMILIES", "STUDY", "population_lambda", "rules", "run_one"]
 
 #: Dominance level of the ``dominant`` family.
 EPS = 0.5
@@ -61,21 +61,17 @@ def population_lambda(family: str, p: int, rng: np.random.Generator) -> np.ndarr
 
 
 def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
-    """One Λ, one gradient sample; relative Dis of every rule and of the optimum."""
+    """One Λ, one gradient sample; relative Dis of every registered rule and of the optimum."""
     n, p, k = params["N"], params["p"], params["k"]
     lam = population_lambda(params["family"], p, rng)
     J = rng.standard_normal((n, p)) @ np.linalg.cholesky(lam).T
-    ggn = GGN.regression(J, noise_var=1.0, prior_precision=1.0)
+    problem = SubnetProblem(GGN.regression(J, noise_var=1.0, prior_precision=1.0))
     exact = np.diag(lam)
-    subsets = {
-        "gradient": gradient_laplace(ggn.scores(), k),
-        "greedy": greedy_laplace(ggn, k),
-        "subnet_diagonal": subnet_diagonal_rule(ggn, k),
-        "last_k": last_k(p, k),
-        "random": random_subset(p, k, rng=rng),
-        "diag_top": np.argsort(-exact, kind="stable")[:k],
-        "diag_bottom": np.argsort(exact, kind="stable")[:k],
+    subsets = {  # every sized method of the registry that runs on a dense Ω
+        name: select(name, problem, k, rng=rng) for name in rules(problem)
     }
+    subsets["diag_top"] = np.argsort(-exact, kind="stable")[:k]
+    subsets["diag_bottom"] = np.argsort(exact, kind="stable")[:k]
     ext = exhaustive_extremes(lam, k, n=n)
     spread = ext.best_ipv - ext.worst_ipv
     out: dict[str, float] = {}
@@ -85,14 +81,21 @@ def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
         gap = ext.best_ipv - ipv(lam, S, n=n)
         out[f"regret_{name}"] = max(gap, 0.0) / spread if spread > 0 else 0.0
     out["dis_optimum_relative"] = (ipv_full(lam, n=n) - ext.best_ipv) / ipv_full(lam, n=n)
-    for name in ("gradient", "greedy"):
+    for name in ("gradient_laplace", "greedy_laplace"):
         out[f"optimal_{name}"] = float(out[f"regret_{name}"] <= TIE)
-    out["greedy_beats_gradient"] = float(out["regret_greedy"] < out["regret_gradient"] - TIE)
-    out["gradient_beats_greedy"] = float(out["regret_gradient"] < out["regret_greedy"] - TIE)
+    greedy, gradient = out["regret_greedy_laplace"], out["regret_gradient_laplace"]
+    out["greedy_beats_gradient"] = float(greedy < gradient - TIE)
+    out["gradient_beats_greedy"] = float(gradient < greedy - TIE)
     # Theorem 3 (a)'s condition on the exact diagonal, for the ε-dominant family.
     s = np.sort(exact)[::-1]
     out["theorem3_condition"] = float(s[k - 1] / s[p - k] > (1 + EPS) / (1 - EPS))
     return out
+
+
+def rules(problem: SubnetProblem) -> list[str]:
+    """The sized registered methods this problem can feed (a random generator is given)."""
+    have = problem.provides() | {"rng"}
+    return [n for n, m in selection_methods().items() if m.sized and m.needs <= have]
 
 
 def report(summary: list[SummaryRow]) -> str:
@@ -101,7 +104,7 @@ def report(summary: list[SummaryRow]) -> str:
     for s in summary:
         key = (s.params["family"], s.params["N"], s.params["k"], s.params["p"])
         table.setdefault(key, {})[s.metric] = s
-    methods = ("gradient", "greedy", "subnet_diagonal", "last_k", "random")
+    methods = ("gradient_laplace", "greedy_laplace", "subnet_diagonal", "last_k", "random")
     lines = [
         "family    N      k  p   P(greedy better) [95%]  P(gradient better)  P(optimal: "
         "gradient, greedy)  mean regret: " + " ".join(methods)
@@ -111,7 +114,7 @@ def report(summary: list[SummaryRow]) -> str:
         lines.append(
             f"{family:9s} {n:<6d} {k:<2d} {p:<3d} {g.mean:.2f} [{g.low:.2f}, {g.high:.2f}]"
             f"        {m['gradient_beats_greedy'].mean:.2f}                "
-            f"{m['optimal_gradient'].mean:.2f}, {m['optimal_greedy'].mean:.2f}"
+            f"{m['optimal_gradient_laplace'].mean:.2f}, {m['optimal_greedy_laplace'].mean:.2f}"
             "                 " + " ".join(f"{m[f'regret_{x}'].mean:.3f}" for x in methods)
         )
     return "\n".join(lines)
@@ -136,8 +139,8 @@ STUDY = register(
         full_replications=500,
         run_one=run_one,
         probabilities=(
-            "optimal_gradient",
-            "optimal_greedy",
+            "optimal_gradient_laplace",
+            "optimal_greedy_laplace",
             "greedy_beats_gradient",
             "gradient_beats_greedy",
             "theorem3_condition",
@@ -145,10 +148,10 @@ STUDY = register(
         x="N",
         plot_metrics=(
             "greedy_beats_gradient",
-            "optimal_gradient",
-            "optimal_greedy",
-            "regret_gradient",
-            "regret_greedy",
+            "optimal_gradient_laplace",
+            "optimal_greedy_laplace",
+            "regret_gradient_laplace",
+            "regret_greedy_laplace",
             "regret_subnet_diagonal",
         ),
         report=report,

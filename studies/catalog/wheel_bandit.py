@@ -22,30 +22,49 @@ import numpy as np
 from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 from laplace_lab.studies.summary import SummaryRow
-from laplace_lab.studies.wheel_bandit import K_METHODS, BanditConfig, run_bandit
 
 __all__ = ["STUDY", "agents", "parse_agent", "report", "run_one"]
 
 
-def agents(ks: tuple[int, ...]) -> tuple[str, ...]:
-    """MAP, NeuralLinear and every sub-network method at every k, as grid values."""
-    return ("map", "neural_linear", *(f"{m}-k{k}" for m in K_METHODS for k in ks))
+#: The sub-network agents of Tables 1–2 whose size k is set per agent (App. D.2).
+PAPER_SIZED = ("last_k", "subnet_diagonal", "gradient_laplace", "greedy_laplace")
+
+
+def agents(ks: tuple[int, ...], methods: tuple[str, ...] = PAPER_SIZED) -> tuple[str, ...]:
+    """MAP, NeuralLinear and each sized selection method at every k, as grid values."""
+    return ("map", "neural_linear", *(f"{m}-k{k}" for m in methods for k in ks))
+
+
+def _sized(method: str) -> bool:
+    from laplace_lab.numerics.selection_registry import selection_methods
+
+    known = selection_methods()
+    return method in known and known[method].sized
 
 
 def parse_agent(agent: str) -> tuple[str, int]:
-    """``"greedy_laplace-k100"`` → ``("greedy_laplace", 100)``; k = 1 for k-free agents."""
+    """``"greedy_laplace-k100"`` → ``("greedy_laplace", 100)``; k = 1 for k-free agents.
+
+    Any registered selection method is an agent: sized ones need a size (``-k<k>``).
+    """
+    from laplace_lab.numerics.selection_registry import selection_methods
+
     method, sep, k = agent.partition("-k")
     if not sep:
-        if method in K_METHODS:
+        if _sized(method):
             raise ValueError(f"agent {agent!r} needs a size: '{method}-k<k>'")
+        if method != "map" and method not in selection_methods():
+            raise ValueError(f"agent must be 'map' or a selection method; got {agent!r}")
         return method, 1
-    if method not in K_METHODS or not k.isdigit() or int(k) < 1:
+    if not _sized(method) or not k.isdigit() or int(k) < 1:
         raise ValueError(f"agent must be 'map', 'neural_linear' or '<method>-k<k>'; got {agent!r}")
     return method, int(k)
 
 
 def run_one(params: dict[str, Any], *, rng: np.random.Generator) -> dict[str, float]:
     """One Neural-Thompson-sampling run of one agent (module docstring)."""
+    from laplace_lab.studies.wheel_bandit import BanditConfig, run_bandit
+
     method, k = parse_agent(params["agent"])
     cfg = BanditConfig(method=method, k=k, delta=params["delta"], horizon=params["horizon"])
     res = run_bandit(cfg, rng=rng)

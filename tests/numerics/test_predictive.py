@@ -67,6 +67,26 @@ def test_path_equals_separate_calls(backend):
     assert np.all(np.diff(mono, axis=0) >= -1e-12 * mono.max())
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_path_woodbury_prefixes_accumulate_across_tiles(backend, dtype, monkeypatch):
+    """k > N′ by Woodbury accumulated along the order, in tiles smaller than the prefixes."""
+    import laplace_lab.numerics.predictive as predictive
+
+    monkeypatch.setattr(predictive, "TILE", 4)
+    rng = np.random.default_rng(0)
+    J, G = rng.normal(size=(6, 20)), rng.normal(size=(4, 20))
+    ggn = GGN.regression(backend(J.astype(dtype)), noise_var=0.5, prior_precision=2.0)
+    order = rng.permutation(20)
+    ks = [15, 3, 6, 9, 20]  # below and at N′ = 6: Cholesky prefix; above: Woodbury
+    got = host(subnetwork_variance_path(ggn, backend(G.astype(dtype)), order, ks))
+    assert got.dtype == dtype
+    for row, k in zip(got, ks, strict=True):
+        S = order[:k]
+        om = J[:, S].T @ J[:, S] / 0.5 + 2.0 * np.eye(k)
+        ref = np.einsum("mi,ij,mj->m", G[:, S], np.linalg.inv(om), G[:, S])
+        np.testing.assert_allclose(row, ref, rtol=1e-10 if dtype == np.float64 else 1e-5)
+
+
 @pytest.mark.parametrize("which", ["binary", "multiclass"])
 def test_classification_variances(backend, which):
     rng = np.random.default_rng(2)

@@ -239,8 +239,16 @@ def test_greedy_study_population_extremes_follow_theorems_2_and_3(results):
 
 
 def test_greedy_study_regrets_are_normalised(results):
+    from laplace_lab.numerics import GGN
+    from laplace_lab.numerics.selection_registry import SubnetProblem
+
+    dense = SubnetProblem(GGN.regression(np.ones((2, 3)), noise_var=1.0, prior_precision=1.0))
+    n_rules = len(gradient_vs_greedy.rules(dense))
+    assert {"gradient_laplace", "greedy_laplace", "subnet_diagonal", "last_k", "random"} <= set(
+        gradient_vs_greedy.rules(dense)
+    )
     rows, _, _ = results(GG)
     for r in rows:
         regrets = [v for name, v in r.metrics.items() if name.startswith("regret_")]
-        assert len(regrets) == 7 and all(0.0 <= v <= 1.0 + 1e-9 for v in regrets), r
+        assert len(regrets) == n_rules + 2 and all(0.0 <= v <= 1.0 + 1e-9 for v in regrets), r
         assert r.metrics["greedy_beats_gradient"] + r.metrics["gradient_beats_greedy"] <= 1

@@ -11,10 +11,8 @@ from laplace_lab._random import keyed_seed
 
 torch = pytest.importorskip("torch")
 
-from laplace_lab.numerics.ggn import GGN  # noqa: E402
 from laplace_lab.studies.subnet_experiment import (  # noqa: E402
     ExperimentConfig,
-    _variance_along,
     run_experiment,
     run_seed,
 )
@@ -37,20 +35,6 @@ def _tiny(**changes):
     )
     base.update(changes)
     return ExperimentConfig(**base)
-
-
-def test_variance_along_prefixes_equals_dense_subnetwork_variance():
-    rng = np.random.default_rng(0)
-    J, G = rng.normal(size=(6, 20)), rng.normal(size=(4, 20))
-    ggn = GGN.regression(J, noise_var=0.5, prior_precision=2.0)
-    order = rng.permutation(20)
-    ks = [3, 6, 15]  # below and above N' = 6: Cholesky path and Woodbury
-    got = _variance_along(ggn, G, order, ks)
-    for row, k in zip(got, ks, strict=True):
-        S = order[:k]
-        om = J[:, S].T @ J[:, S] / 0.5 + 2.0 * np.eye(k)
-        ref = np.einsum("mi,ij,mj->m", G[:, S], np.linalg.inv(om), G[:, S])
-        np.testing.assert_allclose(row, ref, rtol=1e-10)
 
 
 def test_end_to_end_invariants_and_references():

@@ -8,15 +8,16 @@ import torch
 
 from laplace_lab.numerics import GGN, greedy_laplace_reference
 from laplace_lab.numerics import subnet_diagonal as dense_subnet_diagonal
+from laplace_lab.numerics.network_ggn import NetworkGGN
 from laplace_lab.studies.catalog import wheel_bandit as catalog
 from laplace_lab.studies.models import bandit_net, mlp
 from laplace_lab.studies.registry import get_study
 from laplace_lab.studies.training import build_seeded, torch_threads
 from laplace_lab.studies.wheel_bandit import (
     BanditConfig,
+    SubnetPosterior,
     arm_inputs,
     choose_arms,
-    fit_posterior,
     run_bandit,
     select_subnetwork,
     thompson_variance,
@@ -47,7 +48,8 @@ def test_thompson_variance_equals_dense_formula(k):
     X, Xs = _buffer(rng, 30), arm_inputs(rng.uniform(-1, 1, size=(4, 2)))
     S = rng.choice(11001, size=k, replace=False)
     s2, alpha = 0.3, 1.0
-    post = fit_posterior(model, X, S, noise_var=s2, prior_precision=alpha)
+    net = NetworkGGN(model, X, noise_var=s2, prior_precision=alpha)
+    post = SubnetPosterior(S, net.columns_ggn(S), s2)
     var = thompson_variance(model, post, Xs)
     J, G = _dense_jacobian(model, X)[:, S], _dense_jacobian(model, Xs)[:, S]
     omega = J.T @ J / s2 + alpha * np.eye(k)  # App. D.2
@@ -74,8 +76,12 @@ def test_selection_rules_match_dense_references():
         ("last_k", np.arange(p - 1, p - 1 - k, -1)),
         ("neural_linear", np.arange(p - 9, p)),
     ]:
-        S = select_subnetwork(model, X, method, k, noise_var=s2, prior_precision=alpha)
-        np.testing.assert_array_equal(S, expected, err_msg=method)
+        post = select_subnetwork(model, X, method, k, noise_var=s2, prior_precision=alpha)
+        np.testing.assert_array_equal(post.S, expected, err_msg=method)
+        JS = J[:, post.S]  # Ω_SS of the selected columns (App. D.2)
+        np.testing.assert_allclose(
+            post.ggn.dense(), JS.T @ JS / s2 + alpha * np.eye(post.S.size), rtol=1e-12
+        )
 
 
 def test_map_never_explores_and_thompson_does():

@@ -1,0 +1,150 @@
+"""The GGN factor of a torch model, computed on demand: no N × p Jacobian is ever formed.
+
+:class:`NetworkGGN` offers what sub-network selection reads from a :class:`~.ggn.GGN` —
+``p``, ``prior_precision``, ``scores()``, ``diagonal()`` and the weighted Jacobian columns
+``weighted_columns(idx)`` — for a model and a reference set, streaming the scores through
+:func:`~.jacobians.gradient_scores` and computing only the columns a method asks for
+(:func:`~.jacobians.per_sample_jacobian` with ``subset=``). Greedy-Laplace on a network thus
+costs O(N·m) Jacobian entries for its m candidates instead of O(N·p).
+
+Arrays are NumPy float64 on the host.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from laplace_lab._checks import one_of, positive_float, subset
+from laplace_lab.numerics.ggn import GGN, prior_vector
+from laplace_lab.numerics.jacobians import gradient_scores, parameter_layout, per_sample_jacobian
+
+__all__ = ["NetworkGGN"]
+
+_LIKELIHOODS = ("regression", "binary", "multiclass")
+
+
+class NetworkGGN:
+    """Ω = J_wᵀJ_w + V of ``model`` on the inputs ``X``, evaluated lazily.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network at its MAP, in evaluation mode.
+    X : (N, ...) tensor or array
+        The reference inputs (training inputs for the paper's Ω).
+    likelihood : {"regression", "binary", "multiclass"}
+        As in :class:`~.ggn.GGN`: J_w = J/σ0, √(p(1 − p))·J, or W_nᵀJ_n.
+    noise_var : float
+        σ0² (regression only).
+    prior_precision : float or (p,) array
+        V.
+    chunk_size : int, optional
+        Rows per Jacobian chunk (default: a memory budget).
+
+    Notes
+    -----
+    ``diagonal()`` is N·s/σ0² + V for regression and N·s + V otherwise, with s the streamed
+    Gradient-Laplace scores; both equal :meth:`GGN.diagonal` of the dense factor.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        X: Any,
+        *,
+        likelihood: str = "regression",
+        noise_var: float = 1.0,
+        prior_precision: Any = 1.0,
+        chunk_size: int | None = None,
+    ) -> None:
+        import torch
+
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+        self.model = model
+        dtype = next(model.parameters()).dtype
+        self.X = torch.as_tensor(np.asarray(X) if not torch.is_tensor(X) else X, dtype=dtype)
+        if self.X.ndim < 1 or self.X.shape[0] == 0:
+            raise ValueError(f"X must hold at least one row; got shape {tuple(self.X.shape)}")
+        self.likelihood = one_of(likelihood, "likelihood", _LIKELIHOODS)
+        self.noise_var = positive_float(noise_var, "noise_var")
+        self.chunk_size = chunk_size
+        self.layout = parameter_layout(model)
+        self.prior_precision = np.asarray(
+            prior_vector(prior_precision, self.layout.p, np.zeros(1)), dtype=np.float64
+        )
+
+    # ----------------------------------------------------------------------------- shapes
+    @property
+    def p(self) -> int:
+        """Number of parameters."""
+        return self.layout.p
+
+    @property
+    def n_data(self) -> int:
+        """N, the number of reference inputs."""
+        return int(self.X.shape[0])
+
+    @property
+    def xp(self) -> Any:
+        """The array namespace of every returned array (NumPy)."""
+        import array_api_compat.numpy
+
+        return array_api_compat.numpy
+
+    def theta(self) -> np.ndarray:
+        """θ̂ flattened in ``parameters()`` order."""
+        import torch
+
+        flat = torch.nn.utils.parameters_to_vector(self.model.parameters())
+        return flat.detach().double().cpu().numpy()
+
+    def layer_sizes(self) -> list[int]:
+        """Parameter count per layer, first layer first."""
+        return self.layout.layer_sizes()
+
+    # ----------------------------------------------------------------------------- operators
+    @functools.cached_property
+    def _scores(self) -> np.ndarray:
+        s = gradient_scores(
+            self.model, self.X, likelihood=self.likelihood, chunk_size=self.chunk_size
+        )
+        return s.detach().double().cpu().numpy()
+
+    @functools.cached_property
+    def _logits(self) -> np.ndarray:
+        import torch
+
+        with torch.no_grad():
+            f = self.model(self.X)
+        f = f.double().cpu().numpy()
+        return f.reshape(-1) if self.likelihood != "multiclass" else f
+
+    def scores(self) -> np.ndarray:
+        """Gradient-Laplace scores s_i = (1/N) Σ_n w_n g_i(x_n)² (streamed, cached)."""
+        return self._scores.copy()
+
+    def diagonal(self) -> np.ndarray:
+        """diag(Ω) from the scores (class notes)."""
+        scale = self.n_data / (self.noise_var if self.likelihood == "regression" else 1.0)
+        return scale * self._scores + self.prior_precision
+
+    def columns_ggn(self, idx: Any) -> GGN:
+        """The GGN of the columns ``idx`` only: J_w[:, idx] and V[idx] (a k-parameter GGN)."""
+        idx = subset(idx, self.p, "idx", nonempty=True)
+        J = per_sample_jacobian(self.model, self.X, subset=idx, chunk_size=self.chunk_size)
+        J = J.detach().double().cpu().numpy()
+        V = self.prior_precision[idx]
+        if self.likelihood == "regression":
+            J2 = J.reshape(J.shape[0], -1)
+            return GGN.regression(J2, noise_var=self.noise_var, prior_precision=V)
+        if self.likelihood == "binary":
+            return GGN.binary(J.reshape(J.shape[0], -1), self._logits, prior_precision=V)
+        return GGN.multiclass(J, self._logits, prior_precision=V)
+
+    def weighted_columns(self, idx: Any) -> np.ndarray:
+        """J_w[:, idx] (N′ × |idx|)."""
+        return self.columns_ggn(idx).Jw
