@@ -6,7 +6,6 @@ selection, predictive variances and the empirical IPV work from it without formi
 precision. :mod:`laplace_lab.theory` is the oracle these kernels are tested against.
 """
 
-# Backend dispatch (NumPy, CuPy, torch, any array-API namespace)
 from laplace_lab.numerics.backend import (
     TILE,
     as_float,
@@ -21,8 +20,6 @@ from laplace_lab.numerics.backend import (
     to_numpy,
     weighted_gram,
 )
-
-# Lanczos, low-rank and FSP-Laplace
 from laplace_lab.numerics.fsp import (
     DroppedTerms,
     FSPLaplace,
@@ -31,11 +28,7 @@ from laplace_lab.numerics.fsp import (
     fsp_laplace_from_factor,
     rkhs_norm_estimate,
 )
-
-# The GGN factor
 from laplace_lab.numerics.ggn import DENSE_MAX_P, GGN, prior_vector
-
-# IPV on any backend
 from laplace_lab.numerics.ipv import (
     discrepancy,
     empirical_pv,
@@ -45,8 +38,6 @@ from laplace_lab.numerics.ipv import (
     ipv,
     ipv_path,
 )
-
-# Real networks (torch is imported lazily): Jacobians and network SSLA / ASSLA
 from laplace_lab.numerics.jacobians import (
     ParameterLayout,
     gradient_scores,
@@ -64,15 +55,11 @@ from laplace_lab.numerics.network_ssla import (
     ssla_log_density,
     ssla_predictive,
 )
-
-# Surrogate-NTK sketches
 from laplace_lab.numerics.ntk_sketch import (
     jvp_ntk_estimate,
     ntk_estimate_variance,
     paper_ntk_variance,
 )
-
-# Predictive variances, W2 and coverage
 from laplace_lab.numerics.predictive import (
     coverage,
     marginal_variance,
@@ -81,8 +68,6 @@ from laplace_lab.numerics.predictive import (
     subnetwork_variance_path,
     wasserstein_gap,
 )
-
-# Sub-network selection: the rules and their registry
 from laplace_lab.numerics.selection import (
     gradient_laplace,
     greedy_laplace,

@@ -8,7 +8,6 @@ executable forms of Theorems 1–3 (Appendix A). Also the self-supervised Laplac
 approximations (SSLA / ASSLA) of Rodemann et al., arXiv:2605.12208, on conjugate models.
 """
 
-# Matrix classes of Theorems 2–3
 from laplace_lab.theory.classes import (
     CPIDecomposition,
     cpi_matrix,
@@ -18,8 +17,6 @@ from laplace_lab.theory.classes import (
     random_diagonally_dominant,
     random_psd,
 )
-
-# Self-supervised Laplace (SSLA / ASSLA) on conjugate models
 from laplace_lab.theory.conjugate import NormalNormal, PoissonGamma
 from laplace_lab.theory.conjugate_regression import (
     BayesianLinearRegression,
@@ -32,15 +29,11 @@ from laplace_lab.theory.divergences import (
     total_variation,
     wasserstein1,
 )
-
-# IPV, the discrepancy and exhaustive search
 from laplace_lab.theory.exhaustive import Extremes, all_ipvs, exhaustive_extremes
 from laplace_lab.theory.ipv import discrepancy, ipv, ipv_classification, ipv_full, ipv_path
 from laplace_lab.theory.predictive_dists import DiscretePredictive, QuadraturePredictive
 from laplace_lab.theory.rates import RateFit, fit_rate
 from laplace_lab.theory.ssla import ssla_log_predictive, ssla_predictive
-
-# Theorems 1–3 as executable checks
 from laplace_lab.theory.theorems import (
     Check,
     Theorem1Decomposition,
