@@ -1,4 +1,4 @@
-"""Monte Carlo studies: a parameter grid × replications of a pure ``run_one(params, rng)``.
+"""Monte Carlo studies: a parameter grid × replications of a pure ``run_one(params, *, rng)``.
 
 Studies own the loops, not the mathematics: the formulas live in :mod:`laplace_lab.theory`
 and :mod:`laplace_lab.numerics`, and a study only declares what to vary and what to
@@ -11,13 +11,35 @@ commits it to an SQLite :class:`Store` as it finishes (resumable, no duplicates)
 status | plot | export``.
 """
 
-from laplace_lab.studies.output import export_rows_csv, export_summary_csv, plot_summary
+import importlib
+from typing import Any
+
 from laplace_lab.studies.registry import get_study, register, studies
-from laplace_lab.studies.runner import RunReport, default_store_path, run_study
+from laplace_lab.studies.runner import RunReport, default_store_path, replicate, run_study
 from laplace_lab.studies.seeding import replication_rng, replication_seed
 from laplace_lab.studies.spec import Study, expand_grid
 from laplace_lab.studies.store import SCHEMA_VERSION, Row, Store, StoreError
-from laplace_lab.studies.summary import SummaryRow, summarise
+
+#: Names loaded on first use: summaries and plots pull in SciPy, statsmodels and matplotlib,
+#: which the command line does not need to build its parser.
+_LAZY = {
+    "SummaryRow": "summary",
+    "summarise": "summary",
+    "export_rows_csv": "output",
+    "export_summary_csv": "output",
+    "plot_summary": "output",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -34,6 +56,7 @@ __all__ = [
     "get_study",
     "plot_summary",
     "register",
+    "replicate",
     "replication_rng",
     "replication_seed",
     "run_study",

@@ -21,13 +21,11 @@ import sys
 from pathlib import Path
 
 from laplace_lab.studies.executors import EXECUTORS
-from laplace_lab.studies.output import export_rows_csv, export_summary_csv, plot_summary
 from laplace_lab.studies.registry import get_study, load_plugin, studies
 from laplace_lab.studies.runner import default_store_path, plan, run_study
 from laplace_lab.studies.seeding import params_key
 from laplace_lab.studies.spec import Study, parse_grid_overrides
 from laplace_lab.studies.store import Store, StoreError
-from laplace_lab.studies.summary import summarise
 
 __all__ = ["add_study_parser"]
 
@@ -50,6 +48,8 @@ def _existing(args: argparse.Namespace) -> tuple[Study, Path, Store]:
 
 
 def _print_summary(study: Study, store: Store) -> None:
+    from laplace_lab.studies.summary import summarise
+
     summary = summarise(study, store.rows())
     for s in summary:
         point = ", ".join(f"{k}={s.params[k]}" for k in study.grid if k in s.params)
@@ -121,6 +121,9 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
+    from laplace_lab.studies.output import plot_summary
+    from laplace_lab.studies.summary import summarise
+
     study, path, store = _existing(args)
     with store as db:
         summary = summarise(study, db.rows())
@@ -131,6 +134,9 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from laplace_lab.studies.output import export_rows_csv, export_summary_csv
+    from laplace_lab.studies.summary import summarise
+
     study, path, store = _existing(args)
     with store as db:
         if args.summary:

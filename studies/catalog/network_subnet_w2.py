@@ -21,8 +21,6 @@ import numpy as np
 
 from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
-from laplace_lab.studies.subnet_experiment import PAPER_METHODS, ExperimentConfig, run_seed
-from laplace_lab.studies.training import adam_recipe
 
 __all__ = ["STUDY", "run_one"]
 
@@ -30,7 +28,10 @@ _SMALL_KS = (50, 100, 200, 500, 1000)
 _FULL_KS = (50, 100, 200, 500, 1000, 2000, 5000, 10000)
 
 
-def _config(params: dict[str, Any]) -> ExperimentConfig:
+def _config(params: dict[str, Any]) -> Any:  # an ExperimentConfig (torch imported lazily)
+    from laplace_lab.studies.subnet_experiment import PAPER_METHODS, ExperimentConfig
+    from laplace_lab.studies.training import adam_recipe
+
     small = params["n_train"] < 1000
     return ExperimentConfig(
         dataset=params["dataset"],
@@ -48,6 +49,8 @@ def _config(params: dict[str, Any]) -> ExperimentConfig:
 
 def run_one(params: dict[str, Any], *, rng: np.random.Generator) -> dict[str, float]:
     """One trained network and every method along the k-grid (module docstring)."""
+    from laplace_lab.studies.subnet_experiment import run_seed
+
     res = run_seed(_config(params), rng=rng)
     out: dict[str, float] = {}
     for name in res.w2:
