@@ -84,14 +84,14 @@ def subset(n: int, k: int) -> Row:
 
 
 def experiment(budget_s: float = 180.0) -> Row:
-    from laplace_lab.studies.subnet_experiment import METHODS, ExperimentConfig, run_seed
+    from laplace_lab.studies.subnet_experiment import ExperimentConfig, run_seed, sized_methods
 
     cfg = ExperimentConfig(
         dataset="randhie",
         model="mlp_3x200",
         n_train=2000,
         n_test=1000,
-        methods=METHODS,
+        methods=sized_methods(),
         ensemble_size=0,
         kfac=False,
         coverage_target="y",

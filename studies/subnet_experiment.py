@@ -63,16 +63,20 @@ from laplace_lab.studies.training import (
 from laplace_lab.studies.training import train_map as _train
 
 __all__ = [
-    "METHODS",
     "ExperimentConfig",
     "ExperimentResult",
     "SeedResult",
     "run_experiment",
     "run_seed",
+    "sized_methods",
 ]
 
-#: The sized selection methods of the registry (NeuralLinear is a k-free reference).
-METHODS = tuple(name for name, m in selection_methods().items() if m.sized)
+
+def sized_methods() -> tuple[str, ...]:
+    """The sized selection methods registered now (NeuralLinear is a k-free reference)."""
+    return tuple(name for name, m in selection_methods().items() if m.sized)
+
+
 PAPER_METHODS = ("gradient_laplace", "greedy_laplace", "subnet_diagonal", "last_k")
 _MODELS: dict[str, Callable[[int, int], Any]] = {
     "mlp_2x50": lambda d, c: models.mlp_2x50(d, c),
@@ -109,7 +113,7 @@ class ExperimentConfig:
         if self.model not in _MODELS:
             raise ValueError(f"model must be one of {sorted(_MODELS)}; got {self.model!r}")
         for name in self.methods:
-            one_of(name, "methods", METHODS)
+            one_of(name, "methods", sized_methods())
         ks = np.asarray(self.ks)
         if ks.ndim != 1 or ks.size == 0 or np.any(ks < 1) or np.any(np.diff(ks) <= 0):
             raise ValueError(
