@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from laplace_lab._plugins import load_plugin as _load_plugin
+
 __all__ = [
     "Row",
     "benchmark",
@@ -94,10 +96,7 @@ def _load_package() -> None:
 
 def load_plugin(module: str) -> None:
     """Import a user module that registers benchmarks (``--plugin MODULE``)."""
-    try:
-        importlib.import_module(module)
-    except ImportError as exc:
-        raise ValueError(f"cannot import benchmark plugin module {module!r}: {exc}") from exc
+    _load_plugin(module, "benchmark plugin")
 
 
 def benchmarks() -> dict[str, Callable[..., list[Row]]]:

@@ -1,4 +1,4 @@
-"""``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S]``.
+"""``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S] [--plugin M]``.
 
 Runs every registered paper claim and writes the verification report (``index.html``,
 ``report.md``, ``verdicts.json``). Exits 1 if a claim check itself fails (an ERROR verdict).
@@ -15,9 +15,12 @@ __all__ = ["add_check_parser"]
 
 
 def _check(args: argparse.Namespace) -> int:
+    from laplace_lab._plugins import load_plugin
     from laplace_lab.paper_checks.registry import Context, Status, all_claims, run_claim
     from laplace_lab.paper_checks.report import Outcome, write_report
 
+    for module in args.plugin or ():
+        load_plugin(module, "claim plugin")
     claims = all_claims(args.paper)
     out_dir = Path(args.out)
     ctx = Context(full=args.full, seed=args.seed, figure_dir=out_dir / "figures")
@@ -46,5 +49,8 @@ def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     mode.add_argument("--full", dest="full", action="store_true", help="the papers' full sizes")
     check.add_argument("--out", default="report", help="report folder (default: report)")
     check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
+    check.add_argument(
+        "--plugin", action="append", metavar="MODULE", help="import a module of your own claims"
+    )
     check.set_defaults(handler=_check, full=False)
     return check

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from laplace_lab._plugins import load_plugin as _load_plugin
 from laplace_lab.studies.spec import Study
 
 __all__ = ["get_study", "load_catalog", "load_plugin", "register", "studies"]
@@ -39,10 +40,7 @@ def load_catalog() -> None:
 
 def load_plugin(module: str) -> None:
     """Import a user module that registers studies (``--plugin MODULE``)."""
-    try:
-        importlib.import_module(module)
-    except ImportError as exc:
-        raise ValueError(f"cannot import study plugin module {module!r}: {exc}") from exc
+    _load_plugin(module, "study plugin")
 
 
 def studies() -> dict[str, Study]:

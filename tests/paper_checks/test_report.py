@@ -111,3 +111,39 @@ def test_cli_rejects_unknown_paper(capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("laplace-lab check: error: paper must be one of")
     assert not (tmp_path / "r").exists()
+
+
+USER_CLAIMS = """
+from laplace_lab.paper_checks.registry import Status, Verdict, claim
+
+
+@claim(paper="my-conjecture", name="one-plus-one", location="notebook p. 1",
+       statement="1 + 1 = 2.")
+def one_plus_one(ctx):
+    return Verdict(Status.CONFIRMED if 1 + 1 == 2 else Status.REFUTED, measured=1 + 1, expected=2)
+"""
+
+
+def test_check_loads_a_users_claim_module(tmp_path, monkeypatch, capsys):
+    import json
+    import sys
+
+    from laplace_lab.paper_checks import registry
+
+    (tmp_path / "my_claims.py").write_text(USER_CLAIMS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "report"
+    try:
+        argv = ["check", "--plugin", "my_claims", "--paper", "my-conjecture", "--out", str(out)]
+        assert main(argv) == 0
+        verdicts = json.loads((out / "verdicts.json").read_text())
+        claims = verdicts["claims"] if isinstance(verdicts, dict) else verdicts
+        assert [(c["claim"], c["status"]) for c in claims] == [("one-plus-one", "CONFIRMED")]
+        assert main(["check", "--plugin", "no_such_module_here", "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert (
+            len(err) == 1 and "cannot import claim plugin module 'no_such_module_here'" in err[0]
+        )
+    finally:
+        registry._REGISTRY.pop("my-conjecture/one-plus-one", None)
+        sys.modules.pop("my_claims", None)
