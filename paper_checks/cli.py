@@ -16,7 +16,13 @@ __all__ = ["add_check_parser"]
 
 def _check(args: argparse.Namespace) -> int:
     from laplace_lab._plugins import load_plugin
-    from laplace_lab.paper_checks.registry import Context, Status, all_claims, run_claim
+    from laplace_lab.paper_checks.registry import (
+        Context,
+        Status,
+        all_claims,
+        run_claim,
+        run_mutant,
+    )
     from laplace_lab.paper_checks.report import Outcome, write_report
 
     for module in args.plugin or ():
@@ -30,8 +36,13 @@ def _check(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         verdict = run_claim(item, ctx)
         seconds = time.perf_counter() - start
-        print(f"{verdict.status.value} in {seconds:.1f} s", flush=True)
-        outcomes.append(Outcome(item, verdict, seconds))
+        chosen = [m for m in item.mutants if args.mutants == "all" or not m.heavy]
+        mutants = () if args.mutants == "none" else tuple(run_mutant(item, m, ctx) for m in chosen)
+        power = (
+            f"; mutants caught {sum(m.caught for m in mutants)}/{len(mutants)}" if mutants else ""
+        )
+        print(f"{verdict.status.value} in {seconds:.1f} s{power}", flush=True)
+        outcomes.append(Outcome(item, verdict, seconds, mutants))
     paths = write_report(outcomes, out_dir, full=args.full, seed=args.seed)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     errors = [o for o in outcomes if o.verdict.status is Status.ERROR]
@@ -51,6 +62,12 @@ def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
     check.add_argument(
         "--plugin", action="append", metavar="MODULE", help="import a module of your own claims"
+    )
+    check.add_argument(
+        "--mutants",
+        choices=("none", "light", "all"),
+        default="light",
+        help="run each claim under its mutants to measure its power (default: light ones)",
     )
     check.set_defaults(handler=_check, full=False)
     return check

@@ -18,24 +18,30 @@ import json
 import math
 import pkgutil
 import traceback
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from laplace_lab._random import keyed_generator
+from laplace_lab.paper_checks.mutants import Mutant
 
 __all__ = [
     "Claim",
     "Context",
+    "ImplementationError",
+    "Mutant",
+    "MutantOutcome",
     "Status",
     "Verdict",
     "all_claims",
     "claim",
     "papers",
+    "require",
     "run_claim",
+    "run_mutant",
 ]
 
 
@@ -80,11 +86,16 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Context:
-    """How to run a claim: quick or full mode, the base seed, where figures go."""
+    """How to run a claim: quick or full mode, the base seed, where figures go.
+
+    ``mutant`` names the mutant the claim runs under (None for the true code); a claim may
+    read it to label its evidence but must not change its logic on it.
+    """
 
     full: bool = False
     seed: int = 0
     figure_dir: Path | None = None
+    mutant: str | None = None
 
     def rng(self, key: str) -> np.random.Generator:
         """The generator of the stream ``key`` under the base seed: independent across keys.
@@ -112,9 +123,21 @@ class Context:
             plt.close(fig)
 
 
+class ImplementationError(RuntimeError):
+    """Our own implementation failed a self-check (e.g. the fast Greedy-Laplace differs from
+    the literal Algorithm 2): an ERROR verdict, never a verdict on the paper."""
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise :class:`ImplementationError` with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise ImplementationError(message)
+
+
 @dataclass(frozen=True)
 class Claim:
-    """A registered paper claim."""
+    """A registered paper claim and its mutants (deliberately wrong variants, each with the
+    verdict it must produce: :mod:`laplace_lab.paper_checks.mutants`)."""
 
     paper: str
     name: str
@@ -122,6 +145,7 @@ class Claim:
     statement: str
     expected: Status
     func: Callable[[Context], Verdict]
+    mutants: tuple[Mutant, ...] = ()
 
     @property
     def key(self) -> str:
@@ -133,7 +157,13 @@ _REGISTRY: dict[str, Claim] = {}
 
 
 def claim(
-    *, paper: str, name: str, location: str, statement: str, expected: Status = Status.CONFIRMED
+    *,
+    paper: str,
+    name: str,
+    location: str,
+    statement: str,
+    expected: Status = Status.CONFIRMED,
+    mutants: Sequence[Mutant] = (),
 ) -> Callable[[Callable[[Context], Verdict]], Callable[[Context], Verdict]]:
     """Register a claim check.
 
@@ -149,10 +179,24 @@ def claim(
         The claim in one sentence.
     expected : Status
         The verdict this check is recorded to earn; the test suite compares.
+    mutants : sequence of Mutant
+        Deliberately wrong variants of what the check relies on, each with the verdict it
+        must then give; the test suite proves every one changes the verdict.
     """
 
     def register(func: Callable[[Context], Verdict]) -> Callable[[Context], Verdict]:
-        item = Claim(paper, name, location, statement, Status(expected), func)
+        for m in mutants:
+            if not isinstance(m, Mutant):
+                raise TypeError(f"mutants must be Mutant objects; got {type(m).__name__}")
+            if Status(m.expect) is Status(expected):
+                raise ValueError(
+                    f"mutant {m.name!r} of {paper}/{name} must expect another verdict than "
+                    f"the claim's own {Status(expected).value}"
+                )
+        names = [m.name for m in mutants]
+        if len(set(names)) != len(names):
+            raise ValueError(f"mutant names of {paper}/{name} must be distinct; got {names}")
+        item = Claim(paper, name, location, statement, Status(expected), func, tuple(mutants))
         if item.key in _REGISTRY and _REGISTRY[item.key].func is not func:
             raise ValueError(f"claim {item.key!r} is registered twice")
         _REGISTRY[item.key] = item
@@ -225,11 +269,20 @@ def _scalar(value: Any) -> float | int | str | None:
 
 
 def run_claim(item: Claim, ctx: Context) -> Verdict:
-    """Run one claim; an exception becomes an ERROR verdict carrying the traceback."""
+    """Run one claim; an exception becomes an ERROR verdict carrying the traceback.
+
+    An :class:`ImplementationError` (a self-check of our own code failed) becomes an ERROR
+    whose evidence starts with its message.
+    """
     try:
         verdict = item.func(ctx)
         if not isinstance(verdict, Verdict):
             raise TypeError(f"claim {item.key} returned {type(verdict).__name__}, not Verdict")
+    except ImplementationError as err:
+        return Verdict(
+            Status.ERROR,
+            evidence=f"Our implementation failed a self-check: {err}\n{traceback.format_exc()}",
+        )
     except Exception:
         return Verdict(Status.ERROR, evidence=traceback.format_exc())
     return Verdict(
@@ -241,3 +294,35 @@ def run_claim(item: Claim, ctx: Context) -> Verdict:
         _jsonable(verdict.details),
         tuple(verdict.figures),
     )
+
+
+@dataclass(frozen=True)
+class MutantOutcome:
+    """The verdict a claim gave under one of its mutants."""
+
+    mutant: Mutant
+    status: Status
+    seconds: float
+
+    @property
+    def caught(self) -> bool:
+        """The mutant produced the verdict it must produce."""
+        return self.status is Status(self.mutant.expect)
+
+
+def run_mutant(item: Claim, mutant: Mutant, ctx: Context) -> MutantOutcome:
+    """Run ``item`` under ``mutant`` (caches cleared before and after; figures not saved)."""
+    import sys
+    import time
+
+    from laplace_lab.paper_checks.mutants import applied, clear_caches
+
+    clear_caches()
+    start = time.perf_counter()
+    try:
+        own = sys.modules.get(item.func.__module__)
+        with applied(mutant, *(m for m in (own,) if m is not None)):
+            verdict = run_claim(item, replace(ctx, figure_dir=None, mutant=mutant.name))
+    finally:
+        clear_caches()
+    return MutantOutcome(mutant, verdict.status, time.perf_counter() - start)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from laplace_lab.paper_checks.errata import ERRATA
-from laplace_lab.paper_checks.registry import Claim, Status, Verdict
+from laplace_lab.paper_checks.registry import Claim, MutantOutcome, Status, Verdict
 
 __all__ = ["VERDICT_SCHEMA", "Outcome", "write_report"]
 
@@ -45,6 +45,7 @@ VERDICT_SCHEMA: dict[str, Any] = {
             "details",
             "figures",
             "seconds",
+            "mutants",
         ],
         "properties": {
             "paper": {"type": "string", "minLength": 1},
@@ -60,6 +61,21 @@ VERDICT_SCHEMA: dict[str, Any] = {
             "details": {"type": "object"},
             "figures": {"type": "array", "items": {"type": "string"}},
             "seconds": {"type": "number", "minimum": 0},
+            "mutants": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["name", "description", "expect", "status", "caught"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "description": {"type": "string"},
+                        "expect": {"enum": [s.value for s in Status]},
+                        "status": {"enum": [s.value for s in Status]},
+                        "caught": {"type": "boolean"},
+                    },
+                    "additionalProperties": False,
+                },
+            },
         },
         "additionalProperties": False,
     },
@@ -73,6 +89,14 @@ class Outcome:
     claim: Claim
     verdict: Verdict
     seconds: float
+    mutants: tuple[MutantOutcome, ...] = ()
+
+    @property
+    def power(self) -> str:
+        """``"caught/run"`` of the mutants run, ``"–"`` when none ran."""
+        if not self.mutants:
+            return "–"
+        return f"{sum(m.caught for m in self.mutants)}/{len(self.mutants)}"
 
     def as_json(self) -> dict[str, Any]:
         """The JSON object of ``verdicts.json`` for this outcome."""
@@ -91,6 +115,16 @@ class Outcome:
             "details": dict(v.details),
             "figures": list(v.figures),
             "seconds": round(self.seconds, 3),
+            "mutants": [
+                {
+                    "name": m.mutant.name,
+                    "description": m.mutant.description,
+                    "expect": m.mutant.expect,
+                    "status": m.status.value,
+                    "caught": m.caught,
+                }
+                for m in self.mutants
+            ],
         }
 
 
@@ -121,15 +155,16 @@ def _markdown(outcomes: Sequence[Outcome], *, full: bool, seed: int) -> str:
         "",
         _summary(outcomes, full=full, seed=seed),
         "",
-        "| paper | claim | location | verdict | measured | expected | tolerance |",
-        "|---|---|---|---|---|---|---|",
+        "| paper | claim | location | verdict | measured | expected | tolerance "
+        "| mutants caught |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
         v = o.verdict
         lines.append(
             f"| {o.claim.paper} | [{o.claim.name}](#{_anchor(o)}) | {o.claim.location} "
             f"| **{v.status.value}** | {_fmt(v.measured)} | {_fmt(v.expected)} "
-            f"| {_fmt(v.tolerance)} |"
+            f"| {_fmt(v.tolerance)} | {o.power} |"
         )
     current = None
     for o in outcomes:
@@ -149,6 +184,13 @@ def _markdown(outcomes: Sequence[Outcome], *, full: bool, seed: int) -> str:
             "",
             v.evidence.strip() if v.status is not Status.ERROR else f"```\n{v.evidence}\n```",
         ]
+        if o.mutants:
+            lines += ["", f"*Mutants caught {o.power}:*"]
+            lines += [
+                f"- `{m.mutant.name}` ({m.mutant.description}): {m.status.value}, must be "
+                f"{m.mutant.expect} — {'caught' if m.caught else '**not caught**'}"
+                for m in o.mutants
+            ]
         lines += [f"\n![{o.claim.name}]({fig})" for fig in v.figures]
     lines += ["", "## Errata", ""]
     for e in ERRATA:
@@ -173,7 +215,8 @@ def _html(outcomes: Sequence[Outcome], *, full: bool, seed: int) -> str:
         f"<tr><td>{e(o.claim.paper)}</td><td><a href='#{e(_anchor(o))}'>{e(o.claim.name)}</a>"
         f"</td><td>{e(o.claim.location)}</td><td class='{o.verdict.status.value}'><b>"
         f"{o.verdict.status.value}</b></td><td>{e(_fmt(o.verdict.measured))}</td>"
-        f"<td>{e(_fmt(o.verdict.expected))}</td><td>{e(_fmt(o.verdict.tolerance))}</td></tr>"
+        f"<td>{e(_fmt(o.verdict.expected))}</td><td>{e(_fmt(o.verdict.tolerance))}</td>"
+        f"<td>{e(o.power)}</td></tr>"
         for o in outcomes
     )
     sections = []
@@ -185,6 +228,17 @@ def _html(outcomes: Sequence[Outcome], *, full: bool, seed: int) -> str:
             else f"<p>{e(v.evidence.strip())}</p>"
         )
         figs = "".join(f"<p><img src='{e(f)}' alt='{e(o.claim.name)}'></p>" for f in v.figures)
+        if o.mutants:
+            figs += (
+                f"<p><i>Mutants caught {e(o.power)}:</i></p><ul>"
+                + "".join(
+                    f"<li><code>{e(m.mutant.name)}</code> ({e(m.mutant.description)}): "
+                    f"{m.status.value}, must be {m.mutant.expect} — "
+                    f"{'caught' if m.caught else '<b>not caught</b>'}</li>"
+                    for m in o.mutants
+                )
+                + "</ul>"
+            )
         sections.append(
             f"<section id='{e(_anchor(o))}'><h3>{e(o.claim.paper)}: {e(o.claim.name)} — "
             f"{e(o.claim.location)}: <span class='{v.status.value}'>{v.status.value}</span>"
@@ -203,7 +257,8 @@ def _html(outcomes: Sequence[Outcome], *, full: bool, seed: int) -> str:
         f"<title>laplace-lab verification report</title><style>{_CSS}</style></head><body>"
         f"<h1>laplace-lab verification report</h1><p>{e(_summary(outcomes, full=full, seed=seed))}"
         "</p><table><thead><tr><th>paper</th><th>claim</th><th>location</th><th>verdict</th>"
-        f"<th>measured</th><th>expected</th><th>tolerance</th></tr></thead><tbody>{rows}"
+        f"<th>measured</th><th>expected</th><th>tolerance</th><th>mutants caught</th></tr>"
+        f"</thead><tbody>{rows}"
         f"</tbody></table>{''.join(sections)}<section id='errata'><h2>Errata</h2><ul>{errata}"
         "</ul></section></body></html>\n"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from laplace_lab.paper_checks.registry import Context, Status, all_claims, run_claim
+from laplace_lab.paper_checks.registry import Context, Status, all_claims, run_claim, run_mutant
 from laplace_lab.paper_checks.report import VERDICT_SCHEMA, Outcome
 
 CLAIMS = all_claims()
@@ -22,3 +22,20 @@ def test_claim_earns_its_recorded_verdict(item, tmp_path):
     jsonschema.validate([Outcome(item, verdict, 0.0).as_json()], VERDICT_SCHEMA)
     for fig in verdict.figures:
         assert (tmp_path / fig).is_file(), f"figure {fig} of {item.key} was not written"
+
+
+MUTANTS = [(c, m) for c in CLAIMS for m in c.mutants]
+
+
+@pytest.mark.parametrize(
+    ("item", "mutant"),
+    [pytest.param(c, m, marks=[pytest.mark.slow] if m.heavy else []) for c, m in MUTANTS],
+    ids=[f"{c.key}:{m.name}" for c, m in MUTANTS],
+)
+def test_every_mutant_changes_the_verdict(item, mutant):
+    """Measured power: run under a deliberately wrong variant, the claim must say so."""
+    outcome = run_mutant(item, mutant, Context(full=False, seed=0))
+    assert outcome.caught, (
+        f"{item.key} under mutant {mutant.name!r} ({mutant.description}) earned "
+        f"{outcome.status.value}; it must earn {mutant.expect}"
+    )

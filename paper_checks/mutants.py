@@ -1,0 +1,127 @@
+"""Mutants: deliberately wrong variants of what a claim relies on, to measure its power.
+
+A claim's verdict is only as good as its ability to say "no". Each claim declares mutants —
+a named, deliberately wrong variant of a function it relies on (drop σ², drop the
+log-determinant, Greedy-Laplace without Schur updates, PV scaled by 3, a reading the paper
+rules out, a wrong number in an arithmetic check) — and the verdict the claim must then
+give. Running the claim under a mutant that leaves its verdict unchanged exposes a check
+that cannot fail.
+
+A mutant replaces objects for the duration of one run:
+
+- ``replace={original_function: wrong_function}`` rebinds every module-level name in
+  ``laplace_lab`` (and in the claim's own module) that refers to ``original_function``, and
+  every registered selection method whose implementation it is, so the author need not know
+  where it was imported;
+- ``replace={(SomeClass, "method"): wrong_method}`` patches a class attribute;
+- ``replace={(module, "CONSTANT"): wrong_value}`` patches a module attribute (a number, a
+  table).
+
+Cached helpers of the paper packages (``functools.cache``) are cleared before and after a
+mutant run, so a mutant neither reuses nor poisons the results of the true code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Mutant", "applied", "clear_caches"]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A deliberately wrong variant and the verdict it must produce.
+
+    Parameters
+    ----------
+    name : str
+        Short, hyphenated (``"greedy-without-schur"``).
+    description : str
+        What is wrong, in one sentence.
+    replace : mapping
+        ``{original: replacement}`` or ``{(owner, attribute): replacement}`` (module
+        docstring).
+    expect : str
+        The verdict (a ``Status`` value) the claim must give under this mutant.
+    heavy : bool
+        Too slow for the default run: only ``laplace-lab check --mutants all`` and the
+        ``slow`` tests run it.
+    """
+
+    name: str
+    description: str
+    replace: Mapping[Any, Any] = field(default_factory=dict)
+    expect: str = "REFUTED"
+    heavy: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.name or not isinstance(self.name, str):
+            raise ValueError(f"name must be a non-empty string; got {self.name!r}")
+        if not self.replace:
+            raise ValueError(f"mutant {self.name!r} must replace at least one object")
+        object.__setattr__(self, "expect", str(getattr(self.expect, "value", self.expect)))
+
+
+def _modules() -> list[types.ModuleType]:
+    return [
+        m
+        for name, m in list(sys.modules.items())
+        if isinstance(m, types.ModuleType) and name.split(".")[0] == "laplace_lab"
+    ]
+
+
+def _bindings(original: Any, extra: tuple[types.ModuleType, ...]) -> list[tuple[Any, str]]:
+    """Every (module, name) whose value is ``original``."""
+    out = []
+    for module in {id(m): m for m in (*_modules(), *extra)}.values():
+        for name, value in list(vars(module).items()):
+            if value is original:
+                out.append((module, name))
+    return out
+
+
+@contextlib.contextmanager
+def applied(mutant: Mutant, *extra_modules: types.ModuleType) -> Iterator[None]:
+    """Apply ``mutant`` inside the block; everything is restored on exit."""
+    from laplace_lab.numerics.selection_registry import substituted
+
+    undo: list[Callable[[], None]] = []
+    with contextlib.ExitStack() as stack:
+        try:
+            for target, new in mutant.replace.items():
+                if isinstance(target, tuple):
+                    owner, attr = target
+                    old = getattr(owner, attr)
+                    setattr(owner, attr, new)
+                    undo.append(functools.partial(setattr, owner, attr, old))
+                    continue
+                sites = _bindings(target, extra_modules)
+                registered = stack.enter_context(substituted(target, new))
+                if not sites and not registered:
+                    raise ValueError(
+                        f"mutant {mutant.name!r}: {getattr(target, '__qualname__', target)!r} "
+                        "is bound nowhere in laplace_lab"
+                    )
+                for module, name in sites:
+                    setattr(module, name, new)
+                    undo.append(functools.partial(setattr, module, name, target))
+            yield
+        finally:
+            for step in reversed(undo):
+                step()
+
+
+def clear_caches() -> None:
+    """Clear every ``functools`` cache of the paper packages (results of a previous run)."""
+    for module in _modules():
+        if not module.__name__.startswith("laplace_lab.paper_checks"):
+            continue
+        for value in list(vars(module).values()):
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
