@@ -27,6 +27,7 @@ import numpy as np
 
 from laplace_lab._random import keyed_generator
 from laplace_lab.paper_checks.mutants import Mutant
+from laplace_lab.paper_checks.recorded import Recorded
 
 __all__ = [
     "Claim",
@@ -73,6 +74,9 @@ class Verdict:
         Extra JSON-serialisable numbers (e.g. the counterexample matrix).
     figures : tuple of str
         Paths of figures (relative to the report folder) that illustrate the verdict.
+    recorded : tuple of Recorded
+        Evidence of costly runs stored in the repository (:mod:`.recorded`), shown beside
+        what this run measured.
     """
 
     status: Status
@@ -82,6 +86,7 @@ class Verdict:
     evidence: str = ""
     details: Mapping[str, Any] = field(default_factory=dict)
     figures: tuple[str, ...] = ()
+    recorded: tuple[Recorded, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -293,6 +298,7 @@ def run_claim(item: Claim, ctx: Context) -> Verdict:
         verdict.evidence,
         _jsonable(verdict.details),
         tuple(verdict.figures),
+        tuple(verdict.recorded),
     )
 
 

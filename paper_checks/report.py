@@ -46,6 +46,7 @@ VERDICT_SCHEMA: dict[str, Any] = {
             "figures",
             "seconds",
             "mutants",
+            "recorded",
         ],
         "properties": {
             "paper": {"type": "string", "minLength": 1},
@@ -61,6 +62,21 @@ VERDICT_SCHEMA: dict[str, Any] = {
             "details": {"type": "object"},
             "figures": {"type": "array", "items": {"type": "string"}},
             "seconds": {"type": "number", "minimum": 0},
+            "recorded": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["command", "commit", "date", "summary", "data"],
+                    "properties": {
+                        "command": {"type": "string"},
+                        "commit": {"type": "string"},
+                        "date": {"type": "string"},
+                        "summary": {"type": "string"},
+                        "data": {"type": "object"},
+                    },
+                    "additionalProperties": False,
+                },
+            },
             "mutants": {
                 "type": "array",
                 "items": {
@@ -115,6 +131,7 @@ class Outcome:
             "details": dict(v.details),
             "figures": list(v.figures),
             "seconds": round(self.seconds, 3),
+            "recorded": [r.as_json() for r in v.recorded],
             "mutants": [
                 {
                     "name": m.mutant.name,
@@ -184,6 +201,11 @@ def _markdown(outcomes: Sequence[Outcome], *, full: bool, seed: int) -> str:
             "",
             v.evidence.strip() if v.status is not Status.ERROR else f"```\n{v.evidence}\n```",
         ]
+        for r in v.recorded:
+            lines += [
+                "",
+                f"*Recorded* ({r.date}, commit {r.commit[:10]}, `{r.command}`): {r.summary}",
+            ]
         if o.mutants:
             lines += ["", f"*Mutants caught {o.power}:*"]
             lines += [

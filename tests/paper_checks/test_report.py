@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 import jsonschema
 import matplotlib.pyplot as plt
 import numpy as np
+import pytest
 
 from laplace_lab.cli import main
 from laplace_lab.paper_checks.errata import ERRATA
@@ -147,3 +148,33 @@ def test_check_loads_a_users_claim_module(tmp_path, monkeypatch, capsys):
     finally:
         registry._REGISTRY.pop("my-conjecture/one-plus-one", None)
         sys.modules.pop("my_claims", None)
+
+
+def test_recorded_runs_load_and_reach_the_report(tmp_path):
+    import json
+
+    from laplace_lab.paper_checks.recorded import load_recorded
+
+    path = tmp_path / "run.json"
+    path.write_text(
+        json.dumps(
+            {
+                "command": "laplace-lab check --full --paper p",
+                "commit": "0123456789abcdef",
+                "date": "2026-11-24",
+                "summary": "MAP 4198 ± 1830 at T = 16,000",
+                "data": {"map": [4198.0]},
+            }
+        )
+    )
+    rec = load_recorded(path)
+    item = Claim("p", "c", "Table 1", "s", Status.CONFIRMED, lambda ctx: None)
+    outcome = Outcome(item, Verdict(Status.CONFIRMED, recorded=(rec,)), 0.1)
+    paths = write_report([outcome], tmp_path / "r")
+    assert "*Recorded* (2026-11-24, commit 0123456789" in paths["markdown"].read_text()
+    payload = json.loads(paths["json"].read_text())
+    jsonschema.validate(payload, VERDICT_SCHEMA)
+    assert payload[0]["recorded"][0]["data"] == {"map": [4198.0]}
+    path.write_text(json.dumps({"command": "x"}))
+    with pytest.raises(ValueError, match="lacks"):
+        load_recorded(path)

@@ -1,0 +1,64 @@
+"""Evidence from runs too costly for ``make check``, recorded as data in the repository.
+
+A full-mode result (the Wheel bandit at the paper's horizon, the 25-seed tables, a network
+run of hours) is stored as a JSON file beside its paper's claims with the command that
+produced it, the commit and the date; the claim attaches it to its verdict and the report
+shows it as "recorded", next to what the quick run measured now.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Recorded", "load_recorded"]
+
+_FIELDS = ("command", "commit", "date", "summary")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One recorded run.
+
+    Parameters
+    ----------
+    command : str
+        The command that produced it, runnable from the repository root.
+    commit : str
+        The git commit it ran at.
+    date : str
+        ISO date of the run.
+    summary : str
+        What it measured, in a sentence or a short list.
+    data : mapping
+        The numbers (JSON).
+    """
+
+    command: str
+    commit: str
+    date: str
+    summary: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "commit": self.commit,
+            "date": self.date,
+            "summary": self.summary,
+            "data": dict(self.data),
+        }
+
+
+def load_recorded(path: str | Path) -> Recorded:
+    """Read a recorded run from a JSON file with ``command``, ``commit``, ``date``,
+    ``summary`` and ``data``; a missing field is a ValueError naming the file."""
+    path = Path(path)
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    missing = [f for f in _FIELDS if not isinstance(raw.get(f), str) or not raw.get(f)]
+    if missing:
+        raise ValueError(f"recorded run {path} lacks {missing}")
+    return Recorded(*(raw[f] for f in _FIELDS), data=raw.get("data", {}))
