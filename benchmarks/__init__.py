@@ -7,6 +7,7 @@ baseline / ours: above 1 means ours is better (faster, or smaller in memory).
 """
 
 from laplace_lab.benchmarks._harness import (
+    BenchmarkSkipped,
     Row,
     benchmark,
     benchmarks,
@@ -17,6 +18,7 @@ from laplace_lab.benchmarks._harness import (
 )
 
 __all__ = [
+    "BenchmarkSkipped",
     "Row",
     "benchmark",
     "benchmarks",

@@ -14,6 +14,7 @@ from typing import Any
 from laplace_lab._plugins import load_plugin as _load_plugin
 
 __all__ = [
+    "BenchmarkSkipped",
     "Row",
     "benchmark",
     "benchmarks",
@@ -69,6 +70,10 @@ class Row:
     def passed(self) -> bool:
         """The answer is right and the ratio meets the target."""
         return bool(self.correct and self.ratio >= self.min_ratio)
+
+
+class BenchmarkSkipped(Exception):
+    """Raised by a benchmark that cannot run here (e.g. no CUDA device); the message says why."""
 
 
 _REGISTRY: dict[str, Callable[[bool], list[Row]]] = {}
@@ -177,6 +182,8 @@ def run_benchmarks(
                 if bad:
                     raise TypeError(f"benchmark {name} returned {bad[0]}, not Row")
                 rows.extend(out)
+            except BenchmarkSkipped as skip:
+                print(f"skipped {name}: {skip}", flush=True)
             except Exception:
                 errors.append(f"{name}:\n{traceback.format_exc()}")
     return rows, errors

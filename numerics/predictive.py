@@ -18,6 +18,7 @@ multiclass result is the per-class diagonal of J Ω⁻¹ Jᵀ, shape (M, C).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import array_api_compat
@@ -39,6 +40,7 @@ __all__ = [
     "coverage",
     "marginal_variance",
     "predictive_variance",
+    "streamed_predictive_variance",
     "subnetwork_variance",
     "subnetwork_variance_path",
     "wasserstein_gap",
@@ -236,31 +238,103 @@ def subnetwork_variance_path(ggn: GGN, G_test: Any, order: Any, ks: Any) -> Arra
     return xp.reshape(out, (len(k_list), *shape))
 
 
+class _Woodbury:
+    """Accumulates I + Σ_b J_b D_b J_bᵀ, Σ_b J_b D_b G_bᵀ and Σ_b (G_b ∘ G_b) D_b over column
+    blocks b of J_w (D = V⁻¹), then gᵀΩ⁻¹g = gᵀDg − ‖L⁻¹ J_w D g‖², L = chol(I + J_w D J_wᵀ).
+
+    float32 blocks are accumulated in float64: Woodbury cancels (see ``_epistemic``).
+    """
+
+    def __init__(self, xp: Any, n: int, m: int, dtype: Any, device: Any) -> None:
+        self.xp, self.out_dtype = xp, dtype
+        self.dtype = xp.float64 if dtype == xp.float32 else dtype
+        self.K = xp.eye(n, dtype=self.dtype, device=device)
+        self.R = xp.zeros((n, m), dtype=self.dtype, device=device)
+        self.gdg = xp.zeros((m,), dtype=self.dtype, device=device)
+
+    def add(self, J: Array, V: Array, G: Array) -> None:
+        xp = self.xp
+        J, V, G = (xp.astype(a, self.dtype) for a in (J, V, G))
+        D = 1.0 / V
+        JD = J * D
+        self.K = self.K + JD @ J.T
+        self.R = self.R + JD @ G.T
+        self.gdg = self.gdg + (G * G) @ D
+
+    def variance(self) -> Array:
+        Z = solve_triangular(cholesky(self.K), self.R)
+        return self.xp.astype(self.gdg - self.xp.sum(Z * Z, axis=0), self.out_dtype)
+
+
 def _woodbury_prefixes(ggn: GGN, G: Array, order: np.ndarray, ks: list[int]) -> list[Array]:
     """PV(order[:k]) for increasing ks > N′ by Woodbury, accumulated along the order."""
     xp = ggn.xp
     dev = array_api_compat.device(ggn.Jw)
-    Jw, V = ggn.Jw, ggn.prior_precision
-    if Jw.dtype == xp.float32:  # Woodbury cancels: evaluate in float64 (see _epistemic)
-        Jw, V, G = (xp.astype(a, xp.float64) for a in (Jw, V, G))
-    n, m = int(Jw.shape[0]), int(G.shape[0])
-    K = xp.eye(n, dtype=Jw.dtype, device=dev)
-    R = xp.zeros((n, m), dtype=Jw.dtype, device=dev)
-    gdg = xp.zeros((m,), dtype=Jw.dtype, device=dev)
+    acc = _Woodbury(xp, ggn.n_rows, int(G.shape[0]), ggn.Jw.dtype, dev)
     out, done = [], 0
     for k in ks:
         for a in range(done, k, TILE):
             idx = xp.asarray(order[a : min(a + TILE, k)], device=dev)
-            JS, GS = xp.take(Jw, idx, axis=1), xp.take(G, idx, axis=1)
-            D = 1.0 / xp.take(V, idx)
-            JD = JS * D
-            K = K + JD @ JS.T
-            R = R + JD @ GS.T
-            gdg = gdg + (GS * GS) @ D
+            acc.add(
+                xp.take(ggn.Jw, idx, axis=1),
+                xp.take(ggn.prior_precision, idx),
+                xp.take(G, idx, axis=1),
+            )
         done = k
-        Z = solve_triangular(cholesky(K), R)
-        out.append(xp.astype(gdg - xp.sum(Z * Z, axis=0), ggn.Jw.dtype))
+        out.append(acc.variance())
     return out
+
+
+def streamed_predictive_variance(blocks: Iterable[tuple[Any, Any, Any]]) -> Array:
+    """g(x*)ᵀ Ω⁻¹ g(x*) from column blocks of J_w, V and G that never coexist in memory.
+
+    For networks whose weighted Jacobian J_w (N′ × p) does not fit in memory: each block is
+    (J_w[:, B], V[B], G[:, B]) for a set B of parameters (blocks partition the p parameters;
+    e.g. one layer at a time from ``per_sample_jacobian(model, X, subset=B)``). Woodbury on
+    the N′ × N′ kernel accumulated block by block: memory O(N′² + N′M + one block), time
+    O(N′² p + N′ p M) plus one N′ × N′ Cholesky. Equal to :func:`predictive_variance` on the
+    assembled J_w.
+
+    Parameters
+    ----------
+    blocks : iterable of (array (N′, b), array (b,), array (M, b))
+        Column blocks on one backend; the blocks must cover every parameter exactly once.
+
+    Returns
+    -------
+    (M,) array
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §2.1 eq. (3).
+    """
+    acc = None
+    for i, (J, V, G) in enumerate(blocks):
+        J, V, G = as_float(J, "J_w block"), as_float(V, "prior block"), as_float(G, "G block")
+        if J.ndim != 2 or V.ndim != 1 or G.ndim != 2:
+            raise ValueError(
+                f"block {i} must be (J_w (N', b), V (b,), G (M, b)); got shapes "
+                f"{tuple(J.shape)}, {tuple(V.shape)}, {tuple(G.shape)}"
+            )
+        b = int(J.shape[1])
+        if int(V.shape[0]) != b or int(G.shape[1]) != b:
+            raise ValueError(f"block {i} has {b} columns in J_w but {V.shape} V, {G.shape} G")
+        if acc is None:
+            xp = namespace(J, V, G)
+            acc = _Woodbury(
+                xp, int(J.shape[0]), int(G.shape[0]), J.dtype, array_api_compat.device(J)
+            )
+            rows, tests = int(J.shape[0]), int(G.shape[0])
+        elif int(J.shape[0]) != rows or int(G.shape[0]) != tests:
+            raise ValueError(
+                f"block {i} has {J.shape[0]} rows and {G.shape[0]} test points; the first "
+                f"had {rows} and {tests}"
+            )
+        acc.add(J, V, G)
+    if acc is None:
+        raise ValueError("blocks must contain at least one block")
+    return acc.variance()
 
 
 def _std(var: Array, name: str) -> Array:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import tracemalloc
 
 import numpy as np
@@ -12,6 +13,7 @@ from laplace_lab.numerics import (
     coverage,
     marginal_variance,
     predictive_variance,
+    streamed_predictive_variance,
     subnetwork_variance,
     subnetwork_variance_path,
     wasserstein_gap,
@@ -194,3 +196,34 @@ def test_bad_input(call, exc, name):
     ggn = GGN(np.ones((2, 10)), 1.0)
     with pytest.raises(exc, match=name):
         call(ggn, np.ones((3, 10)))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_streamed_predictive_equals_the_assembled_one(backend, dtype):
+    rng = np.random.default_rng(11)
+    J, V = random_problem(rng, 9, 50)
+    G = rng.standard_normal((4, 50))
+    ggn = GGN.regression(backend(J.astype(dtype)), noise_var=1.0, prior_precision=backend(V))
+    ref = host(predictive_variance(ggn, backend(G.astype(dtype))))
+    cuts = [0, 7, 8, 30, 50]  # uneven blocks, one of a single column
+    blocks = (
+        (backend(J[:, a:b].astype(dtype)), backend(V[a:b]), backend(G[:, a:b].astype(dtype)))
+        for a, b in itertools.pairwise(cuts)
+    )
+    got = host(streamed_predictive_variance(blocks))
+    assert got.dtype == dtype
+    exact = _quad(G, J.T @ J + np.diag(V))
+    np.testing.assert_allclose(got, exact, rtol=1e-10 if dtype == np.float64 else 1e-5)
+    np.testing.assert_allclose(got, ref, rtol=1e-10 if dtype == np.float64 else 1e-5)
+
+
+def test_streamed_predictive_rejects_inconsistent_blocks():
+    J = np.ones((3, 4))
+    with pytest.raises(ValueError, match="at least one block"):
+        streamed_predictive_variance([])
+    with pytest.raises(ValueError, match="block 0 has 4 columns"):
+        streamed_predictive_variance([(J, np.ones(3), np.ones((2, 4)))])
+    with pytest.raises(ValueError, match="block 1 has 2 rows"):
+        streamed_predictive_variance(
+            [(J, np.ones(4), np.ones((2, 4))), (np.ones((2, 4)), np.ones(4), np.ones((2, 4)))]
+        )
