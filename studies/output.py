@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Any
 
 from matplotlib.figure import Figure
 
@@ -20,19 +22,45 @@ from laplace_lab.studies.summary import SummaryRow
 __all__ = ["export_rows_csv", "export_summary_csv", "plot_summary"]
 
 
-def export_rows_csv(study: Study, rows: Iterable[Row], path: str | Path) -> Path:
+@contextmanager
+def _csv_writer(target: str | Path | IO[str]) -> Iterator[Any]:
+    """A csv.writer on an open text stream (left open) or on a new file at a path (a file
+    left half-written by an error is removed)."""
+    if hasattr(target, "write"):
+        yield csv.writer(target)
+        return
+    path = Path(target)
+    with _cannot_write(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = path.open("w", newline="")
+    try:
+        with fh:
+            yield csv.writer(fh)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def _cannot_write(path: Path) -> Iterator[None]:
+    """Report an OSError while creating ``path`` as "cannot write PATH: reason"."""
+    try:
+        yield
+    except OSError as exc:
+        raise OSError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def export_rows_csv(study: Study, rows: Iterable[Row], path: str | Path | IO[str]) -> Any:
     """One CSV line per replication: grid parameters, ``rep``, metrics, ``seconds``.
 
-    Floats are written with ``repr`` (round-trip exact).
+    ``path`` is a file name or an open text stream (e.g. ``sys.stdout``); returns it (as a
+    Path for a name). Floats are written with ``repr`` (round-trip exact).
     """
     rows = list(rows)
     keys = list(study.grid)
     extra = sorted({k for r in rows for k in r.params} - set(keys))
     metrics = sorted({m for r in rows for m in r.metrics})
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as fh:
-        writer = csv.writer(fh)
+    with _csv_writer(path) as writer:
         writer.writerow([*keys, *extra, "rep", *metrics, "seconds"])
         for r in rows:
             writer.writerow(
@@ -43,16 +71,19 @@ def export_rows_csv(study: Study, rows: Iterable[Row], path: str | Path) -> Path
                     repr(r.seconds),
                 ]
             )
-    return path
+    return path if hasattr(path, "write") else Path(path)
 
 
-def export_summary_csv(study: Study, summary: Sequence[SummaryRow], path: str | Path) -> Path:
-    """One CSV line per (grid point, metric): n, mean, se, low, high, interval kind."""
+def export_summary_csv(
+    study: Study, summary: Sequence[SummaryRow], path: str | Path | IO[str]
+) -> Any:
+    """One CSV line per (grid point, metric): n, mean, se, low, high, interval kind.
+
+    ``path`` is a file name or an open text stream; low and high are empty where one
+    replication leaves the interval undefined.
+    """
     keys = list(study.grid)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as fh:
-        writer = csv.writer(fh)
+    with _csv_writer(path) as writer:
         writer.writerow([*keys, "metric", "n", "mean", "se", "low", "high", "interval"])
         for s in summary:
             writer.writerow(
@@ -61,13 +92,11 @@ def export_summary_csv(study: Study, summary: Sequence[SummaryRow], path: str | 
                     s.metric,
                     s.n,
                     repr(s.mean),
-                    repr(s.se),
-                    repr(s.low),
-                    repr(s.high),
+                    *(repr(v) if math.isfinite(v) else "" for v in (s.se, s.low, s.high)),
                     s.interval,
                 ]
             )
-    return path
+    return path if hasattr(path, "write") else Path(path)
 
 
 def _label(params: dict, keys: Sequence[str]) -> str:
@@ -86,9 +115,11 @@ def plot_summary(
     A study with its own ``plot`` callable is drawn by it instead: ``study.plot(summary, path)``.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    with _cannot_write(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
     if study.plot is not None:
-        study.plot(summary, path)
+        with _cannot_write(path):
+            study.plot(summary, path)
         return path
     if metrics is None:
         metrics = study.plot_metrics or sorted({s.metric for s in summary})
@@ -129,5 +160,6 @@ def plot_summary(
         ax.set_visible(False)
     axes[0].legend(fontsize=7)
     fig.suptitle(study.name)
-    fig.savefig(path, dpi=110)
+    with _cannot_write(path):
+        fig.savefig(path, dpi=110)
     return path

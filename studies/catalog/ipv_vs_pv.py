@@ -33,13 +33,14 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy.linalg import cho_factor, cho_solve
 
+from laplace_lab._checks import integer, positive_int
 from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 from laplace_lab.studies.summary import SummaryRow, fit_rates
 from laplace_lab.theory.classes import random_psd
 from laplace_lab.theory.ipv import ipv
 
-__all__ = ["STUDY", "expected_pv", "run_one", "wishart_bias"]
+__all__ = ["STUDY", "check_params", "expected_pv", "run_one", "wishart_bias"]
 
 #: Rows of gradients drawn at a time (bounds memory; fixed, so random streams agree).
 CHUNK = 1 << 12
@@ -58,6 +59,14 @@ def wishart_bias(n: int, k: int) -> float:
     if n <= k + 1:
         raise ValueError(f"the Wishart mean needs N > k + 1; got N={n}, k={k}")
     return k * (k + 1) / (n - k - 1)
+
+
+def check_params(params: dict) -> None:
+    """Refuse a grid point ``run_one`` cannot run (N, n_test ≥ 1; 1 ≤ k ≤ p ≤ 10⁴)."""
+    positive_int(params["N"], "N")
+    p = positive_int(params["p"], "p", high=10**4)
+    integer(params["k"], "k", low=1, high=p)
+    positive_int(params["n_test"], "n_test")
 
 
 def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
@@ -171,5 +180,6 @@ STUDY = register(
         x="N",
         plot=plot,
         report=report,
+        check_params=check_params,
     )
 )

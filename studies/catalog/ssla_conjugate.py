@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from laplace_lab._checks import one_of, positive_int
 from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 from laplace_lab.studies.summary import SummaryRow, fit_rates
@@ -28,7 +29,7 @@ from laplace_lab.theory.divergences import divergences
 from laplace_lab.theory.ssla import ssla_predictive
 from laplace_lab.theory.ssla_rates import PAPER_NS, exact_predictive, paper_model
 
-__all__ = ["EXPECTED_SLOPES", "FLOORS", "STUDY", "run_one"]
+__all__ = ["EXPECTED_SLOPES", "FLOORS", "STUDY", "check_params", "run_one"]
 
 #: (method, Hessian) → the variant names of :func:`laplace_lab.theory.ssla.ssla_predictive`.
 METHODS = {
@@ -50,6 +51,12 @@ EXPECTED_SLOPES = {
     ("poisson-gamma", "assla_lik"): {"kl": -2.0, "tv": -1.0, "w1": -1.0},
     ("poisson-gamma", "assla_post"): {"kl": -2.0, "tv": -1.0, "w1": -1.0},
 }
+
+
+def check_params(params: dict) -> None:
+    """Refuse a grid point ``run_one`` cannot run (a paper model, n ≥ 1)."""
+    one_of(params["model"], "model", ("normal-normal", "poisson-gamma"))
+    positive_int(params["n"], "n")
 
 
 def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
@@ -100,5 +107,6 @@ STUDY = register(
         x="n",
         plot_metrics=tuple(f"{m}_{d}" for d in ("tv", "kl") for m in METHODS),
         report=report,
+        check_params=check_params,
     )
 )

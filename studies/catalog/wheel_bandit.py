@@ -23,7 +23,7 @@ from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 from laplace_lab.studies.summary import SummaryRow
 
-__all__ = ["STUDY", "agents", "parse_agent", "report", "run_one"]
+__all__ = ["STUDY", "agents", "check_params", "parse_agent", "report", "run_one"]
 
 
 #: The sub-network agents of Tables 1–2 whose size k is set per agent (App. D.2).
@@ -59,6 +59,15 @@ def parse_agent(agent: str) -> tuple[str, int]:
     if not _sized(method) or not k.isdigit() or int(k) < 1:
         raise ValueError(f"agent must be 'map', 'neural_linear' or '<method>-k<k>'; got {agent!r}")
     return method, int(k)
+
+
+def check_params(params: dict[str, Any]) -> None:
+    """Refuse a grid point ``run_one`` cannot run (the agent, δ and T as BanditConfig
+    validates them)."""
+    from laplace_lab.studies.wheel_bandit import BanditConfig
+
+    method, k = parse_agent(params["agent"])
+    BanditConfig(method=method, k=k, delta=params["delta"], horizon=params["horizon"])
 
 
 def run_one(params: dict[str, Any], *, rng: np.random.Generator) -> dict[str, float]:
@@ -105,5 +114,6 @@ STUDY = register(
         run_one=run_one,
         plot_metrics=("regret",),
         report=report,
+        check_params=check_params,
     )
 )
