@@ -18,8 +18,9 @@ from matplotlib.figure import Figure
 from laplace_lab.studies.spec import Study
 from laplace_lab.studies.store import Row
 from laplace_lab.studies.summary import SummaryRow
+from laplace_lab.theory.rates import RateFit, fit_rate
 
-__all__ = ["export_rows_csv", "export_summary_csv", "plot_summary"]
+__all__ = ["export_rows_csv", "export_summary_csv", "plot_rate", "plot_summary"]
 
 
 @contextmanager
@@ -97,6 +98,43 @@ def export_summary_csv(
                 ]
             )
     return path if hasattr(path, "write") else Path(path)
+
+
+def plot_rate(
+    ax: Any,
+    items: Sequence[SummaryRow],
+    x: str,
+    *,
+    label: str,
+    expected: float | None = None,
+    floor: float = 0.0,
+    color: str | None = None,
+) -> RateFit | None:
+    """One metric's mean against grid key ``x`` on log–log axes, with its intervals as
+    error bars, the fitted exponent in the legend and the ``expected`` slope dashed.
+
+    Points whose mean is ≤ ``floor`` (roundoff) are left out; the exponent is fitted
+    (:func:`laplace_lab.theory.rates.fit_rate`, log–log OLS with a 95% interval) when at
+    least 3 points remain. The dashed line of slope ``expected`` goes through the first
+    point. An interval reaching below 0 is drawn to the bottom of the axis.
+    """
+    items = sorted((s for s in items if s.mean > floor), key=lambda s: s.params[x])
+    if not items:
+        return None
+    xs = [float(s.params[x]) for s in items]
+    ys = [s.mean for s in items]
+    lo = [s.mean - s.low if math.isfinite(s.low) else 0.0 for s in items]
+    hi = [s.high - s.mean if math.isfinite(s.high) else 0.0 for s in items]
+    fit = fit_rate(xs, ys) if len(items) >= 3 else None
+    if fit is not None:
+        label += f": {x}^{fit.slope:.2f} [{fit.ci_low:.2f}, {fit.ci_high:.2f}]"
+    bars = ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", ms=3, capsize=2, color=color, label=label)
+    if expected is not None:
+        ref = [ys[0] * (v / xs[0]) ** expected for v in xs]
+        ax.plot(xs, ref, "--", lw=0.8, color=bars[0].get_color())
+    ax.set_xscale("log")
+    ax.set_yscale("log", nonpositive="clip")
+    return fit
 
 
 def _label(params: dict, keys: Sequence[str]) -> str:
