@@ -126,3 +126,37 @@ def test_a_failing_report_folder_is_one_line_after_the_claims_ran(tmp_path):
     assert proc.returncode == 1, err
     assert "[1/1] my-lab/one (-) ... CONFIRMED" in out
     assert err.startswith("laplace-lab check: error: ") and err.count("\n") == 1, err
+
+
+def test_check_silences_the_progress_bars_of_what_its_claims_run(monkeypatch, capfd):
+    import laplace_lab.paper_checks.cli as check_cli
+    from laplace_lab.studies.runner import replicate
+
+    def claims_reading_a_study(args):
+        print("[1/1] a claim ... CONFIRMED")
+        return len(replicate(TOY, {"n": 50, "scale": 0.5, "pause": 0.0}, 3))
+
+    monkeypatch.setattr(check_cli, "_check", claims_reading_a_study)
+    assert main(["check"]) == 3
+    out, err = capfd.readouterr()
+    assert out == "[1/1] a claim ... CONFIRMED\n" and err == ""
+    replicate(TOY, {"n": 50, "scale": 0.5, "pause": 0.0}, 3)  # outside `check`: a bar
+    assert f"{TOY.name}: 100%|" in capfd.readouterr().err
+
+
+def test_a_claim_that_fails_is_one_line_pointing_to_the_report(tmp_path):
+    (tmp_path / "broken_claims.py").write_text(
+        "from laplace_lab.paper_checks.registry import claim\n"
+        "@claim(paper='my-lab', name='broken', location='-', statement='-')\n"
+        "def broken(ctx):\n"
+        "    return 1 / 0\n"
+    )
+    argv = ["check", "--plugin", "broken_claims.py", "--paper", "my-lab", "--mutants", "none"]
+    proc = _laplace_lab(*argv, cwd=tmp_path, stdout=subprocess.PIPE)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and "[1/1] my-lab/broken (-) ... ERROR" in out
+    assert err == (
+        "laplace-lab check: error: my-lab/broken: ZeroDivisionError: division by zero "
+        f"(see {Path('report') / 'report.md'})\n"
+    )
+    assert "Traceback" in (tmp_path / "report" / "report.md").read_text()

@@ -92,9 +92,10 @@ def report(summary: list[SummaryRow]) -> str:
     lines = ["delta  T      agent                     regret (mean ± 1.96 s.e., n)"]
     for s in rows:
         p = s.params
+        spread = f"± {1.96 * s.se:7.1f}" if s.n > 1 else "(one run)"
         lines.append(
             f"{p['delta']:<6} {p['horizon']:<6d} {p['agent']:25s} "
-            f"{s.mean:9.1f} ± {1.96 * s.se:7.1f}  (n={s.n})"
+            f"{s.mean:9.1f} {spread}  (n={s.n})"
         )
     return "\n".join(lines)
 

@@ -348,3 +348,15 @@ def test_every_shipped_study_checks_its_grid_values(name):
     overrides, message = BAD_VALUES[name]
     with pytest.raises(ValueError, match=message):
         study.grid_with(overrides)
+
+
+def test_reports_of_one_replication_print_no_nan():
+    import math as m
+
+    from laplace_lab.studies.catalog import wheel_bandit
+    from laplace_lab.studies.summary import SummaryRow
+
+    params = {"delta": 0.95, "horizon": 600, "agent": "map"}
+    one = SummaryRow(params, "regret", 1, 123.0, m.nan, m.nan, m.nan, "normal")
+    text = wheel_bandit.report([one])
+    assert "nan" not in text and "123.0 (one run)  (n=1)" in text
