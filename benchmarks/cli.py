@@ -9,19 +9,31 @@ __all__ = ["add_bench_parser"]
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from laplace_lab.benchmarks._harness import format_table, load_plugin, run_benchmarks
+    from laplace_lab._checks import integer
+    from laplace_lab.benchmarks._harness import (
+        benchmarks,
+        format_table,
+        load_plugin,
+        run_benchmarks,
+    )
 
     for module in args.plugin or ():
         load_plugin(module)
-    threads = None if args.threads == 0 else args.threads
+    known = benchmarks()
+    for name in args.only or ():
+        if name not in known:
+            raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(known)}")
+    threads = integer(args.threads, "--threads", low=0) or None
     print(f"BLAS threads: {threads or 'unlimited'}", flush=True)
     rows, errors = run_benchmarks(args.only, full=args.full, threads=threads)
     if rows:
         print(format_table(rows))
         met = sum(r.passed for r in rows)
         print(f"{met}/{len(rows)} targets met (ratio = baseline / ours, measured in this run)")
-    for err in errors:
-        print(f"ERROR in {err}", file=sys.stderr)
+    for err in errors:  # "name:\n<traceback>": the last line is the exception
+        name, _, trace = err.partition(":\n")
+        detail = trace if args.traceback else trace.strip().splitlines()[-1]
+        print(f"laplace-lab bench: error: benchmark {name} failed: {detail}", file=sys.stderr)
     return 1 if errors else 0
 
 

@@ -225,12 +225,13 @@ def subset(S: object, p: int, name: str = "S", *, nonempty: bool = False) -> np.
     return idx
 
 
-def subset_size(k: object, p: int, name: str = "k", *, low: int = 0) -> int:
-    """``k`` as an int in [low, p]; the error also names p."""
+def subset_size(k: object, p: int, name: str = "k", *, low: int = 0, bound: str = "p") -> int:
+    """``k`` as an int in [low, p]; the error also names the upper bound (``bound``, e.g.
+    ``"len(order)"`` when p is the length of an ordering rather than the parameter count)."""
     if not _is_integer(k):
         raise TypeError(f"{name} must be an integer; got {type(k).__name__} {k!r}")
     if not low <= int(k) <= p:
-        raise ValueError(f"{name} must be in [{low}, p]; got {name}={k}, p={p}")
+        raise ValueError(f"{name} must be in [{low}, {bound}]; got {name}={k}, {bound}={p}")
     return int(k)
 
 

@@ -81,11 +81,10 @@ def as_float(x: Array, name: str, xp: ModuleType | None = None) -> Array:
         try:
             xp = namespace(x)
         except TypeError:
+            given = type(x).__name__
             x = np.asarray(x)
             if x.dtype == object:
-                raise TypeError(
-                    f"{name} must be a numeric array; got {type(x).__name__}"
-                ) from None
+                raise TypeError(f"{name} must be a numeric array; got {given}") from None
             xp = namespace(x)
     if xp.isdtype(x.dtype, "real floating"):
         pass

@@ -55,15 +55,22 @@ _LIKELIHOODS = ("regression", "binary", "multiclass")
 
 
 # ------------------------------------------------------------------------------ Jacobians
-def _check_bn_eval(model: Any) -> None:
+def _check_eval_mode(model: Any) -> None:
+    """Batch-norm and dropout layers must be in eval mode: in training mode a per-sample
+    Jacobian would depend on the rest of the batch (batch norm) or on random masks
+    (dropout), and torch.func refuses both with errors that do not name the layer."""
     torch = _torch()
-    norm = (torch.nn.modules.batchnorm._BatchNorm,)
+    kinds = (
+        (torch.nn.modules.batchnorm._BatchNorm, "batch-norm"),
+        (torch.nn.modules.dropout._DropoutNd, "dropout"),
+    )
     for name, m in model.named_modules():
-        if isinstance(m, norm) and m.training:
-            raise ValueError(
-                f"model must be in eval mode for per-sample Jacobians: batch-norm layer "
-                f"{name!r} is in training mode (call model.eval())"
-            )
+        for cls, kind in kinds:
+            if isinstance(m, cls) and m.training:
+                raise ValueError(
+                    f"model must be in eval mode for per-sample Jacobians: {kind} layer "
+                    f"{name!r} is in training mode (call model.eval())"
+                )
 
 
 def _as_input(model: Any, X: Any) -> Any:
@@ -74,8 +81,11 @@ def _as_input(model: Any, X: Any) -> Any:
             X = torch.as_tensor(np.asarray(X))
         except (TypeError, ValueError) as err:
             raise TypeError(f"X must be a tensor or an array; got {type(X).__name__}") from err
-    if X.ndim < 1 or X.shape[0] == 0:
-        raise ValueError(f"X must have at least one row (shape (N, ...)); got {tuple(X.shape)}")
+    if X.ndim < 2 or X.shape[0] == 0:
+        hint = " (N samples of one feature: X.reshape(-1, 1))" if X.ndim == 1 else ""
+        raise ValueError(
+            f"X must have shape (N, ...) with one row per sample; got shape {tuple(X.shape)}{hint}"
+        )
     if X.is_floating_point():
         X = X.to(dtype=ref.dtype)
     if X.is_floating_point() and not bool(torch.isfinite(X).all()):
@@ -92,7 +102,13 @@ def _chunk(chunk_size: Any, row_bytes: int, n: int) -> int:
 def _output_shape(model: Any, X: Any) -> tuple[int, ...]:
     torch = _torch()
     with torch.no_grad():
-        out = model(X[:1])
+        try:
+            out = model(X[:1])
+        except RuntimeError as err:
+            raise ValueError(
+                f"X does not fit the model: model(X[:1]) with X of shape {tuple(X.shape)} "
+                f"failed: {err}"
+            ) from err
     shape = tuple(out.shape[1:])
     if len(shape) > 1:
         raise ValueError(
@@ -127,7 +143,15 @@ def _vmap_chunks(model: Any, X: Any, B: int, n_out: int) -> Iterator[tuple[int, 
     jac = vmap(jacrev(f, has_aux=True), in_dims=(None, 0))
     for start in range(0, X.shape[0], B):
         xb = X[start : start + B]
-        grads, fb = jac(params, xb)
+        try:
+            grads, fb = jac(params, xb)
+        except RuntimeError as err:
+            if "random" not in str(err):
+                raise
+            raise ValueError(
+                "model draws random numbers in its forward pass; per-sample Jacobians need "
+                "a deterministic model (call model.eval())"
+            ) from err
         J = torch.cat([grads[n].reshape(xb.shape[0], n_out, -1) for n in names], dim=-1)
         yield start, J, fb.detach()
 
@@ -145,7 +169,7 @@ def _chunks(
     from laplace_lab.numerics._linear_jacobians import LinearSignals, linear_plan, linear_signals
 
     _check_model(model)
-    _check_bn_eval(model)
+    _check_eval_mode(model)
     method = _method(method)
     X = _as_input(model, X)
     out_shape = _output_shape(model, X)

@@ -119,25 +119,26 @@ class LowRankLaplace:
 
         Parameters
         ----------
-        G_test : array, shape (n_test, p) or (p,)
-            Jacobians g(x*)ᵀ at the test points (same backend as J_w).
+        G_test : array, shape (n_test, p)
+            Jacobians g(x*)ᵀ at the test points (same backend as J_w); one test point is
+            ``G_test[None]``, as for :func:`laplace_lab.numerics.predictive_variance`.
 
         Returns
         -------
-        array, shape (n_test,) (or a 0-d array for a single row)
+        array, shape (n_test,)
         """
-        G_test = as_float(G_test, "G_test")
-        xp = array_namespace(G_test)
-        single = len(G_test.shape) == 1
-        G = xp.reshape(G_test, (1, -1)) if single else G_test
+        G = as_float(G_test, "G_test")
+        xp = array_namespace(G)
         p = int(self.prior_precision.shape[0])
-        if len(G.shape) != 2 or int(G.shape[1]) != p:
-            raise ValueError(f"G_test must have shape (n_test, {p}); got {tuple(G_test.shape)}")
+        if len(G.shape) != 2 or int(G.shape[1]) != p or int(G.shape[0]) == 0:
+            raise ValueError(
+                f"G_test must have shape (M, p) with p={p}; got {tuple(G.shape)}"
+                + (" (one test point is G_test[None])" if len(G.shape) == 1 else "")
+            )
         GD = G / self.prior_precision
         prior_part = xp.sum(GD * G, axis=1)
         W = solve_triangular(self._R, self._B.T @ GD.T, lower=True)  # r × n_test
-        out = prior_part - xp.sum(W * W, axis=0)
-        return out[0] if single else out
+        return prior_part - xp.sum(W * W, axis=0)
 
     def logdet(self) -> float:
         """``log det Ω_r = Σ log V_i + 2 Σ log R_jj`` (matrix determinant lemma)."""

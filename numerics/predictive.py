@@ -220,7 +220,7 @@ def subnetwork_variance_path(ggn: GGN, G_test: Any, order: Any, ks: Any) -> Arra
     k_arr = np.asarray(ks)
     if k_arr.ndim != 1 or k_arr.size == 0 or not np.issubdtype(k_arr.dtype, np.integer):
         raise ValueError(f"ks must be a non-empty 1-D sequence of integer sizes; got {ks!r}")
-    k_list = [subset_size(int(k), o.size, "ks", low=1) for k in k_arr]
+    k_list = [subset_size(int(k), o.size, "ks", low=1, bound="len(order)") for k in k_arr]
     n = ggn.n_rows
     rows: dict[int, Array] = {}
     small = sorted({k for k in k_list if k <= n})

@@ -23,7 +23,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from laplace_lab._checks import subset_size
+from laplace_lab._checks import positive_int, subset_size
 from laplace_lab._random import as_generator
 from laplace_lab.numerics import pivoted_cholesky
 from laplace_lab.numerics.backend import as_float, gram_blocks, serial_blas, to_numpy
@@ -77,6 +77,11 @@ def gradient_laplace(scores: Any, k: int) -> np.ndarray:
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
        Results and Methods", arXiv:2605.09075 (2026), §3, Alg. 1.
     """
+    if isinstance(scores, GGN | NetworkGGN):
+        raise TypeError(
+            f"scores must be the (p,) array of Gradient-Laplace scores, not a "
+            f"{type(scores).__name__}: pass its scores, gradient_laplace(ggn.scores(), k)"
+        )
     s = _host_vector(scores, "scores")
     return _top(s, subset_size(k, s.size, low=1))
 
@@ -131,7 +136,7 @@ def last_k(p: int, k: int) -> np.ndarray:
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
        Results and Methods", arXiv:2605.09075 (2026), App. B.
     """
-    p = subset_size(p, 1 << 62, "p", low=1)
+    p = positive_int(p, "p")
     return np.arange(p - 1, p - 1 - subset_size(k, p, low=1), -1, dtype=np.int64)
 
 
@@ -161,7 +166,7 @@ def neural_linear(layout: Sequence[int]) -> np.ndarray:
 def random_subset(p: int, k: int, *, rng: np.random.Generator | int) -> np.ndarray:
     """Random: the first k entries of a uniformly random permutation of range(p)."""
     rng = as_generator(rng)
-    p = subset_size(p, 1 << 62, "p", low=1)
+    p = positive_int(p, "p")
     return rng.permutation(p)[: subset_size(k, p, low=1)].astype(np.int64)
 
 

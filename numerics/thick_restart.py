@@ -15,7 +15,7 @@ import numpy as np
 import scipy.linalg
 
 from laplace_lab._checks import integer, one_of, positive_float, positive_int
-from laplace_lab._random import as_generator
+from laplace_lab._random import as_generator, spawn
 from laplace_lab.numerics._arrays import Space as _Space
 from laplace_lab.numerics.krylov import (
     _BREAKDOWN_EPS_FACTOR,
@@ -69,6 +69,25 @@ def _wanted_order(theta: np.ndarray, which: str) -> np.ndarray:
     return np.argsort(-np.abs(theta), kind="stable")
 
 
+def _asymmetry(matvec: Matvec, space: _Space, rng: np.random.Generator) -> float:
+    """|yᵀAx − xᵀAy| / (‖y‖‖Ax‖ + ‖x‖‖Ay‖) for two Gaussian vectors x, y: 0 for symmetric A.
+
+    Roundoff keeps it below the dtype's eps for GGN products JᵀJv (measured in float32 and
+    float64 up to p = 50,000); a non-symmetric A gives about ‖A − Aᵀ‖_F / (‖A‖_F √n).
+    """
+    x, y = (space.asarray(rng.standard_normal(space.n)) for _ in range(2))
+    ax, ay = matvec(x), matvec(y)
+    for w in (ax, ay):
+        if tuple(w.shape) != (space.n,):
+            raise ValueError(f"matvec must return shape ({space.n},); got {tuple(w.shape)}")
+    xp = space.xp
+    gap = abs(float(xp.sum(y * ax)) - float(xp.sum(x * ay)))
+    scale = space.norm(y) * space.norm(ax) + space.norm(x) * space.norm(ay)
+    if not np.isfinite(gap) or not np.isfinite(scale):
+        raise ValueError("matvec returned non-finite values; the operator must be finite")
+    return gap / scale if scale > 0 else 0.0
+
+
 def eigsh(
     matvec: Matvec,
     n: int,
@@ -82,6 +101,7 @@ def eigsh(
     rng: np.random.Generator | int,
     like: Array | None = None,
     verify: bool = False,
+    check_symmetry: bool = True,
 ) -> EigshResult:
     """k extreme eigenpairs of a symmetric operator by thick-restart Lanczos.
 
@@ -120,6 +140,14 @@ def eigsh(
         one copy of a repeated eigenvalue per direction it is started in, so without this a
         multiplicity above the rounding-induced copies (ARPACK shares the limitation) can be
         reported converged with a copy missing; verification costs extra matvecs.
+    check_symmetry : bool
+        First compare yᵀAx with xᵀAy for two random vectors (two extra matvecs, counted in
+        ``num_matvecs``, drawn from a child stream of ``rng`` so the iteration itself is
+        unchanged). Lanczos on a non-symmetric A returns wrong values that its residual
+        test reports converged; the probe refuses A when the relative gap
+        |yᵀAx − xᵀAy| / (‖y‖‖Ax‖ + ‖x‖‖Ay‖) exceeds √eps of the dtype (1.5e-8 in float64,
+        3.5e-4 in float32), far above roundoff (below eps) and a gap that a non-symmetric
+        part of relative size δ reaches once δ ≳ √(eps·n).
 
     Returns
     -------
@@ -139,6 +167,16 @@ def eigsh(
     rng = as_generator(rng)
     space = _Space(n, v0, like)
     tol = max(1e-10, 100.0 * space.eps) if tol_given is None else tol_given
+    probes = 0
+    if check_symmetry:
+        gap = _asymmetry(matvec, space, spawn(rng, 1)[0])
+        probes = 2
+        if gap > np.sqrt(space.eps):
+            raise ValueError(
+                f"matvec must be a symmetric operator; |yᵀAx − xᵀAy| / (‖y‖‖Ax‖ + ‖x‖‖Ay‖) "
+                f"= {gap:.3g} for random x, y exceeds sqrt(eps) = {np.sqrt(space.eps):.3g} "
+                "(pass check_symmetry=False to skip this test)"
+            )
     kry = _Krylov(
         matvec,
         space,
@@ -179,7 +217,7 @@ def eigsh(
                 values=theta[want].copy(),
                 vectors=vectors,
                 residuals=res[want].copy(),
-                num_matvecs=kry.num_matvecs,
+                num_matvecs=kry.num_matvecs + probes,
                 num_restarts=restarts,
                 converged=bool(want.size == k and np.all(res[want] <= tol * scale)),
             )

@@ -46,8 +46,12 @@ def _check(args: argparse.Namespace) -> int:
     paths = write_report(outcomes, out_dir, full=args.full, seed=args.seed)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     errors = [o for o in outcomes if o.verdict.status is Status.ERROR]
-    for o in errors:
-        print(f"ERROR in {o.claim.key}:\n{o.verdict.evidence}", file=sys.stderr)
+    for o in errors:  # one line each; the traceback is in the report
+        last = (o.verdict.evidence.strip().splitlines() or ["no evidence"])[-1]
+        print(
+            f"laplace-lab check: error: {o.claim.key}: {last} (see {paths['markdown']})",
+            file=sys.stderr,
+        )
     return 1 if errors else 0
 
 

@@ -5,16 +5,26 @@ and :mod:`laplace_lab.numerics`, and a study only declares what to vary and what
 measure. A :class:`Study` declares its grids,
 replications and metrics; :func:`run_study` seeds every replication from
 (study, parameters, replication), runs it serially, in a process pool or on Dask, and
-commits it to an SQLite :class:`Store` as it finishes (resumable, no duplicates);
-:func:`summarise` gives means, standard errors and Wilson intervals;
-:mod:`laplace_lab.studies.output` plots and exports. The CLI is ``laplace-lab study list | run |
-status | plot | export``.
+commits it to an SQLite :class:`Store` as it finishes (resumable, no duplicates).
+Its :class:`RunReport` — or :func:`load_results` for a store written earlier — gives the
+results: ``summary()`` (means, standard errors, normal or Wilson intervals), ``table()``,
+``plot()`` and ``to_csv()``. The CLI is ``laplace-lab study list | run | status | plot |
+export``.
+
+::
+
+    from laplace_lab.studies import get_study, run_study
+
+    report = run_study(get_study("ipv-vs-pv"), grid={"N": [30, 100]}, replications=5)
+    print(report.table())
+    report.plot("ipv-vs-pv.png")
 """
 
 import importlib
 from typing import Any
 
 from laplace_lab.studies.registry import get_study, register, studies
+from laplace_lab.studies.results import StudyResults, load_results
 from laplace_lab.studies.runner import RunReport, default_store_path, replicate, run_study
 from laplace_lab.studies.seeding import replication_rng, replication_seed
 from laplace_lab.studies.spec import Study, expand_grid
@@ -48,12 +58,14 @@ __all__ = [
     "Store",
     "StoreError",
     "Study",
+    "StudyResults",
     "SummaryRow",
     "default_store_path",
     "expand_grid",
     "export_rows_csv",
     "export_summary_csv",
     "get_study",
+    "load_results",
     "plot_summary",
     "register",
     "replicate",

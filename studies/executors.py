@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -19,13 +21,27 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
+from laplace_lab._checks import one_of, positive_int
 from laplace_lab.studies.seeding import params_key, replication_rng
 from laplace_lab.studies.spec import Params, Study
 
-__all__ = ["EXECUTORS", "Result", "Task", "execute", "run_replication"]
+__all__ = [
+    "EXECUTORS",
+    "ReplicationError",
+    "Result",
+    "Task",
+    "check_executor",
+    "execute",
+    "run_replication",
+]
 
 #: The executor names the runner and the CLI accept.
 EXECUTORS = ("serial", "process", "dask")
+
+
+class ReplicationError(RuntimeError):
+    """``run_one`` raised, or returned something other than finite metrics, for one
+    replication (the message names the study, the grid point and the replication)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +72,7 @@ def run_replication(task: Task) -> Result:
         with threadpool_limits(limits=1):
             out = task.study.run_one(dict(task.params), rng=rng)
     except Exception as exc:
-        raise RuntimeError(
+        raise ReplicationError(
             f"study {task.study.name!r}: run_one failed at params={task.params}, "
             f"replication={task.rep}: {type(exc).__name__}: {exc}"
         ) from exc
@@ -83,11 +99,33 @@ def _serial(tasks: Sequence[Task]) -> Iterator[Result]:
         yield run_replication(task)
 
 
+#: Seconds between two checks of a pool worker that its runner is still alive.
+WATCH_INTERVAL = 0.5
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit this worker as soon as the process that started it is gone.
+
+    A pool worker waits on a queue whose write end it holds itself, so it never sees the
+    runner die: after a ``kill -9`` of the runner it would live on as an orphan. The
+    watchdog notices the re-parenting (``os.getppid()`` changes) and ends the worker.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(WATCH_INTERVAL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="laplace-lab-parent-watch", daemon=True).start()
+
+
 def _process(tasks: Sequence[Task], workers: int) -> Iterator[Result]:
     # "spawn": workers import the study by reference, exactly as Dask workers do, and no
     # parent thread state (BLAS pools, tqdm) is forked.
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_watch_parent, initargs=(os.getpid(),)
+    )
     try:
         # Keep a bounded window of work in flight so a huge grid does not queue at once.
         pending: set[Any] = set()
@@ -137,6 +175,16 @@ def _dask(tasks: Sequence[Task], workers: int, scheduler: str | None) -> Iterato
             cluster.close()
 
 
+def check_executor(executor: str, workers: int | None, scheduler: str | None) -> int:
+    """Validate the executor arguments of :func:`execute`; the number of workers to use."""
+    one_of(executor, "executor", EXECUTORS)
+    if scheduler is not None and executor != "dask":
+        raise ValueError(f"scheduler is only used with executor='dask'; got {executor!r}")
+    if workers is None:
+        return max(1, multiprocessing.cpu_count())
+    return positive_int(workers, "workers")
+
+
 def execute(
     tasks: Sequence[Task],
     *,
@@ -159,14 +207,7 @@ def execute(
     scheduler : str, optional
         Address of a running Dask scheduler; only with ``executor="dask"``.
     """
-    if executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {EXECUTORS}; got executor={executor!r}")
-    if scheduler is not None and executor != "dask":
-        raise ValueError(f"scheduler is only used with executor='dask'; got {executor!r}")
-    if workers is None:
-        workers = max(1, multiprocessing.cpu_count())
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer; got workers={workers!r}")
+    workers = check_executor(executor, workers, scheduler)
     if not tasks:
         return iter(())
     if executor == "serial":

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
-from laplace_lab._checks import positive_int
-from laplace_lab.studies.executors import Task, execute, run_replication
+from laplace_lab._checks import integer, positive_int
+from laplace_lab._progress import progress_bar
+from laplace_lab.studies.executors import Task, check_executor, execute, run_replication
+from laplace_lab.studies.results import StudyResults
 from laplace_lab.studies.seeding import params_key
 from laplace_lab.studies.spec import Params, Study, expand_grid
 from laplace_lab.studies.store import Store
@@ -27,7 +27,11 @@ __all__ = ["RunReport", "default_store_path", "plan", "replicate", "run_study"]
 
 @dataclass(frozen=True)
 class RunReport:
-    """What a call of :func:`run_study` did."""
+    """What a call of :func:`run_study` did, and the way to its results.
+
+    ``summary()``, ``table()``, ``plot()`` and ``to_csv()`` read the store the run wrote
+    (all of it, earlier runs included): see :class:`laplace_lab.studies.results.StudyResults`.
+    """
 
     study: str
     store: Path
@@ -35,6 +39,23 @@ class RunReport:
     already_done: int
     ran: int
     seconds: float
+    results: StudyResults = field(repr=False, compare=False)
+
+    def summary(self, *, confidence: float = 0.95) -> list[Any]:
+        """Mean, s.e. and interval of every metric at every stored grid point."""
+        return self.results.summary(confidence=confidence)
+
+    def table(self) -> str:
+        """The summary as text, one line per grid point and metric, and the study's report."""
+        return self.results.table()
+
+    def plot(self, path: str | Path | None = None) -> Path:
+        """The study's figure as PNG (default: next to the store); returns its path."""
+        return self.results.plot(path)
+
+    def to_csv(self, path: Any = None, *, summary: bool = False) -> Any:
+        """The replications (or the summary) as CSV; see ``StudyResults.to_csv``."""
+        return self.results.to_csv(path, summary=summary)
 
 
 def default_store_path(study: Study | str, *, full: bool = False) -> Path:
@@ -50,28 +71,44 @@ def plan(
     replications: int | None = None,
     full: bool = False,
 ) -> list[tuple[Params, int]]:
-    """Every (grid point, replication index) of a run, in grid order."""
-    points = expand_grid(grid if grid is not None else study.grid_for(full=full))
+    """Every (grid point, replication index) of a run, in grid order.
+
+    ``grid`` overrides values of the default (or full) grid key by key
+    (:meth:`Study.grid_with`); every point is checked by the study's ``check_params``.
+    """
+    points = expand_grid(study.grid_with(grid, full=full))
     reps = study.replications_for(full=full) if replications is None else replications
     reps = positive_int(reps, "replications")
     return [(params, rep) for params in points for rep in range(reps)]
 
 
 def replicate(
-    study: Study, params: Mapping[str, Any], replications: int, *, seed: int = 0
+    study: Study,
+    params: Mapping[str, Any],
+    replications: int,
+    *,
+    seed: int = 0,
+    progress: bool = True,
 ) -> list[dict[str, float]]:
     """The metrics of replications 0 … ``replications`` − 1 of one grid point, in memory.
 
     Exactly the rows ``run_study`` stores for that point and base ``seed`` (same seeding,
     same one-thread BLAS), without a store: for checks that read a study's replications.
+    ``params`` must give every grid key one value; ``progress`` shows a bar.
     """
-    reps = [
-        rep
-        for _, rep in plan(
-            study, grid={k: [v] for k, v in params.items()}, replications=replications
-        )
-    ]
-    return [run_replication(Task(study, dict(params), rep, seed)).metrics for rep in reps]
+    if not isinstance(study, Study):
+        raise TypeError(f"study must be a Study; got {type(study).__name__}")
+    missing = sorted(set(study.grid) - set(params))
+    if missing:
+        raise ValueError(f"params must give every grid parameter; missing {missing}")
+    todo = plan(study, grid={k: [v] for k, v in params.items()}, replications=replications)
+    seed = integer(seed, "seed", low=0)
+    out = []
+    with progress_bar(total=len(todo), desc=study.name, unit="rep", enabled=progress) as bar:
+        for point, rep in todo:
+            out.append(run_replication(Task(study, point, rep, seed)).metrics)
+            bar.update(1)
+    return out
 
 
 def run_study(
@@ -96,7 +133,10 @@ def run_study(
     store : path, optional
         The SQLite store (default :func:`default_store_path`).
     grid : mapping, optional
-        A grid replacing the study's default (or full) grid, e.g. from ``--grid``.
+        Values that replace those of the study's default (or full) grid, key by key, as
+        ``--grid`` does: ``{"N": [30, 100]}`` varies N over 30 and 100 and keeps every
+        other parameter's default values. Unknown keys and values the study cannot run
+        (its ``check_params``) are refused before the store is created.
     replications : int, optional
         Replications per grid point (default: the study's, or its full count).
     full : bool
@@ -111,34 +151,47 @@ def run_study(
     Returns
     -------
     RunReport
+        Counts and timing; ``report.summary()``, ``report.table()``, ``report.plot()`` and
+        ``report.to_csv()`` read the results.
+
+    Notes
+    -----
+    Every argument is validated before the store is opened. If the run fails before its
+    first replication is stored, a store this call created is deleted again.
     """
     if not isinstance(study, Study):
         raise TypeError(f"study must be a Study; got {type(study).__name__}")
     path = Path(store) if store is not None else default_store_path(study, full=full)
-    todo = plan(study, grid=grid, replications=replications, full=full)
+    merged = study.grid_with(grid, full=full)
+    todo = plan(study, grid=merged, replications=replications)
+    reps = len(todo) // len(expand_grid(merged))
+    seed = integer(seed, "seed", low=0)
+    workers = check_executor(executor, workers, scheduler)
     start = time.perf_counter()
-    with Store(path, study=study.name, code_version=study.code_version, seed=seed) as db:
+    db = Store(path, study=study.name, code_version=study.code_version, seed=seed)
+    try:
+        db.record_run(merged, reps)
         done = db.done()
         tasks = [
             Task(study, params, rep, seed)
             for params, rep in todo
             if (params_key(params), rep) not in done
         ]
-        bar = tqdm(
+        ran = 0
+        with progress_bar(
             total=len(todo),
             initial=len(todo) - len(tasks),
             desc=study.name,
             unit="rep",
-            disable=not progress,
-            smoothing=0.05,
-        )
-        ran = 0
-        try:
+            enabled=progress,
+        ) as bar:
             for result in execute(tasks, executor=executor, workers=workers, scheduler=scheduler):
                 ran += db.add(result.key, result.rep, result.metrics, result.seconds)
                 bar.update(1)
-        finally:
-            bar.close()
+    except BaseException:
+        db.discard_if_empty()
+        raise
+    db.close()
     return RunReport(
         study=study.name,
         store=path,
@@ -146,4 +199,5 @@ def run_study(
         already_done=len(todo) - len(tasks),
         ran=ran,
         seconds=time.perf_counter() - start,
+        results=StudyResults(study, path),
     )

@@ -98,6 +98,11 @@ class Study:
     report : callable, optional
         ``report(summary) -> str``: study-specific conclusions (fitted rates, comparisons
         with the theory) printed by ``laplace-lab study run`` and ``status``.
+    check_params : callable, optional
+        ``check_params(params)`` raises ValueError (or TypeError) for a grid point that
+        ``run_one`` cannot run, naming the parameter. Every point of a run is checked
+        before its store is created, so a bad ``--grid`` value is one clear error and
+        leaves nothing behind.
     """
 
     name: str
@@ -113,6 +118,7 @@ class Study:
     plot_metrics: tuple[str, ...] = ()
     plot: Callable[..., Any] | None = field(default=None, compare=False)
     report: Callable[..., str] | None = field(default=None, compare=False)
+    check_params: Callable[[Params], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -130,6 +136,8 @@ class Study:
             positive_int(getattr(self, attr), attr)
         if not callable(self.run_one):
             raise TypeError("run_one must be callable: run_one(params, *, rng) -> dict")
+        if self.check_params is not None and not callable(self.check_params):
+            raise TypeError("check_params must be callable: check_params(params) -> None")
         object.__setattr__(self, "probabilities", tuple(self.probabilities))
         object.__setattr__(self, "plot_metrics", tuple(self.plot_metrics))
         if self.x is not None and self.x not in grid:
@@ -154,6 +162,36 @@ class Study:
     def replications_for(self, *, full: bool = False) -> int:
         """The default or the full number of replications."""
         return self.full_replications if full else self.replications
+
+    def grid_with(
+        self, overrides: Grid | None = None, *, full: bool = False
+    ) -> dict[str, tuple[Any, ...]]:
+        """The default (or full) grid with the values of ``overrides`` put in, key by key.
+
+        ``{"N": [30, 100]}`` changes N and keeps every other parameter's values, as
+        ``--grid N=30,100`` does on the command line. An unknown key is a ValueError
+        listing the grid's keys; every resulting point passes ``check_params``.
+        """
+        grid = self.grid_for(full=full)
+        if overrides is not None:
+            if not isinstance(overrides, Mapping):
+                raise TypeError(
+                    "grid must be a mapping of parameter -> values; got "
+                    f"{type(overrides).__name__}"
+                )
+            unknown = sorted(set(overrides) - set(grid), key=str)
+            if unknown:
+                raise ValueError(
+                    f"grid has unknown parameter {unknown[0]!r}; the grid of {self.name!r} "
+                    f"has {sorted(grid)}"
+                )
+            for key, values in overrides.items():
+                grid[key] = (values,) if isinstance(values, _SCALARS) else values
+        grid = _check_grid(grid, "grid")
+        if self.check_params is not None:
+            for params in expand_grid(grid):
+                self.check_params(params)
+        return grid
 
 
 def expand_grid(grid: Grid) -> list[Params]:

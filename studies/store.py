@@ -3,7 +3,8 @@
 Layout (``SCHEMA_VERSION`` 1)::
 
     meta(key TEXT PRIMARY KEY, value TEXT)          -- format, schema_version, study,
-                                                       code_version, seed, created
+                                                       code_version, seed, created, and the
+                                                       grid and replications of the last run
     replications(params TEXT, rep INTEGER, metrics TEXT, seconds REAL,
                  PRIMARY KEY (params, rep))
 
@@ -96,15 +97,23 @@ class Store:
         self.path = Path(path)
         if not create and not self.path.is_file():
             raise StoreError(f"no store for study {study!r} at {self.path} (run it first)")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        #: Whether this Store created the file (and ``_new_dirs``): :meth:`discard_if_empty`
+        #: removes only what it created.
+        self.created = not self.path.exists()
+        self._new_dirs = [
+            d for d in (self.path.parent, *self.path.parent.parents) if not d.exists()
+        ]
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        except sqlite3.Error as exc:
+        except (OSError, sqlite3.Error) as exc:
+            self._remove_created()
             raise StoreError(f"cannot open store {self.path}: {exc}") from exc
         try:
             self._meta = self._initialise(study, code_version, seed)
         except BaseException:
             self._db.close()
+            self._remove_created()
             raise
 
     # -- opening -----------------------------------------------------------------------
@@ -219,9 +228,47 @@ class Store:
     def __len__(self) -> int:
         return int(self._execute("SELECT COUNT(*) FROM replications").fetchone()[0])
 
+    def record_run(self, grid: Mapping[str, Any], replications: int) -> None:
+        """Remember the grid and replications of the latest run (``status`` counts against
+        them)."""
+        meta = {
+            "grid": json.dumps({k: list(v) for k, v in grid.items()}),
+            "replications": str(replications),
+        }
+        for key, value in meta.items():
+            self._execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        self._meta.update(meta)
+
+    def last_run(self) -> tuple[dict[str, list[Any]], int] | None:
+        """(grid, replications) of the latest run, or None for a store written before they
+        were recorded."""
+        if "grid" not in self._meta or "replications" not in self._meta:
+            return None
+        return json.loads(self._meta["grid"]), int(self._meta["replications"])
+
     def close(self) -> None:
         """Close the connection."""
         self._db.close()
+
+    def discard_if_empty(self) -> bool:
+        """Close; if this Store created the file and it holds no replication, delete it (and
+        the folders it created). True when it was deleted."""
+        empty = self.created and len(self) == 0
+        self.close()
+        if empty:
+            self._remove_created()
+        return empty
+
+    def _remove_created(self) -> None:
+        if not self.created:
+            return
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        for folder in self._new_dirs:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:
+                break
 
     def __enter__(self) -> Store:
         return self

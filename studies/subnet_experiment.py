@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from laplace_lab._checks import one_of, optional_positive_int, positive_int
+from laplace_lab._progress import progress_bar
 from laplace_lab._random import keyed_seed, spawn
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.jacobians import parameter_layout, per_sample_jacobian
@@ -382,19 +383,25 @@ class _Streams:
 
 
 def run_experiment(
-    config: ExperimentConfig, replications: int = 10, *, seed: int = 0
+    config: ExperimentConfig, replications: int = 10, *, seed: int = 0, progress: bool = True
 ) -> ExperimentResult:
     """Run ``replications`` replications of :func:`run_seed` and aggregate mean ± s.e.
 
     The paper uses ten. Replication r draws from ``keyed_seed("subnet-experiment", r,
     seed=seed)``: the same data split and MAP for every configuration at the same r, so
-    configurations can be compared replication by replication.
+    configurations can be compared replication by replication. ``progress`` shows a bar
+    over the replications (each trains a MAP network, an ensemble and KFAC).
     """
+    if not isinstance(config, ExperimentConfig):
+        raise TypeError(f"config must be an ExperimentConfig; got {type(config).__name__}")
     replications = positive_int(replications, "replications")
-    res = tuple(
-        run_seed(config, rng=keyed_seed("subnet-experiment", r, seed=seed))
-        for r in range(replications)
-    )
+    desc = f"Experiment 1 ({config.dataset}, {config.model})"
+    seeds = []
+    with progress_bar(total=replications, desc=desc, unit="rep", enabled=progress) as bar:
+        for r in range(replications):
+            seeds.append(run_seed(config, rng=keyed_seed("subnet-experiment", r, seed=seed)))
+            bar.update(1)
+    res = tuple(seeds)
     n = len(res)
     w2_mean = {m: np.mean([r.w2[m] for r in res], axis=0) for m in res[0].w2}
     w2_se = {

@@ -15,7 +15,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from laplace_lab._checks import as_psd_matrix, positive_float, real_array, subset_size
+from laplace_lab._checks import (
+    as_psd_matrix,
+    positive_float,
+    positive_int,
+    real_array,
+    subset_size,
+)
 from laplace_lab._random import as_generator
 
 __all__ = [
@@ -153,12 +159,12 @@ def random_cpi(
         d is uniform on this interval.
     """
     rng = as_generator(rng)
-    p = subset_size(p, 10**4, "p", low=1)
+    p = positive_int(p, "p", high=10**4)
     lo, hi = d_range
     if not 0 < lo <= hi:
         raise ValueError(f"d_range must satisfy 0 < low <= high; got {d_range}")
     d = rng.uniform(lo, hi, size=p)
-    ties = subset_size(ties, p - 1 if p > 1 else 0, "ties")
+    ties = subset_size(ties, max(p - 1, 0), "ties", bound="p - 1")
     perm = rng.permutation(p)
     targets, sources = perm[:ties], perm[ties:]
     d[targets] = d[rng.choice(sources, size=ties)]
@@ -195,7 +201,7 @@ def random_diagonally_dominant(
         In (0, 1): how much of the dominance budget ε Λ_ii the off-diagonals use.
     """
     rng = as_generator(rng)
-    p = subset_size(p, 10**4, "p", low=1)
+    p = positive_int(p, "p", high=10**4)
     eps = positive_float(eps, "eps")
     if not 0 < eps < 1:
         raise ValueError(f"eps must be in (0, 1); got eps={eps}")
@@ -234,7 +240,7 @@ def random_psd(
         eigenvalues are log-uniform on [1/cond, 1]. Random on [0.05, 1] when None.
     """
     rng = as_generator(rng)
-    p = subset_size(p, 10**4, "p", low=1)
+    p = positive_int(p, "p", high=10**4)
     r = p if rank is None else subset_size(rank, p, "rank", low=1)
     if cond is None:
         lam = rng.uniform(0.05, 1.0, size=r)

@@ -88,7 +88,7 @@ def all_ipvs(
     L, scale, c, v = setup(Lam, n, noise_var, prior_precision)
     p = L.shape[0]
     members = np.arange(p) if pool is None else np.sort(subset(pool, p, "pool"))
-    k = subset_size(k, members.size, "k")
+    k = subset_size(k, members.size, "k", bound="len(pool)" if pool is not None else "p")
     count = math.comb(members.size, k)
     if count > MAX_SUBSETS:
         raise ValueError(

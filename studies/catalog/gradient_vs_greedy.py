@@ -22,18 +22,21 @@ over all subsets of size k (exhaustive), i.e. (Dis(S) − min Dis) / (max Dis �
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from laplace_lab._checks import integer, one_of, positive_int
 from laplace_lab.numerics import GGN
 from laplace_lab.numerics.selection_registry import SubnetProblem, select, selection_methods
 from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 from laplace_lab.studies.summary import SummaryRow
 from laplace_lab.theory.classes import random_cpi, random_diagonally_dominant, random_psd
-from laplace_lab.theory.exhaustive import exhaustive_extremes
+from laplace_lab.theory.exhaustive import MAX_SUBSETS, exhaustive_extremes
 from laplace_lab.theory.ipv import ipv, ipv_full
 
-__all__ = ["EPS", "FAMILIES", "STUDY", "population_lambda", "rules", "run_one"]
+__all__ = ["EPS", "FAMILIES", "STUDY", "check_params", "population_lambda", "rules", "run_one"]
 
 #: Dominance level of the ``dominant`` family.
 EPS = 0.5
@@ -58,6 +61,20 @@ def population_lambda(family: str, p: int, rng: np.random.Generator) -> np.ndarr
         corr = np.where(same, RHO, 0.0) + (1 - RHO) * np.eye(p)
         return scale[:, None] * corr * scale[None, :]
     raise ValueError(f"family must be one of {FAMILIES}; got {family!r}")
+
+
+def check_params(params: dict) -> None:
+    """Refuse a grid point ``run_one`` cannot run (a family, N ≥ 1, 1 ≤ k ≤ p and an
+    exhaustive search within ``MAX_SUBSETS``)."""
+    one_of(params["family"], "family", FAMILIES)
+    positive_int(params["N"], "N")
+    p = integer(params["p"], "p", low=2)
+    k = integer(params["k"], "k", low=1, high=p)
+    if math.comb(p, k) > MAX_SUBSETS:
+        raise ValueError(
+            f"p and k must keep the exhaustive search within {MAX_SUBSETS:.3g} subsets; "
+            f"got C(p={p}, k={k}) = {math.comb(p, k):.3g}"
+        )
 
 
 def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
@@ -155,5 +172,6 @@ STUDY = register(
             "regret_subnet_diagonal",
         ),
         report=report,
+        check_params=check_params,
     )
 )

@@ -33,13 +33,14 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy.linalg import cho_factor, cho_solve
 
+from laplace_lab._checks import integer, positive_int
 from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 from laplace_lab.studies.summary import SummaryRow, fit_rates
 from laplace_lab.theory.classes import random_psd
 from laplace_lab.theory.ipv import ipv
 
-__all__ = ["STUDY", "expected_pv", "run_one", "wishart_bias"]
+__all__ = ["STUDY", "check_params", "expected_pv", "run_one", "wishart_bias"]
 
 #: Rows of gradients drawn at a time (bounds memory; fixed, so random streams agree).
 CHUNK = 1 << 12
@@ -58,6 +59,14 @@ def wishart_bias(n: int, k: int) -> float:
     if n <= k + 1:
         raise ValueError(f"the Wishart mean needs N > k + 1; got N={n}, k={k}")
     return k * (k + 1) / (n - k - 1)
+
+
+def check_params(params: dict) -> None:
+    """Refuse a grid point ``run_one`` cannot run (N, n_test ≥ 1; 1 ≤ k ≤ p ≤ 10⁴)."""
+    positive_int(params["N"], "N")
+    p = positive_int(params["p"], "p", high=10**4)
+    integer(params["k"], "k", low=1, high=p)
+    positive_int(params["n_test"], "n_test")
 
 
 def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
@@ -94,7 +103,10 @@ def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
 
 
 def plot(summary: list[SummaryRow], path: Path) -> None:
-    """Mean |E PV(S) − IPV(S)| against N (log-log), beside the paper's √(k³ log p / N)."""
+    """Mean |E PV(S) − IPV(S)| against N (log-log) with its 95% intervals and fitted
+    exponent, beside the paper's √(k³ log p / N)."""
+    from laplace_lab.studies.output import plot_rate
+
     fig = Figure(figsize=(11.0, 4.2), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
     for ax, subset in zip(axes, ("fixed", "selected"), strict=True):
@@ -102,18 +114,16 @@ def plot(summary: list[SummaryRow], path: Path) -> None:
         for s in summary:
             if s.metric == f"error_{subset}":
                 series.setdefault((s.params["k"], s.params["p"]), []).append(s)
-        for (k, p), items in sorted(series.items()):
-            items.sort(key=lambda s: s.params["N"])
-            ns = np.array([s.params["N"] for s in items], dtype=float)
-            means = np.array([s.mean for s in items])
-            line = ax.loglog(ns, means, "o-", ms=3, label=f"k={k}, p={p}")[0]
-            bound = np.sqrt(k**3 * math.log(p) / ns)
-            ax.loglog(ns, bound, "--", color=line.get_color(), lw=0.8)
+        for i, ((k, p), items) in enumerate(sorted(series.items())):
+            color = f"C{i}"
+            plot_rate(ax, items, "N", label=f"k={k}, p={p}", color=color)
+            ns = np.array(sorted(s.params["N"] for s in items), dtype=float)
+            ax.loglog(ns, np.sqrt(k**3 * math.log(p) / ns), "--", color=color, lw=0.8)
         ax.set_xlabel("N")
         ax.set_title(f"S {subset}: |E PV - IPV| (dashed: sqrt(k^3 log p / N))")
         ax.grid(alpha=0.3, which="both")
-    axes[0].set_ylabel("mean absolute error")
-    axes[0].legend(fontsize=7)
+        ax.legend(fontsize=7, title="mean, 95% interval; fitted exponent [95% CI]")
+    axes[0].set_ylabel("mean |E PV(S) - IPV(S)|")
     fig.savefig(path, dpi=110)
 
 
@@ -171,5 +181,6 @@ STUDY = register(
         x="N",
         plot=plot,
         report=report,
+        check_params=check_params,
     )
 )

@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from laplace_lab._checks import one_of, positive_int
 from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 
-__all__ = ["STUDY", "run_one"]
+__all__ = ["STUDY", "check_params", "run_one"]
 
 _SMALL_KS = (50, 100, 200, 500, 1000)
 _FULL_KS = (50, 100, 200, 500, 1000, 2000, 5000, 10000)
@@ -45,6 +46,16 @@ def _config(params: dict[str, Any]) -> Any:  # an ExperimentConfig (torch import
         coverage_target="y",
         greedy_candidates="2k" if small else "paper",
     )
+
+
+def check_params(params: dict[str, Any]) -> None:
+    """Refuse a grid point ``run_one`` cannot run (a package data set, n_train ≥ 1, a known
+    model: the configuration is built and validated)."""
+    from laplace_lab.studies.data import DATASETS
+
+    one_of(params["dataset"], "dataset", sorted(DATASETS))
+    positive_int(params["n_train"], "n_train")
+    _config(params)
 
 
 def run_one(params: dict[str, Any], *, rng: np.random.Generator) -> dict[str, float]:
@@ -77,5 +88,6 @@ STUDY = register(
         replications=3,
         full_replications=10,
         run_one=run_one,
+        check_params=check_params,
     )
 )

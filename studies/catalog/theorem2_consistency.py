@@ -24,13 +24,14 @@ import math
 
 import numpy as np
 
+from laplace_lab._checks import integer, positive_int, real_number
 from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 from laplace_lab.studies.summary import SummaryRow
 from laplace_lab.theory.classes import cpi_matrix
 from laplace_lab.theory.ipv import ipv
 
-__all__ = ["STUDY", "diagonal", "gradients", "run_one", "separation"]
+__all__ = ["STUDY", "check_params", "diagonal", "gradients", "run_one", "separation"]
 
 #: IPV values closer than this (relative) are equal: roundoff of the trace form is ~1e-15,
 #: the smallest genuine difference in the grid (near-ties at N = 1e6) is ~1e-10.
@@ -97,6 +98,15 @@ def _mean_squared_gradients(
 def _ipv(lam: np.ndarray, S: np.ndarray, n: int) -> float:
     """IPV(S) from the k×k block Λ_SS (eq. 8 needs nothing else; validates k×k, not p×p)."""
     return ipv(lam[np.ix_(S, S)], np.arange(S.size), n=n)
+
+
+def check_params(params: dict) -> None:
+    """Refuse a grid point ``run_one`` cannot run (N ≥ 1, 1 ≤ k < p, a C_PI matrix)."""
+    positive_int(params["N"], "N")
+    p = integer(params["p"], "p", low=2)
+    k = integer(params["k"], "k", low=1, high=p - 1)
+    d = diagonal(params["scenario"], p, k)
+    cpi_matrix(d, real_number(params["a"], "a"), real_number(params["b"], "b"))
 
 
 def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
@@ -194,5 +204,6 @@ STUDY = register(
             "score_error_scaled",
         ),
         report=report,
+        check_params=check_params,
     )
 )

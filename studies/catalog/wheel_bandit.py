@@ -23,7 +23,7 @@ from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 from laplace_lab.studies.summary import SummaryRow
 
-__all__ = ["STUDY", "agents", "parse_agent", "report", "run_one"]
+__all__ = ["STUDY", "agents", "check_params", "parse_agent", "report", "run_one"]
 
 
 #: The sub-network agents of Tables 1–2 whose size k is set per agent (App. D.2).
@@ -61,6 +61,15 @@ def parse_agent(agent: str) -> tuple[str, int]:
     return method, int(k)
 
 
+def check_params(params: dict[str, Any]) -> None:
+    """Refuse a grid point ``run_one`` cannot run (the agent, δ and T as BanditConfig
+    validates them)."""
+    from laplace_lab.studies.wheel_bandit import BanditConfig
+
+    method, k = parse_agent(params["agent"])
+    BanditConfig(method=method, k=k, delta=params["delta"], horizon=params["horizon"])
+
+
 def run_one(params: dict[str, Any], *, rng: np.random.Generator) -> dict[str, float]:
     """One Neural-Thompson-sampling run of one agent (module docstring)."""
     from laplace_lab.studies.wheel_bandit import BanditConfig, run_bandit
@@ -83,9 +92,10 @@ def report(summary: list[SummaryRow]) -> str:
     lines = ["delta  T      agent                     regret (mean ± 1.96 s.e., n)"]
     for s in rows:
         p = s.params
+        spread = f"± {1.96 * s.se:7.1f}" if s.n > 1 else "(one run)"
         lines.append(
             f"{p['delta']:<6} {p['horizon']:<6d} {p['agent']:25s} "
-            f"{s.mean:9.1f} ± {1.96 * s.se:7.1f}  (n={s.n})"
+            f"{s.mean:9.1f} {spread}  (n={s.n})"
         )
     return "\n".join(lines)
 
@@ -105,5 +115,6 @@ STUDY = register(
         run_one=run_one,
         plot_metrics=("regret",),
         report=report,
+        check_params=check_params,
     )
 )

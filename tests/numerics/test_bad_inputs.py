@@ -53,3 +53,41 @@ def test_float32_woodbury_is_accurate_at_training_rows():
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, exact, rtol=1e-3)
         np.testing.assert_allclose(predictive_variance(ggn64, G), exact, rtol=1e-6)
+
+
+def test_prefix_lengths_beyond_the_order_name_len_order_not_p():
+    from laplace_lab.numerics import subnetwork_variance_path
+
+    rng = np.random.default_rng(4)
+    ggn = GGN.regression(rng.standard_normal((20, 10)), noise_var=1.0, prior_precision=1.0)
+    G = rng.standard_normal((3, 10))
+    with pytest.raises(
+        ValueError, match=r"ks must be in \[1, len\(order\)\]; got ks=5, len\(order\)=3"
+    ):
+        subnetwork_variance_path(ggn, G, [0, 1, 2], [2, 5])
+
+
+def test_gradient_laplace_given_a_ggn_says_to_pass_its_scores():
+    from laplace_lab.numerics import gradient_laplace
+
+    ggn = GGN.regression(
+        np.random.default_rng(5).standard_normal((8, 6)), noise_var=1.0, prior_precision=1.0
+    )
+    with pytest.raises(
+        TypeError, match=r"not a GGN: pass its scores, gradient_laplace\(ggn\.scores\(\), k\)"
+    ):
+        gradient_laplace(ggn, 2)
+    np.testing.assert_array_equal(
+        gradient_laplace(ggn.scores(), 2), np.argsort(-ggn.scores(), kind="stable")[:2]
+    )
+    with pytest.raises(TypeError, match="scores must be a numeric array; got dict"):
+        gradient_laplace({"a": 1}, 1)
+
+
+def test_bounds_of_sizes_are_named_by_what_they_are():
+    from laplace_lab.theory import random_cpi, random_psd
+
+    with pytest.raises(ValueError, match=r"p must be in \[1, 10000\]; got p=20000"):
+        random_psd(20_000, rng=0)
+    with pytest.raises(ValueError, match=r"ties must be in \[0, p - 1\]; got ties=5, p - 1=3"):
+        random_cpi(4, ties=5, rng=0)

@@ -291,6 +291,48 @@ def test_bad_input_raises_naming_the_argument():
         per_sample_jacobian(_cnn(), torch.zeros(2, 1, 5, 5, dtype=torch.float64), method="linear")
 
 
+@pytest.mark.parametrize("method", ["auto", "vmap"])
+def test_one_dimensional_x_is_refused_with_the_reshape_to_use(method):
+    # Linear(1, ·) would accept a 1-D X of N values as one sample of N features (or fail
+    # inside torch with "mat1 and mat2 shapes cannot be multiplied").
+    for d_in in (1, 3):
+        with pytest.raises(ValueError, match=r"X must have shape \(N, \.\.\.\).*reshape"):
+            per_sample_jacobian(_mlp(d_in, 1), torch.randn(7, dtype=torch.float64), method=method)
+    with pytest.raises(ValueError, match=r"X does not fit the model.*\(4, 2\)"):
+        per_sample_jacobian(_mlp(3, 1), torch.randn(4, 2, dtype=torch.float64), method=method)
+
+
+@pytest.mark.parametrize("method", ["auto", "vmap", "linear"])
+def test_dropout_in_training_mode_is_refused_naming_the_layer(method):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(3, 5), torch.nn.Dropout(0.5), torch.nn.Linear(5, 1)
+    ).double()
+    X = torch.randn(6, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="dropout layer '1' is in training mode"):
+        per_sample_jacobian(model, X, method=method)
+    with pytest.raises(ValueError, match="dropout layer '1'"):
+        gradient_scores(model, X, likelihood="regression")
+    model.eval()  # dropout is the identity in eval mode: the Jacobian of the Linear stack
+    plain = torch.nn.Sequential(model[0], model[2])
+    torch.testing.assert_close(
+        per_sample_jacobian(model, X, method=method), _loop_jacobian(plain, X)
+    )
+
+
+def test_random_forward_passes_get_a_clear_error():
+    class Noisy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 1).double()
+
+        def forward(self, x):
+            return self.lin(x + torch.randn_like(x))
+
+    with pytest.raises(ValueError, match="draws random numbers in its forward pass"):
+        per_sample_jacobian(Noisy(), torch.randn(4, 3, dtype=torch.float64), method="vmap")
+
+
 def test_dlpack_handoff_to_cupy():
     cupy = pytest.importorskip("cupy")
     if not cupy.cuda.is_available() or not torch.cuda.is_available():

@@ -298,3 +298,31 @@ def test_eigsh_verify_finds_every_copy_of_a_highly_repeated_eigenvalue():
     res = eigsh(lambda v: A @ v, n, 12, rng=np.random.default_rng(1), verify=True)
     assert res.converged
     np.testing.assert_allclose(res.values, np.sort(w)[::-1][:12], atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_eigsh_refuses_a_non_symmetric_operator_it_would_report_converged(dtype):
+    rng = np.random.default_rng(11)
+    n = 120
+    S = _with_spectrum(np.linspace(0.0, 1.0, n), rng)
+    K = rng.standard_normal((n, n))
+    A = (S + 0.05 * (K - K.T) / np.sqrt(n)).astype(dtype)  # a skew part of norm ≈ 0.1
+    truth = np.sort(np.linalg.eigvals(A.astype(np.float64)).real)[::-1][:4]
+    like = np.zeros(n, dtype=dtype)
+    with pytest.raises(ValueError, match="matvec must be a symmetric operator"):
+        eigsh(lambda v: A @ v, n, 4, rng=0, like=like)
+    # Without the probe the symmetric iteration "converges" to values of neither A nor Aᵀ.
+    blind = eigsh(lambda v: A @ v, n, 4, rng=0, like=like, check_symmetry=False)
+    assert blind.converged
+    assert np.max(np.abs(blind.values - truth)) > 1e-2
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_symmetry_probe_passes_ggn_products_and_leaves_the_iteration_unchanged(dtype):
+    rng = np.random.default_rng(12)
+    J = (rng.standard_normal((300, 2000)) * np.geomspace(1.0, 1e-4, 2000)).astype(dtype)
+    like = np.zeros(2000, dtype=dtype)
+    probed = eigsh(lambda v: J.T @ (J @ v), 2000, 5, rng=3, like=like)
+    plain = eigsh(lambda v: J.T @ (J @ v), 2000, 5, rng=3, like=like, check_symmetry=False)
+    np.testing.assert_array_equal(probed.values, plain.values)
+    assert probed.num_matvecs == plain.num_matvecs + 2

@@ -85,7 +85,18 @@ def test_isotropic_scalar_prior_and_single_test_point():
     Jw, _, G = _problem()
     lr = LowRankLaplace.from_factor(Jw, 0.7, 12, rng=0)
     pv, _ = _dense_pv(Jw, np.full(40, 0.7), G)
-    np.testing.assert_allclose(float(lr.predictive_variance(G[2])), pv[2], rtol=1e-10)
+    np.testing.assert_allclose(lr.predictive_variance(G[2][None]), pv[2:3], rtol=1e-10)
+
+
+def test_one_dimensional_test_jacobians_are_refused_like_predictive_variance():
+    from laplace_lab.numerics import GGN, predictive_variance
+
+    Jw, V, G = _problem()
+    lr = LowRankLaplace.from_factor(Jw, V, 12, rng=0)
+    ggn = GGN.regression(Jw, noise_var=1.0, prior_precision=V)
+    for f in (lr.predictive_variance, lambda g: predictive_variance(ggn, g)):
+        with pytest.raises(ValueError, match=r"G_test must have shape \(M, p\)"):
+            f(G[2])
 
 
 def test_backends_agree_with_dense(backend):

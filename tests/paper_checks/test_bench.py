@@ -63,7 +63,11 @@ def test_cli_bench_only(plugin, capsys):
     out = capsys.readouterr().out
     assert "toy" in out and "1/1 targets met" in out
     assert main(["bench", "--plugin", plugin, "--only", "toy-bad"]) == 1
-    assert "ERROR in toy-bad" in capsys.readouterr().err
+    err = capsys.readouterr().err  # one line; `laplace-lab --traceback bench` shows the trace
+    assert err == (
+        "laplace-lab bench: error: benchmark toy-bad failed: TypeError: benchmark toy-bad "
+        "returned dict, not Row\n"
+    )
     assert main(["bench", "--only", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [

@@ -220,6 +220,81 @@ def test_ssla_with_the_posterior_hessian_is_exact_for_normal_normal(results):
     assert max(s.high for s in values) < 1e-13
 
 
+def _figure(study, summary, tmp_path, monkeypatch):
+    """The matplotlib Figure the study's plot saves (captured at savefig)."""
+    from matplotlib.figure import Figure
+
+    from laplace_lab.studies.output import plot_summary
+
+    saved = []
+    original = Figure.savefig
+
+    def capture(self, path, **kwargs):
+        saved.append(self)
+        return original(self, path, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", capture)
+    png = plot_summary(study, summary, tmp_path / f"{study.name}.png")
+    assert png.read_bytes()[:4] == b"\x89PNG" and len(saved) == 1
+    return saved[0]
+
+
+def test_ssla_figure_has_labels_w1_fitted_exponents_and_derived_slopes(
+    results, tmp_path, monkeypatch
+):
+    _, summary, _ = results(SSLA)
+    fig = _figure(SSLA, summary, tmp_path, monkeypatch)
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(axes) == 2 * 3  # (normal-normal, poisson-gamma) x (KL, TV, W1)
+    assert {ax.get_ylabel() for ax in axes} == set(ssla_conjugate.DIVERGENCES.values())
+    assert sum("W1" in ax.get_title() for ax in axes) == 2
+    for ax in axes:
+        model, div = ax.get_title().split(":")[0], ax.get_title().split(": ")[1][:2].lower()
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        for method, name in ssla_conjugate.LABELS.items():
+            (text,) = [t for t in legend if t.startswith(name + ":")]
+            expected = ssla_conjugate.EXPECTED_SLOPES[(model, method)]
+            if expected is None:
+                assert "exact" in text
+                continue
+            # the fitted exponent shown is near the derived one (as in the rate test)
+            shown = float(text.split("n^")[1].split(" ")[0])
+            assert abs(shown - expected[div]) < (0.05 if method.startswith("assla") else 0.3)
+        # one dashed line of the derived slope per drawn approximation
+        dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+        drawn = sum(
+            ssla_conjugate.EXPECTED_SLOPES[(model, m)] is not None for m in ssla_conjugate.LABELS
+        )
+        assert len(dashed) == drawn
+        for ln in dashed:
+            x, y = ln.get_data()
+            slope = np.log(y[-1] / y[0]) / np.log(x[-1] / x[0])
+            derived = {
+                e[div]
+                for (mo, _), e in ssla_conjugate.EXPECTED_SLOPES.items()
+                if mo == model and e
+            }
+            assert min(abs(slope - d) for d in derived) < 1e-9
+
+
+def test_ipv_vs_pv_figure_draws_the_intervals_as_error_bars(results, tmp_path, monkeypatch):
+    from matplotlib.container import ErrorbarContainer
+
+    _, summary, table = results(PV)
+    fig = _figure(PV, summary, tmp_path, monkeypatch)
+    for ax, subset in zip(fig.axes, ("fixed", "selected"), strict=True):
+        bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert len(bars) == 4  # (k, p) in {2, 8} x {20, 200}
+        for bar in bars:
+            k, p = (int(v.split("=")[1]) for v in bar.get_label().split(":")[0].split(", "))
+            xs, ys = bar.lines[0].get_data()
+            segments = bar.lines[2][0].get_segments()
+            for n, y, seg in zip(xs, ys, segments, strict=True):
+                s = _get(table, f"error_{subset}", N=int(n), k=k, p=p, n_test=1000)
+                assert y == s.mean and s.n == REPS["ipv-vs-pv"]
+                np.testing.assert_allclose(sorted(seg[:, 1]), [s.low, s.high], rtol=1e-12)
+
+
 # -- gradient-vs-greedy --------------------------------------------------------------------
 GG = gradient_vs_greedy.STUDY
 
@@ -252,3 +327,36 @@ def test_greedy_study_regrets_are_normalised(results):
         regrets = [v for name, v in r.metrics.items() if name.startswith("regret_")]
         assert len(regrets) == n_rules + 2 and all(0.0 <= v <= 1.0 + 1e-9 for v in regrets), r
         assert r.metrics["greedy_beats_gradient"] + r.metrics["gradient_beats_greedy"] <= 1
+
+
+BAD_VALUES = {
+    "theorem2-consistency": ({"N": [-5]}, "N must be a positive integer; got N=-5"),
+    "ipv-vs-pv": ({"k": [300], "p": [200]}, r"k must be in \[1, 200\]; got k=300"),
+    "ssla-conjugate": ({"model": ["normal-gamma"]}, "model must be one of"),
+    "gradient-vs-greedy": ({"p": [40], "k": [20]}, r"C\(p=40, k=20\)"),
+    "network-subnet-w2": ({"dataset": ["mnist"]}, "dataset must be one of"),
+    "wheel-bandit": ({"agent": ["greedy_laplace"]}, "needs a size"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_VALUES))
+def test_every_shipped_study_checks_its_grid_values(name):
+    study = studies()[name]
+    assert study.check_params is not None
+    for full in (False, True):  # the shipped grids pass their own check
+        assert study.grid_with(full=full) == study.grid_for(full=full)
+    overrides, message = BAD_VALUES[name]
+    with pytest.raises(ValueError, match=message):
+        study.grid_with(overrides)
+
+
+def test_reports_of_one_replication_print_no_nan():
+    import math as m
+
+    from laplace_lab.studies.catalog import wheel_bandit
+    from laplace_lab.studies.summary import SummaryRow
+
+    params = {"delta": 0.95, "horizon": 600, "agent": "map"}
+    one = SummaryRow(params, "regret", 1, 123.0, m.nan, m.nan, m.nan, "normal")
+    text = wheel_bandit.report([one])
+    assert "nan" not in text and "123.0 (one run)  (n=1)" in text

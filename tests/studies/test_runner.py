@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from laplace_lab.studies.runner import plan, run_study
@@ -191,8 +192,159 @@ def test_runner_errors_name_the_problem(tmp_path):
         full_replications=2,
         run_one=_failing,
     )
-    path = tmp_path / "c.sqlite"
+    path = tmp_path / "new" / "dir" / "c.sqlite"
     with pytest.raises(RuntimeError, match=r"params=\{'N': 10\}, replication=0: ZeroDivision"):
         run_study(bad, store=path, progress=False)
-    with Store(path, study="failing", create=False) as db:
-        assert len(db) == 0
+    # The store it created (and its folders) are gone again: nothing was stored.
+    assert not (tmp_path / "new").exists()
+
+
+def _check_positive_n(params):
+    if params["n"] < 1:
+        raise ValueError(f"n must be a positive integer; got n={params['n']}")
+
+
+def test_bad_arguments_are_refused_before_a_store_is_created(tmp_path):
+    from dataclasses import replace
+
+    checked = replace(TOY, check_params=_check_positive_n)
+    path = tmp_path / "results" / "toy.sqlite"
+    bad = [
+        ({"grid": {"n": [100, -5]}}, ValueError, r"n must be a positive integer; got n=-5"),
+        ({"grid": {"m": [3]}}, ValueError, r"grid has unknown parameter 'm'.*\['n', 'pause'"),
+        ({"grid": {"n": []}}, ValueError, r"grid\['n'\] must list at least one value"),
+        ({"workers": 0, "executor": "process"}, ValueError, "workers must be a positive"),
+        ({"executor": "threads"}, ValueError, "executor must be one of"),
+        ({"seed": -1}, ValueError, "seed must be a non-negative integer"),
+        ({"replications": 0}, ValueError, "replications must be a positive integer"),
+    ]
+    for kwargs, error, match in bad:
+        with pytest.raises(error, match=match):
+            run_study(checked, store=path, progress=False, **kwargs)
+        assert not (tmp_path / "results").exists(), kwargs
+    # An existing store is never deleted, even when nothing of this run was stored.
+    run_study(TOY, store=path, grid={"n": [100]}, replications=2, progress=False)
+    with pytest.raises(RuntimeError, match="run_one failed"):
+        run_study(TOY, store=path, grid={"n": [-5]}, replications=2, progress=False)
+    with Store(path, study=TOY.name, create=False) as db:
+        assert len(db) == 4
+
+
+def test_grid_overrides_merge_into_the_default_grid_as_the_cli_does(tmp_path):
+    # {"n": [30, 100]} changes n only; scale and pause keep their default values.
+    report = run_study(
+        TOY, store=tmp_path / "toy.sqlite", grid={"n": [30, 100]}, replications=3, progress=False
+    )
+    assert (report.planned, report.ran) == (2 * 2 * 3, 12)
+    points = {(r.params["n"], r.params["scale"], r.params["pause"]) for r in report.results.rows()}
+    assert points == {(n, s, 0.0) for n in (30, 100) for s in (0.5, 2.0)}
+    assert {p["scale"] for p, _ in plan(TOY, grid={"n": [30]})} == {0.5, 2.0}
+    from laplace_lab.studies.spec import parse_grid_overrides
+
+    cli_grid = parse_grid_overrides(TOY.grid_for(), ["n=30,100"])
+    assert plan(TOY, grid=cli_grid, replications=3) == plan(
+        TOY, grid={"n": [30, 100]}, replications=3
+    )
+
+
+def test_a_run_report_gives_its_summary_table_plot_and_csv(tmp_path, capsys):
+    report = run_study(
+        TOY, store=tmp_path / "toy.sqlite", grid={"n": [400]}, replications=8, progress=False
+    )
+    summary = report.summary()
+    assert len(summary) == 2 * 3  # 2 grid points x 3 metrics
+    errors = [s for s in summary if s.metric == "error"]
+    for s in errors:  # mean ± 1.96 s.e. over the 8 stored errors, recomputed here
+        values = [r.metrics["error"] for r in report.results.rows() if r.params == s.params]
+        assert s.n == 8 and s.mean == pytest.approx(float(np.mean(values)), rel=1e-12)
+        half = 1.959963984540054 * np.std(values, ddof=1) / np.sqrt(8)
+        assert (s.low, s.high) == pytest.approx((s.mean - half, s.mean + half), rel=1e-9)
+    assert "n=400, scale=2.0, pause=0.0 | error:" in report.table()
+    png = report.plot()
+    assert png == tmp_path / "toy.png" and png.read_bytes()[:4] == b"\x89PNG"
+    assert report.to_csv() == tmp_path / "toy.csv"
+    assert len((tmp_path / "toy.csv").read_text().splitlines()) == 1 + 16
+    report.to_csv("-", summary=True)
+    assert capsys.readouterr().out.splitlines()[0].startswith("n,scale,pause,metric,n,mean")
+    from laplace_lab.studies import load_results
+
+    again = load_results(TOY, store=tmp_path / "toy.sqlite")
+    assert again.summary() == summary
+
+
+def test_replicate_is_the_stored_rows_shows_progress_and_can_be_silenced(tmp_path, capfd):
+    from laplace_lab._progress import quiet_progress
+    from laplace_lab.studies.runner import replicate
+
+    params = {"n": 100, "scale": 0.5, "pause": 0.0}
+    rows = replicate(TOY, params, 4, seed=2)
+    assert f"{TOY.name}: 100%" in capfd.readouterr().err
+    report = run_study(
+        TOY,
+        store=tmp_path / "r.sqlite",
+        grid={k: [v] for k, v in params.items()},
+        replications=4,
+        seed=2,
+        progress=False,
+    )
+    assert rows == [r.metrics for r in report.results.rows()]
+    assert replicate(TOY, params, 4, seed=2, progress=False) == rows
+    with quiet_progress():
+        assert replicate(TOY, params, 4, seed=2) == rows
+    assert capfd.readouterr().err == ""
+    with pytest.raises(
+        ValueError, match=r"params must give every grid parameter; missing \['pause'\]"
+    ):
+        replicate(TOY, {"n": 100, "scale": 0.5}, 2)
+
+
+def _children(pid: int) -> set[int]:
+    """Live (non-zombie) processes whose parent is ``pid``, from /proc."""
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.add(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_process_pool_workers_exit_when_their_runner_is_killed(tmp_path):
+    path = tmp_path / "orphans.sqlite"
+    cmd = [sys.executable, "-m", "laplace_lab.cli", "study", "run", TOY.name]
+    cmd += ["--plugin", "tests.studies.toy", "--store", str(path), "--executor", "process"]
+    cmd += ["--workers", "2", "--reps", "400", "--grid", "pause=0.05", "--no-progress"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    workers: set[int] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and len(workers) < 2:
+        workers = {c for c in _children(proc.pid) if "spawn_main" in _cmdline(c)}
+        time.sleep(0.05)
+    assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else workers
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10  # the watchdog polls every 0.5 s
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.1)
+    left = [w for w in workers if _alive(w)]
+    for w in left:  # do not leave them behind if the test fails
+        os.kill(w, signal.SIGKILL)
+    assert not left, f"pool workers {left} outlived their runner"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""

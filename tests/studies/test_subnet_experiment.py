@@ -55,9 +55,13 @@ def test_end_to_end_invariants_and_references():
     assert {"training", "jacobians", "ggn", "greedy_laplace"} <= set(res.timings)
 
 
-def test_seeds_reproducible_and_aggregated():
+def test_seeds_reproducible_and_aggregated(capfd):
     cfg = _tiny(ks=(5, 40), methods=("gradient_laplace", "random"), ensemble_size=0, kfac=False)
     a = run_experiment(cfg, 2, seed=3)
+    assert "Experiment 1 (diabetes, mlp_2x50): 100%|" in capfd.readouterr().err
+    quiet = run_experiment(cfg, 1, seed=3, progress=False)
+    assert capfd.readouterr().err == ""
+    np.testing.assert_array_equal(quiet.seeds[0].w2["random"], a.seeds[0].w2["random"])
     b = run_seed(cfg, rng=keyed_seed("subnet-experiment", 1, seed=3))
     np.testing.assert_array_equal(a.seeds[1].w2["random"], b.w2["random"])
     w = np.array([s.w2["gradient_laplace"] for s in a.seeds])

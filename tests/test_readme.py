@@ -1,0 +1,90 @@
+"""Every ```python block of the README and of docs/*.md runs as copied.
+
+Each block runs as a script in a fresh interpreter, in an empty folder, within a time
+budget, and must print what it computes. A block that states its cost ("about 20 s here")
+is a long example and must show a progress bar. A block that needs torch is skipped only
+where torch is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+#: Hard limit per block (a fresh interpreter, on a loaded 2-core machine).
+BUDGET_S = 120.0
+#: A block running longer than this must say so: a stated cost and a progress bar.
+SHORT_S = 30.0
+#: "about 20 s", "≈ 17 minutes": how a long example states its cost.
+COST = re.compile(r"(about|≈)\s*[\d.,]+\s*(s|seconds?|min|minutes?|hours?)\b")
+#: The README's example of a claim of one's own (a module for `check --plugin`).
+CLAIM_MODULE = "# my_claims.py"
+
+
+def blocks() -> list[tuple[str, str]]:
+    """(id "FILE:LINE", code) of every ```python block."""
+    out = []
+    for doc in DOCUMENTS:
+        text = doc.read_text()
+        for m in FENCE.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            out.append((f"{doc.name}:{line}", m.group(1)))
+    return out
+
+
+BLOCKS = blocks()
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_readme_has_its_examples():
+    names = [name for name, _ in BLOCKS if name.startswith("README.md")]
+    assert len(names) >= 6, names
+    assert sum(code.startswith(CLAIM_MODULE) for _, code in BLOCKS) == 1
+
+
+@pytest.mark.parametrize("code", [code for _, code in BLOCKS], ids=[n for n, _ in BLOCKS])
+def test_python_block_runs_as_copied(code, tmp_path):
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    start = time.perf_counter()
+    try:
+        proc = _run([sys.executable, str(script)], tmp_path, BUDGET_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the example ran over {BUDGET_S:.0f} s: make it smaller, state its cost")
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0 and "No module named 'torch'" in proc.stderr:
+        if importlib.util.find_spec("torch") is None:
+            pytest.skip("this example needs torch, which is not installed")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.strip(), "the example prints nothing when run as a script"
+    stated = COST.search(code)
+    if seconds > SHORT_S:
+        assert stated, f"the example ran {seconds:.0f} s without stating its cost"
+    if stated:
+        assert "100%|" in proc.stderr, "a long example must show a progress bar"
+
+
+def test_the_readme_claim_module_is_loaded_by_check_plugin(tmp_path):
+    (code,) = [code for _, code in BLOCKS if code.startswith(CLAIM_MODULE)]
+    (tmp_path / "my_claims.py").write_text(code)
+    script = Path(sys.executable).with_name("laplace-lab")  # the installed console script
+    argv = ["check", "--plugin", "my_claims", "--paper", "my-lab", "--out", "report"]
+    proc = _run([str(script), *argv], tmp_path, BUDGET_S)
+    assert proc.returncode == 0, proc.stderr
+    assert "my-lab/ipv-grows-with-s" in proc.stdout
+    assert "CONFIRMED" in proc.stdout and "mutants caught 1/1" in proc.stdout
+    assert (tmp_path / "report" / "verdicts.json").is_file()
