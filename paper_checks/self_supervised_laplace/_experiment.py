@@ -159,6 +159,11 @@ def rates_figure(exp: dict[str, Any]) -> tuple[Figure, dict[str, Any]]:
                     color=line.get_color(),
                     label=f"{label}: slope {f.slope:.2f} [{f.ci_low:.2f}, {f.ci_high:.2f}]",
                 )
+            first = float(np.exp(np.mean(np.log(exp[name]["div"]["ASSLA"][:, 0, j]))))
+            rate = -1.0 if dname == "TV" else -2.0
+            ax.loglog(
+                ns, first * (ns / ns[0]) ** rate, "--", color="grey", lw=1, label=f"slope {rate:g}"
+            )
             ax.set_title(f"{name}: {dname}", fontsize=10)
             ax.set_xlabel("n")
             ax.legend(fontsize=7)
@@ -174,6 +179,8 @@ def gaps_figure(exp: dict[str, Any]) -> Figure:
     for ax, name in zip(axes, MODELS, strict=True):
         g = exp[name]["gaps"]
         for j, lab in enumerate(labels):
+            if not np.all(g[:, :, j] > 0):  # a gap that is not positive has no log-log rate
+                continue
             f = fit(g[:, :, j])
             ax.loglog(
                 ns,
@@ -181,6 +188,7 @@ def gaps_figure(exp: dict[str, Any]) -> Figure:
                 "o-",
                 label=f"{lab}: slope {f.slope:.2f}",
             )
+        ax.loglog(ns, 0.5 * ns**-1.0, "--", color="grey", lw=1, label="n^-1 (Lemma 1, Thm 1)")
         ax.loglog(ns, 0.5 * ns**-2.0, "k:", label="n^-2 (what eq. 19 claims)")
         ax.set_title(f"{name}, fixed ŷ = {Y_FIXED}", fontsize=10)
         ax.set_xlabel("n")
