@@ -122,8 +122,8 @@ def predictive_figure(name: str, exp: dict[str, Any]) -> Figure:
             ax.plot(y, ssla.pdf(y), "--", color="red", label="SSLA")
             ax.plot(y, assla.pdf(y), ":", color="black", label="ASSLA")
         i = PAPER_NS.index(n)
-        kl_s, kl_a = exp["div"]["SSLA"][0, i, 0], exp["div"]["ASSLA"][0, i, 0]
-        ax.set_title(f"n = {n:,}\nKL: SSLA {kl_s:.1e}, ASSLA {kl_a:.1e}", fontsize=9)
+        tv_s, tv_a = exp["div"]["SSLA"][0, i, 2], exp["div"]["ASSLA"][0, i, 2]
+        ax.set_title(f"n = {n:,}\nTV: SSLA {tv_s:.1e}, ASSLA {tv_a:.1e}", fontsize=9)
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{name}: analytic vs SSLA (eq. 12) vs ASSLA (eq. 17) predictive")
     return fig

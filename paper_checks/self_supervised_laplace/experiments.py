@@ -71,8 +71,8 @@ def _recover(ctx: Context) -> Verdict:
     tv = max(v["max_TV"] for v in worst.values())
     caption = (
         "Analytic predictive (thick green) against SSLA (red dashed) and ASSLA (black dotted) "
-        "at the paper's n, first replication; the titles give the KL divergences. The verdict "
-        f"reads the total variation: ≤ {TV_CLOSE} at every n ≤ 10⁵ confirms."
+        "at the paper's n, first replication. The titles give the total variation, the "
+        f"quantity the verdict reads: ≤ {TV_CLOSE} at every n ≤ 10⁵ confirms."
     )
     figs = ctx.save_figure(
         predictive_figure("normal-normal", exp["normal-normal"]),
