@@ -29,7 +29,7 @@ from typing import Any
 from laplace_lab.paper_checks.errata import ERRATA, errata_of
 from laplace_lab.paper_checks.registry import Claim, MutantOutcome, Status, Verdict
 
-__all__ = ["VERDICT_SCHEMA", "Outcome", "paper_counts", "write_report"]
+__all__ = ["VERDICT_SCHEMA", "Outcome", "format_value", "paper_counts", "write_report"]
 
 _VALUE = {"type": ["number", "string", "null"]}
 _STATUS = {"enum": [s.value for s in Status]}
@@ -206,7 +206,8 @@ def paper_counts(outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A measured/expected/tolerance value as text: "–" for None, 6 significant digits."""
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -215,7 +216,7 @@ def _fmt(value: Any) -> str:
 
 
 def _md_cell(value: Any) -> str:
-    return _fmt(value).replace("|", "\\|").replace("\n", " ")
+    return format_value(value).replace("|", "\\|").replace("\n", " ")
 
 
 def _markdown(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
@@ -278,8 +279,8 @@ def _markdown_claim(o: Outcome) -> list[str]:
         "",
         f"*Why.* {v.reason}",
         "",
-        f"*Measured* {_fmt(v.measured)}; *expected* {_fmt(v.expected)}; "
-        f"*tolerance* {_fmt(v.tolerance)}; {o.seconds:.2f} s.",
+        f"*Measured* {format_value(v.measured)}; *expected* {format_value(v.expected)}; "
+        f"*tolerance* {format_value(v.tolerance)}; {o.seconds:.2f} s.",
         "",
     ]
     if v.status is Status.ERROR:

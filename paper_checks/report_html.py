@@ -18,7 +18,7 @@ from typing import Any
 
 from laplace_lab.paper_checks.errata import ERRATA, errata_of
 from laplace_lab.paper_checks.registry import Status
-from laplace_lab.paper_checks.report import Outcome, paper_counts
+from laplace_lab.paper_checks.report import Outcome, format_value, paper_counts
 
 __all__ = ["render_html"]
 
@@ -63,17 +63,9 @@ def _badge(status: Status) -> str:
     return f"<span class='badge {status.value}'>{status.value}</span>"
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
-
 def _short(value: Any, limit: int = 90) -> str:
     """Escaped text, cut at ``limit`` characters with the full text as a tooltip."""
-    text = _fmt(value)
+    text = format_value(value)
     if len(text) <= limit:
         return e(text)
     return f"<span title='{e(text)}'>{e(text[: limit - 1].rstrip())}…</span>"
@@ -202,8 +194,9 @@ def _claim_section(o: Outcome) -> str:
         f"<p class='statement'>{e(o.claim.statement)}</p>"
         f"<p class='reason'><b>Why:</b> {e(v.reason)}</p>"
         "<table><tr><th>measured</th><th>expected</th><th>tolerance</th><th>time</th></tr>"
-        f"<tr><td>{e(_fmt(v.measured))}</td><td>{e(_fmt(v.expected))}</td>"
-        f"<td>{e(_fmt(v.tolerance))}</td><td class='num'>{o.seconds:.1f} s</td></tr></table>"
+        f"<tr><td>{e(format_value(v.measured))}</td><td>{e(format_value(v.expected))}</td>"
+        f"<td>{e(format_value(v.tolerance))}</td><td class='num'>{o.seconds:.1f} s</td>"
+        "</tr></table>"
         f"<h4>Evidence</h4>{_evidence(o)}{recorded}{figures}{_mutants(o)}{errata_html}"
         "</section>"
     )
