@@ -81,6 +81,11 @@ def fit(values: np.ndarray, ns: tuple[int, ...] = PAPER_NS, floor: float = 0.0) 
     return fit_rate(n[keep], v[keep])
 
 
+def replications(exp: dict[str, Any]) -> int:
+    """The number of replications of an :func:`experiment` run."""
+    return int(exp["normal-normal"]["gaps"].shape[0])
+
+
 def fit_json(f: RateFit) -> dict[str, float]:
     return {"slope": round(f.slope, 4), "ci95": [round(f.ci_low, 4), round(f.ci_high, 4)]}
 

@@ -11,7 +11,6 @@ Quick mode: eight replications; full mode: thirty (rates are fitted on all point
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.paper_checks.self_supervised_laplace import _hdr, _mutants
@@ -25,6 +24,7 @@ from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     fit,
     fit_json,
     gaps_figure,
+    replications,
     slopes_text,
 )
 from laplace_lab.theory.conjugate import NormalNormal, PoissonGamma
@@ -55,17 +55,13 @@ def _gap_rate_verdict(ctx: Context, col: int, what: str, note: str) -> Verdict:
         summary=f"{what} decays with slope {worst:.3f} in n (O(1/n) is −1)",
         evidence=[
             f"OLS slope of log {what} on log n, n = 20..10⁶, ŷ = {Y_FIXED}, "
-            f"{_reps(exp)} replications pooled: " + slopes_text(fits) + ".",
+            f"{replications(exp)} replications pooled: " + slopes_text(fits) + ".",
             f"Tolerance {SLOPE_TOL} on the exponent: finite-n curvature (1/(n + 1) against 1/n "
             "at n = 20) moves a fitted slope by a few hundredths.",
             note,
         ],
         details={m: fit_json(f) for m, f in fits.items()},
     )
-
-
-def _reps(exp: dict[str, Any]) -> int:
-    return int(exp["normal-normal"]["gaps"].shape[0])
 
 
 # --------------------------------------------------------------------------- claims

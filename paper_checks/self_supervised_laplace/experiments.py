@@ -28,6 +28,7 @@ from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     float32_eq16,
     predictive_figure,
     rates_figure,
+    replications,
     slopes_text,
 )
 from laplace_lab.theory import ssla as ssla_theory
@@ -35,10 +36,6 @@ from laplace_lab.theory.conjugate import NormalNormal, PoissonGamma
 from laplace_lab.theory.rates import fit_rate
 from laplace_lab.theory.ssla import ssla_predictive
 from laplace_lab.theory.ssla_rates import PAPER_NS, paper_model
-
-
-def _reps(exp: dict[str, Any]) -> int:
-    return int(exp["normal-normal"]["gaps"].shape[0])
 
 
 @claim(
@@ -92,7 +89,7 @@ def _recover(ctx: Context) -> Verdict:
         summary=f"worst total variation {tv:.2e} over n = 20..10⁵ (both models, both methods)",
         evidence=[
             "Normalised SSLA/ASSLA vs the analytic predictive (exact NegBin / normal), all "
-            f"four divergences, {_reps(exp)} replications.",
+            f"four divergences, {replications(exp)} replications.",
             f"Tolerance: 'close to perfect' = at most {TV_CLOSE:.0%} of the probability mass "
             "misplaced (total variation).",
             "Worst case over n = 20..10⁵: "
@@ -147,7 +144,7 @@ def _converges(ctx: Context) -> Verdict:
         tolerance="TV slope: 95% CI reaches -1 + 0.05 or below (TV = O(1/n))",
         summary=f"TV(ASSLA, analytic) falls with slope {worst:.3f} in n (O(1/n) is −1)",
         evidence=[
-            f"OLS of log TV(ASSLA, analytic) on log n, n = 20..10⁶, {_reps(exp)} "
+            f"OLS of log TV(ASSLA, analytic) on log n, n = 20..10⁶, {replications(exp)} "
             "replications: " + slopes_text(tv_fits) + ".",
             "Criterion: the O(1/n) rate that §4's argument gives (ASSLA = SSLA + O(1/n), "
             "Theorem 1 and Corollaries 1–2), with 0.05 slack on the exponent for finite-n "
