@@ -91,7 +91,8 @@ def _rescaling_numbers(seed: int, full: bool) -> dict:
 
 def _rescaling_setup(t: dict) -> str:
     return (
-        f"§6.1 set-up: {t['networks']} 2×50 ReLU MLP(s) trained on the two-cluster 1-D toy "
+        f"§6.1 set-up: {t['networks']} 2×50 ReLU MLP{'s' if t['networks'] > 1 else ''} "
+        "trained on the two-cluster 1-D toy "
         f"(N = 100), GGN over the D = {t['D']} weights, λ = {PRIOR_PRECISION}, σ² by maximum "
         f"likelihood ({', '.join(f'{v:.3f}' for v in t['noise_var'])}); {t['subsets']} random "
         f"subnetworks per fraction and network; PV at {t['test_points']} test inputs over "
