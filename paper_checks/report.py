@@ -257,7 +257,7 @@ def _markdown(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
         for o in mine:
             lines += _markdown_claim(o)
     lines += ["", '<a id="errata"></a>', "## Errata", ""]
-    for e in ERRATA:
+    for e in (e for e in ERRATA if e.paper in counts):
         links = ", ".join(f"[{k.split('/', 1)[1]}](#{k.replace('/', '-')})" for k in e.claims)
         lines.append(
             f'- <a id="{e.anchor}"></a>**{e.paper}, {e.location}.** {e.says} — {e.correction}'

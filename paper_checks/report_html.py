@@ -206,9 +206,10 @@ def _erratum_label(x: Any) -> str:
     return f"E{x.anchor.rsplit('-', 1)[1]}"
 
 
-def _errata() -> str:
+def _errata(papers: Sequence[str]) -> str:
+    """The errata of the papers in the report, grouped by paper."""
     parts = []
-    for paper in dict.fromkeys(x.paper for x in ERRATA):
+    for paper in (p for p in dict.fromkeys(x.paper for x in ERRATA) if p in papers):
         items = []
         for x in (x for x in ERRATA if x.paper == paper):
             links = ", ".join(
@@ -264,5 +265,5 @@ def render_html(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
         f"<title>laplace-lab verification report</title><style>{_CSS}</style></head><body>"
         f"<h1>laplace-lab verification report</h1><p class='meta'>{e(line)}</p>"
         f"<nav>{nav}<a href='#errata'>errata</a><a href='#run'>run</a></nav>"
-        f"{_overview(outcomes, meta)}{''.join(body)}{_errata()}{_run(meta)}</body></html>\n"
+        f"{_overview(outcomes, meta)}{''.join(body)}{_errata(papers)}{_run(meta)}</body></html>\n"
     )

@@ -131,7 +131,7 @@ def test_report_files_are_valid(tmp_path):
     assert "2026-01-02T03:04:05+00:00" in html and data["meta"]["commit"][:10] in html
     md = paths["markdown"].read_text()
     assert "| [two](#paper-b-two) | Thm 2 | **REFUTED** | first point. | 0.5 | inf | – |" in md
-    assert md.count('\n- <a id="erratum-') == len(ERRATA)
+    assert md.count('\n- <a id="erratum-') == 0  # only the errata of the papers reported
 
 
 def test_verdict_reason_and_points():
@@ -171,6 +171,8 @@ def test_errata_name_existing_claims_and_claims_link_back(tmp_path):
     item = Claim(paper, name, "l", "s", Status.REFUTED, lambda ctx: None)
     paths = write_report([Outcome(item, Verdict(Status.REFUTED), 0.1)], tmp_path, meta=_meta())
     parser = _parse(paths["html"])
+    assert linked.anchor in parser.ids
+    assert {x.anchor for x in ERRATA if x.paper != paper}.isdisjoint(parser.ids)
     assert f"#{linked.anchor}" in parser.hrefs  # the claim links to the erratum ...
     assert f"#{paper}-{name}" in parser.hrefs  # ... and the erratum to the claim
     assert json.loads(paths["json"].read_text())["claims"][0]["errata"] == [linked.anchor]
