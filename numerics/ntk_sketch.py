@@ -6,7 +6,8 @@ probe v with E[v] = 0 and E[v vᵀ] = I,
 ``z_v(x) = J(x) v`` (one Jacobian–vector product) gives the unbiased estimate
 ``E_v[J(x) v vᵀ J(x')ᵀ] = J(x) J(x')ᵀ`` (eq. 4). The paper's variances (eqs. 5–6),
 ``Var_Gauss = 2 tr(JᵀJ)²`` and ``Var_Rad = 2 tr(JᵀJ)² − 2‖diag(JᵀJ)‖²``, hold for one output
-(C = 1). For C > 1 the variance of entry (a, b) of the C × C' estimate, with rows
+(C = 1); for C > 1 they hold as the variance of the scalar ‖Jv‖² with tr((JᵀJ)²), not
+entrywise. For C > 1 the variance of entry (a, b) of the C × C' estimate, with rows
 ``u = J_a`` and ``w = J'_b``, follows from the fourth moments E[v_i v_j v_k v_l]
 (docs/mathematics.md, "NTK sketch variance")::
 
@@ -123,7 +124,7 @@ def ntk_estimate_variance(
     ``Var[K̂_ab] = ((u·w)² + ‖u‖²‖w‖² − 2·[Rademacher] Σ_i u_i² w_i²) / s`` with
     ``u = J1[a]``, ``w = J2[b]``, from the fourth moments of the probes (module docstring).
     For C = 1 and J2 = J1 this reduces to eqs. (5) and (6) of [1]_; for C > 1 those
-    formulas do not hold.
+    formulas do not give the entries' variances.
 
     Returns
     -------
@@ -151,7 +152,8 @@ def paper_ntk_variance(J: Array, *, dist: Dist = "rademacher") -> float:
     """The paper's variance formula, eqs. (5)–(6) of [1]_, verbatim.
 
     ``2 tr(JᵀJ)²`` (Gaussian), minus ``2‖diag(JᵀJ)‖²`` (Rademacher): one number per Jacobian
-    J(x) ∈ ℝ^{C×p}. Correct for C = 1; for C > 1 compare with :func:`ntk_estimate_variance`.
+    J(x) ∈ ℝ^{C×p}, with tr(JᵀJ)² read as (tr JᵀJ)². Correct for C = 1; for C > 1 compare
+    with :func:`ntk_estimate_variance` (entrywise).
 
     References
     ----------

@@ -1,7 +1,10 @@
-"""``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S] [--plugin M]``.
+"""``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S] [--plugin M]
+[--mutants none|light|all]``.
 
-Runs every registered paper claim and writes the verification report (``index.html``,
-``report.md``, ``verdicts.json``). Exits 1 if a claim check itself fails (an ERROR verdict).
+Runs every registered paper claim, then each claim under its mutants (light ones by
+default), and writes the verification report (``index.html``, ``report.md``,
+``verdicts.json`` with the run's metadata). Exits 1 if a claim check itself fails (an ERROR
+verdict).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ __all__ = ["add_check_parser"]
 
 
 def _check(args: argparse.Namespace) -> int:
+    import datetime
+
     from laplace_lab._plugins import load_plugin
     from laplace_lab.paper_checks.registry import (
         Context,
@@ -24,35 +29,70 @@ def _check(args: argparse.Namespace) -> int:
         run_mutant,
     )
     from laplace_lab.paper_checks.report import Outcome, write_report
+    from laplace_lab.paper_checks.run_info import run_metadata
 
+    started = datetime.datetime.now(datetime.UTC)
+    clock = time.perf_counter()
     for module in args.plugin or ():
         load_plugin(module, "claim plugin")
     claims = all_claims(args.paper)
     out_dir = Path(args.out)
     ctx = Context(full=args.full, seed=args.seed, figure_dir=out_dir / "figures")
-    outcomes = []
+    verdicts = []
     for i, item in enumerate(claims, 1):
         print(f"[{i}/{len(claims)}] {item.key} ({item.location}) ...", end=" ", flush=True)
         start = time.perf_counter()
         verdict = run_claim(item, ctx)
-        seconds = time.perf_counter() - start
+        verdicts.append((verdict, time.perf_counter() - start))
+        print(f"{verdict.status.value} in {verdicts[-1][1]:.1f} s", flush=True)
+    # Mutants after every true run: the claims share their cached experiments, and a
+    # mutant run clears those caches before and after itself.
+    outcomes = []
+    for item, (verdict, seconds) in zip(claims, verdicts, strict=True):
         chosen = [m for m in item.mutants if args.mutants == "all" or not m.heavy]
-        mutants = () if args.mutants == "none" else tuple(run_mutant(item, m, ctx) for m in chosen)
-        power = (
-            f"; mutants caught {sum(m.caught for m in mutants)}/{len(mutants)}" if mutants else ""
-        )
-        print(f"{verdict.status.value} in {seconds:.1f} s{power}", flush=True)
-        outcomes.append(Outcome(item, verdict, seconds, mutants))
-    paths = write_report(outcomes, out_dir, full=args.full, seed=args.seed)
+        if args.mutants == "none":
+            chosen = []
+        mutants = []
+        for m in chosen:
+            mutants.append(run_mutant(item, m, ctx))
+            got = mutants[-1]
+            print(
+                f"mutant {item.key}:{m.name} ... {got.status.value} in {got.seconds:.1f} s"
+                + ("" if got.caught else f" — NOT CAUGHT (must be {m.expect})"),
+                flush=True,
+            )
+        outcomes.append(Outcome(item, verdict, seconds, tuple(mutants)))
+    meta = run_metadata(
+        full=args.full,
+        seed=args.seed,
+        mutants=args.mutants,
+        seconds=time.perf_counter() - clock,
+        started=started,
+        command=_command(args),
+    )
+    paths = write_report(outcomes, out_dir, meta=meta)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
+    caught = sum(m.caught for o in outcomes for m in o.mutants)
+    run = sum(len(o.mutants) for o in outcomes)
+    print(f"{len(outcomes)} claims in {meta['seconds']:.0f} s; mutants caught {caught}/{run}")
     errors = [o for o in outcomes if o.verdict.status is Status.ERROR]
     for o in errors:  # one line each; the traceback is in the report
-        last = (o.verdict.evidence.strip().splitlines() or ["no evidence"])[-1]
+        last = (o.verdict.evidence_text.strip().splitlines() or ["no evidence"])[-1]
         print(
             f"laplace-lab check: error: {o.claim.key}: {last} (see {paths['markdown']})",
             file=sys.stderr,
         )
     return 1 if errors else 0
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line that reproduces this run."""
+    parts = ["laplace-lab", "check", "--full" if args.full else "--quick"]
+    parts += ["--seed", str(args.seed), "--mutants", args.mutants, "--out", str(args.out)]
+    parts += ["--paper", args.paper] if args.paper else []
+    for module in args.plugin or ():
+        parts += ["--plugin", module]
+    return " ".join(parts)
 
 
 def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

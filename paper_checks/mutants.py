@@ -19,6 +19,10 @@ A mutant replaces objects for the duration of one run:
 
 Cached helpers of the paper packages (``functools.cache``) are cleared before and after a
 mutant run, so a mutant neither reuses nor poisons the results of the true code.
+
+A wrong variant that calls the true function must hold it where the mutant does not rebind
+it — a default argument, ``def wrong(x, _true=original): return 3 * _true(x)`` — since
+every module-level name bound to the original, in any module, is rebound to the variant.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from laplace_lab.paper_checks.recorded import Recorded
 __all__ = [
     "Claim",
     "Context",
+    "FigurePath",
     "ImplementationError",
     "Mutant",
     "MutantOutcome",
@@ -55,6 +56,21 @@ class Status(enum.StrEnum):
     ERROR = "ERROR"
 
 
+class FigurePath(str):
+    """The path of a saved figure (relative to the report folder) carrying its caption.
+
+    A plain ``str`` everywhere a path is expected; the report prints ``caption`` under the
+    figure. :meth:`Context.save_figure` makes them.
+    """
+
+    caption: str
+
+    def __new__(cls, path: str, caption: str = "") -> FigurePath:
+        obj = super().__new__(cls, path)
+        obj.caption = str(caption)
+        return obj
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What a claim check found.
@@ -68,25 +84,58 @@ class Verdict:
         The measured quantity and the value the paper states or implies.
     tolerance : float, str or None
         How far ``measured`` may be from ``expected`` and still confirm the claim.
-    evidence : str
-        A human-readable account: how it was measured, and any counterexample.
+    evidence : str or sequence of str
+        How it was measured, and any counterexample. A sequence is a list of short points
+        (one fact each: the set-up, the tolerance and why, the numbers, the counterexample),
+        printed as a bulleted list; a string is one paragraph.
     details : Mapping
         Extra JSON-serialisable numbers (e.g. the counterexample matrix).
     figures : tuple of str
-        Paths of figures (relative to the report folder) that illustrate the verdict.
+        Paths of figures (relative to the report folder) that illustrate the verdict, as
+        returned by :meth:`Context.save_figure` (which attaches their captions).
     recorded : tuple of Recorded
         Evidence of costly runs stored in the repository (:mod:`.recorded`), shown beside
         what this run measured.
+    summary : str
+        The verdict's reason in one line (≤ ~120 characters), printed in the report's
+        table beside every REFUTED, NOT_REPRODUCIBLE_HERE and ERROR, e.g. ``"Λ's cross
+        terms are 7.9e-3·‖Λ‖, not 0"``. Empty: :attr:`reason` falls back to the first
+        sentence of the evidence.
     """
 
     status: Status
     measured: float | str | None = None
     expected: float | str | None = None
     tolerance: float | str | None = None
-    evidence: str = ""
+    evidence: str | Sequence[str] = ""
     details: Mapping[str, Any] = field(default_factory=dict)
     figures: tuple[str, ...] = ()
     recorded: tuple[Recorded, ...] = ()
+    summary: str = ""
+
+    @property
+    def points(self) -> tuple[str, ...]:
+        """The evidence as a tuple of points (a string is one point)."""
+        if isinstance(self.evidence, str):
+            return (self.evidence.strip(),) if self.evidence.strip() else ()
+        return tuple(str(p).strip() for p in self.evidence if str(p).strip())
+
+    @property
+    def evidence_text(self) -> str:
+        """The evidence as one string: the paragraph, or the points as ``- point`` lines."""
+        if isinstance(self.evidence, str):
+            return self.evidence.strip()
+        return "\n".join(f"- {p}" for p in self.points)
+
+    @property
+    def reason(self) -> str:
+        """``summary``, or else the first sentence of the evidence (at most 160 characters)."""
+        text = self.summary.strip() or next(iter(self.points), "")
+        text = " ".join(text.split())
+        if not self.summary.strip():
+            cut = text.find(". ")
+            text = text[: cut + 1] if 0 < cut else text
+        return text if len(text) <= 160 else text[:159].rstrip() + "…"
 
 
 @dataclass(frozen=True)
@@ -110,11 +159,14 @@ class Context:
         """
         return keyed_generator("claim", key, seed=self.seed)
 
-    def save_figure(self, fig: Any, name: str) -> tuple[str, ...]:
+    def save_figure(self, fig: Any, name: str, *, caption: str = "") -> tuple[FigurePath, ...]:
         """Save a matplotlib figure as ``figure_dir/name`` and close it.
 
         Returns ``("figures/<name>",)``, the path relative to the report folder (the parent
-        of ``figure_dir``), ready for ``Verdict.figures``; ``()`` when ``figure_dir`` is None.
+        of ``figure_dir``) carrying ``caption``, ready for ``Verdict.figures``; ``()`` when
+        ``figure_dir`` is None. The caption says what is plotted and how to read the decision
+        from it: which drawn line or region is the criterion (e.g. "dashed: the 5 % tolerance;
+        a curve above it refutes").
         """
         import matplotlib.pyplot as plt
 
@@ -123,7 +175,7 @@ class Context:
                 return ()
             self.figure_dir.mkdir(parents=True, exist_ok=True)
             fig.savefig(self.figure_dir / name, dpi=110, bbox_inches="tight")
-            return (f"{self.figure_dir.name}/{name}",)
+            return (FigurePath(f"{self.figure_dir.name}/{name}", caption),)
         finally:
             plt.close(fig)
 
@@ -273,32 +325,38 @@ def _scalar(value: Any) -> float | int | str | None:
     return value
 
 
+def _error(message: str, trace: str) -> Verdict:
+    return Verdict(Status.ERROR, evidence=trace, summary=" ".join(message.split())[:160])
+
+
 def run_claim(item: Claim, ctx: Context) -> Verdict:
     """Run one claim; an exception becomes an ERROR verdict carrying the traceback.
 
     An :class:`ImplementationError` (a self-check of our own code failed) becomes an ERROR
-    whose evidence starts with its message.
+    whose evidence starts with its message; its summary is the message.
     """
     try:
         verdict = item.func(ctx)
         if not isinstance(verdict, Verdict):
             raise TypeError(f"claim {item.key} returned {type(verdict).__name__}, not Verdict")
     except ImplementationError as err:
-        return Verdict(
-            Status.ERROR,
-            evidence=f"Our implementation failed a self-check: {err}\n{traceback.format_exc()}",
-        )
-    except Exception:
-        return Verdict(Status.ERROR, evidence=traceback.format_exc())
+        message = f"Our implementation failed a self-check: {err}"
+        return _error(message, f"{message}\n{traceback.format_exc()}")
+    except Exception as err:
+        return _error(f"{type(err).__name__}: {err}", traceback.format_exc())
+    evidence = verdict.evidence
+    if not isinstance(evidence, str):
+        evidence = tuple(str(p) for p in evidence)
     return Verdict(
         verdict.status,
         _scalar(verdict.measured),
         _scalar(verdict.expected),
         _scalar(verdict.tolerance),
-        verdict.evidence,
+        evidence,
         _jsonable(verdict.details),
         tuple(verdict.figures),
         tuple(verdict.recorded),
+        str(verdict.summary),
     )
 
 
@@ -309,6 +367,7 @@ class MutantOutcome:
     mutant: Mutant
     status: Status
     seconds: float
+    reason: str = ""
 
     @property
     def caught(self) -> bool:
@@ -331,4 +390,4 @@ def run_mutant(item: Claim, mutant: Mutant, ctx: Context) -> MutantOutcome:
             verdict = run_claim(item, replace(ctx, figure_dir=None, mutant=mutant.name))
     finally:
         clear_caches()
-    return MutantOutcome(mutant, verdict.status, time.perf_counter() - start)
+    return MutantOutcome(mutant, verdict.status, time.perf_counter() - start, verdict.reason)

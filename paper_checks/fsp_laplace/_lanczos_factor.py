@@ -96,6 +96,7 @@ def lanczos_sweep(
     *,
     max_steps: int = 500,
     num_points: int | None = None,
+    rcond: float | None = None,
 ) -> LanczosSweep:
     """Run Algorithm 2 (Cinquin et al. §3.2) with m = 1, …, r Lanczos steps against dense Σ†.
 
@@ -113,6 +114,10 @@ def lanczos_sweep(
         Lanczos cap (the paper: 500), further capped at n_C·d'.
     num_points : int, optional
         Number of step counts, log-spaced in [1, r]; default every step.
+    rcond : float, optional
+        Relative cut of the pseudo-inverses: eigenvalues of Σ(C, C) (for Σ†) and Ritz values
+        (for L) ≤ rcond·max count as zero. Default ``n_C d'·eps`` for Σ† and ``m·eps`` for an
+        m-step factor (LAPACK's convention).
     """
     J_context = np.asarray(J_context, dtype=float)
     n = J_context.shape[0]
@@ -126,7 +131,8 @@ def lanczos_sweep(
     else:
         grid = np.geomspace(1, reached, num_points).round().astype(int)
         steps = np.unique(np.append(grid, min(n // 2, reached)))  # include m = n_C d'/2
-    rcond = n * np.finfo(float).eps
+    ritz_rcond = rcond
+    rcond = n * np.finfo(float).eps if rcond is None else float(rcond)
     L_exact, theta = pinv_factor(gram.dense(), rcond=rcond)
     K_pinv = L_exact @ L_exact.T
     R = np.linalg.qr(J_context.T, mode="r")
@@ -138,7 +144,7 @@ def lanczos_sweep(
         k: [] for k in ("rank", "raw", "floor", "precision", "variance", "ratio_min", "truncated")
     }
     for m in steps:
-        L = lanczos_inverse_sqrt(gram.matvec, v, int(m))
+        L = lanczos_inverse_sqrt(gram.matvec, v, int(m), rcond=ritz_rcond)
         E = L @ L.T - K_pinv
         res = fsp_laplace_from_factor(J_context, L, Jw, prior_variance=prior)
         ratio = res.predictive_variance(J_test) / var_exact

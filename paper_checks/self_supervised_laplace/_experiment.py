@@ -81,6 +81,11 @@ def fit(values: np.ndarray, ns: tuple[int, ...] = PAPER_NS, floor: float = 0.0) 
     return fit_rate(n[keep], v[keep])
 
 
+def replications(exp: dict[str, Any]) -> int:
+    """The number of replications of an :func:`experiment` run."""
+    return int(exp["normal-normal"]["gaps"].shape[0])
+
+
 def fit_json(f: RateFit) -> dict[str, float]:
     return {"slope": round(f.slope, 4), "ci95": [round(f.ci_low, 4), round(f.ci_high, 4)]}
 
@@ -122,8 +127,8 @@ def predictive_figure(name: str, exp: dict[str, Any]) -> Figure:
             ax.plot(y, ssla.pdf(y), "--", color="red", label="SSLA")
             ax.plot(y, assla.pdf(y), ":", color="black", label="ASSLA")
         i = PAPER_NS.index(n)
-        kl_s, kl_a = exp["div"]["SSLA"][0, i, 0], exp["div"]["ASSLA"][0, i, 0]
-        ax.set_title(f"n = {n:,}\nKL: SSLA {kl_s:.1e}, ASSLA {kl_a:.1e}", fontsize=9)
+        tv_s, tv_a = exp["div"]["SSLA"][0, i, 2], exp["div"]["ASSLA"][0, i, 2]
+        ax.set_title(f"n = {n:,}\nTV: SSLA {tv_s:.1e}, ASSLA {tv_a:.1e}", fontsize=9)
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{name}: analytic vs SSLA (eq. 12) vs ASSLA (eq. 17) predictive")
     return fig
@@ -159,6 +164,11 @@ def rates_figure(exp: dict[str, Any]) -> tuple[Figure, dict[str, Any]]:
                     color=line.get_color(),
                     label=f"{label}: slope {f.slope:.2f} [{f.ci_low:.2f}, {f.ci_high:.2f}]",
                 )
+            first = float(np.exp(np.mean(np.log(exp[name]["div"]["ASSLA"][:, 0, j]))))
+            rate = -1.0 if dname == "TV" else -2.0
+            ax.loglog(
+                ns, first * (ns / ns[0]) ** rate, "--", color="grey", lw=1, label=f"slope {rate:g}"
+            )
             ax.set_title(f"{name}: {dname}", fontsize=10)
             ax.set_xlabel("n")
             ax.legend(fontsize=7)
@@ -174,6 +184,8 @@ def gaps_figure(exp: dict[str, Any]) -> Figure:
     for ax, name in zip(axes, MODELS, strict=True):
         g = exp[name]["gaps"]
         for j, lab in enumerate(labels):
+            if not np.all(g[:, :, j] > 0):  # a gap that is not positive has no log-log rate
+                continue
             f = fit(g[:, :, j])
             ax.loglog(
                 ns,
@@ -181,6 +193,7 @@ def gaps_figure(exp: dict[str, Any]) -> Figure:
                 "o-",
                 label=f"{lab}: slope {f.slope:.2f}",
             )
+        ax.loglog(ns, 0.5 * ns**-1.0, "--", color="grey", lw=1, label="n^-1 (Lemma 1, Thm 1)")
         ax.loglog(ns, 0.5 * ns**-2.0, "k:", label="n^-2 (what eq. 19 claims)")
         ax.set_title(f"{name}, fixed ŷ = {Y_FIXED}", fontsize=10)
         ax.set_xlabel("n")

@@ -119,6 +119,20 @@ def test_sweep_on_an_invariant_subspace_matches_the_closed_form():
     assert sw.truncated[-1] == 0 and sw.ratio_min[-1] == pytest.approx(1.0, abs=1e-10)
 
 
+def test_a_coarser_pseudo_inverse_cut_drops_the_small_eigenvalues_on_both_sides():
+    # Σ = diag(θ) with J(C)1 touching every coordinate: Lanczos runs all 4 steps. A cut at
+    # 0.1·θ_max treats θ = 0.5 and 0.01 as zero, for the Ritz values (rank 2) and for Σ†
+    # alike, so the factor equals the cut pseudo-inverse diag(1/10, 1/2, 0, 0).
+    theta = np.array([10.0, 2.0, 0.5, 0.01])
+    J_C = np.eye(4)
+    J_test = np.array([[1.0, 1.0, 0.0, 0.0]])
+    sw = lanczos_sweep(J_C, DenseGram(np.diag(theta)), None, J_test, rcond=0.1)
+    assert sw.rcond == 0.1 and sw.steps_reached == 4
+    assert sw.rank[-1] == 2 and sw.raw[-1] < 1e-12
+    default = lanczos_sweep(J_C, DenseGram(np.diag(theta)), None, J_test)
+    assert default.rank[-1] == 4 and default.rcond == pytest.approx(4 * EPS)
+
+
 def test_summarize_reads_the_rank_the_half_point_and_the_steps_needed():
     rng = np.random.default_rng(4)
     n, p = 16, 24
