@@ -115,7 +115,7 @@ def _ordering(ctx: Context) -> Verdict:
     location="§5.1 (Results), App. C.3",
     statement="NeuralLinear (the last layer, a fixed k) is matched or surpassed in W2 by "
     "Gradient- or Greedy-Laplace at a comparable subset size.",
-    mutants=(GREEDY_TOP_K_DIAGONAL, PROPOSED_ASCENDING),
+    mutants=(GREEDY_TOP_K_DIAGONAL, replace(PROPOSED_ASCENDING, heavy=True)),
 )
 def _neural_linear_matched(ctx: Context) -> Verdict:
     self_check = _require_greedy(ctx)
@@ -158,7 +158,7 @@ def _neural_linear_matched(ctx: Context) -> Verdict:
     "size, while Gradient-/Greedy-Laplace approach the full Laplace's coverage at large k.",
     mutants=(
         GREEDY_TOP_K_DIAGONAL,
-        PROPOSED_ASCENDING,
+        replace(PROPOSED_ASCENDING, heavy=True),
         Mutant(
             "subnet-diagonal-largest",
             "Subnet-Diagonal takes the k largest diagonal entries (the reading §4 rules out)",

@@ -207,9 +207,12 @@ def _digits_label(res: Any) -> str:
     )
 
 
-def _require_greedy(ctx: Context, likelihood: str) -> str:
-    """The Greedy-Laplace these claims report is the literal Alg. 2 (an ERROR otherwise)."""
-    return require_literal_greedy(ctx.rng("greedy-self-check"), likelihood=likelihood)
+def _require_greedy(ctx: Context, likelihood: str, config: Any) -> str:
+    """The Greedy-Laplace these claims report (with ``config``'s candidate rule) is the
+    literal Alg. 2 (an ERROR otherwise)."""
+    return require_literal_greedy(
+        ctx.rng("greedy-self-check"), likelihood=likelihood, candidates=config.greedy_candidates
+    )
 
 
 #: "Substantially smaller" k: at most this fraction of NeuralLinear's k (fixed before
@@ -228,7 +231,7 @@ SUBSTANTIAL = 0.5
     mutants=(GREEDY_TOP_K_DIAGONAL, replace(PROPOSED_ASCENDING, heavy=True)),
 )
 def _digits_ordering(ctx: Context) -> Verdict:
-    self_check = _require_greedy(ctx, "multiclass")
+    self_check = _require_greedy(ctx, "multiclass", _digits_config(ctx.full)[0])
     res = _digits(ctx.full, ctx.seed)
     figs = w2_figure(ctx, {"Setup C protocol: digits CNN, 10 classes": res}, "setup_c_digits.png")
     v = ordering_verdict(res, label=_digits_label(res), figures=figs)
@@ -268,7 +271,7 @@ def _digits_ordering(ctx: Context) -> Verdict:
     ),
 )
 def _digits_neural_linear(ctx: Context) -> Verdict:
-    self_check = _require_greedy(ctx, "multiclass")
+    self_check = _require_greedy(ctx, "multiclass", _digits_config(ctx.full)[0])
     res = _digits(ctx.full, ctx.seed)
     nl = neural_linear_match(res)
     k_nl, k_match = nl["k_neural_linear"], nl["k_match"]
@@ -369,7 +372,8 @@ def _setup_d_claim(dataset: str, title: str, n: int, d: int, mutants: tuple[Muta
         mutants=mutants,
     )
     def _check(ctx: Context) -> Verdict:
-        self_check = _require_greedy(ctx, "regression")
+        config = _uci_config(dataset, *_BACKBONES["small MLP 2×50"])
+        self_check = _require_greedy(ctx, "regression", config)
         results = _uci(dataset, ctx.full, ctx.seed)
         figs = w2_figure(
             ctx,
