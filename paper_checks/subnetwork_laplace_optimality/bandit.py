@@ -100,7 +100,9 @@ def _figure(ctx: Context, runs: dict, delta: float) -> tuple[str, ...]:
         ax.plot(np.arange(1, trace.size + 1), trace, label=name)
     ax.set_xlabel("round t")
     ax.set_ylabel("cumulative expected regret")
-    ax.set_title(f"Wheel Bandit δ = {delta}, T = {runs['horizon']}, {runs['seeds']} seed(s)")
+    probe = " (cost probe: not evidence on the ordering)" if runs["seeds"] < 2 else ""
+    title = f"Wheel Bandit δ = {delta}, T = {runs['horizon']}, {runs['seeds']} seed(s){probe}"
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     return ctx.save_figure(fig, f"wheel_bandit_delta{int(delta * 100)}.png")
 
