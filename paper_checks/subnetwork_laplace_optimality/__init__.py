@@ -7,5 +7,5 @@ Every public module of this package registers claims of the paper
 ``subnetwork-laplace-optimality``.
 """
 
-#: The theorems first in the report, then the other modules alphabetically.
-CLAIM_MODULES = ("theorems",)
+#: The theorems and App. A.1 first in the report, then the other modules alphabetically.
+CLAIM_MODULES = ("theorems", "ipv_empirical")

@@ -146,6 +146,47 @@ def neural_linear_match(res: Any) -> dict[str, float]:
     }
 
 
+def _at_k(ks: np.ndarray, curve: np.ndarray, k: float) -> float:
+    """``curve`` interpolated linearly in log k at ``k`` (inside the grid)."""
+    return float(np.interp(np.log(k), np.log(ks), curve))
+
+
+def neural_linear_paired(res: Any, *, alpha: float = 0.05) -> dict[str, Any]:
+    """Per seed, min(Gradient, Greedy) W2 at NeuralLinear's k minus NeuralLinear's W2.
+
+    Each seed's better proposed curve is interpolated linearly in log k at k_NL (all methods
+    of a seed share its MAP, so the differences are paired). Two readings of "matched or
+    surpassed", each a one-sided paired Student-t test at level ``alpha``: *surpassed* — the
+    mean difference is significantly below 0; *not worse* — it is not significantly above
+    0. ``inside`` is False (and no test is made) when k_NL lies outside the k-grid.
+    """
+    ks = np.asarray(res.seeds[0].ks, dtype=float)
+    k_nl = float(res.seeds[0].reference["neural_linear"]["k"])
+    if not ks.min() <= k_nl <= ks.max():
+        return {"inside": False, "k_neural_linear": k_nl}
+    d = np.array(
+        [
+            _at_k(ks, np.minimum(r.w2[PROPOSED[0]], r.w2[PROPOSED[1]]), k_nl)
+            - r.reference["neural_linear"]["w2"]
+            for r in res.seeds
+        ]
+    )
+    n = d.size
+    mean, se = float(d.mean()), (float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else np.inf)
+    crit = float(stats.t.ppf(1 - alpha, n - 1)) if n > 1 else np.inf
+    return {
+        "inside": True,
+        "k_neural_linear": k_nl,
+        "differences": d.tolist(),
+        "mean": mean,
+        "se": se,
+        "critical": crit,
+        "seeds_better": int(np.sum(d < 0)),
+        "surpassed": bool(mean < -crit * se),
+        "not_worse": bool(not mean > crit * se),
+    }
+
+
 def w2_figure(ctx: Context, panels: dict[str, Any], filename: str) -> tuple[str, ...]:
     """Mean W2 ± one standard error against k (log axis), one panel per result.
 

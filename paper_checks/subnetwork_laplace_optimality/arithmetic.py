@@ -1,13 +1,30 @@
-"""Arithmetic figures quoted by Raha, Khare & Patra (arXiv:2605.09075): memory, regions, k's.
+"""Arithmetic figures quoted by Raha, Khare & Patra (arXiv:2605.09075): memory, regions.
 
-Each figure is recomputed from the quantities the paper states next to it.
+Each figure is recomputed from the quantities the paper states next to it; the Wheel's area
+is also measured on the environment the bandit claims run.
 """
 
 from __future__ import annotations
 
+import sys
+
+from laplace_lab.paper_checks.mutants import Mutant
 from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.paper_checks.subnetwork_laplace_optimality._wheel import (
+    WHEEL_PAYS_INNER_DISK,
+    annulus_fraction,
+    require_wheel_geometry,
+)
 
 PAPER = "subnetwork-laplace-optimality"
+#: Bytes per float32 entry: App. C's allocations are float32 (4N² bytes).
+FLOAT32_BYTES = 4
+
+_FLOAT64 = Mutant(
+    "float64-entries",
+    "8 bytes per entry (float64) instead of the stated float32",
+    {(sys.modules[__name__], "FLOAT32_BYTES"): 8},
+)
 
 
 def _compare(measured: float, expected: float, rel: float, how: str) -> Verdict:
@@ -29,10 +46,13 @@ def _compare(measured: float, expected: float, rel: float, how: str) -> Verdict:
         "The N×N Woodbury Gram kernel keeps the maximal allocation at 4N² bytes "
         "≈ 16 MB at N = 2,000."
     ),
+    mutants=(_FLOAT64,),
 )
 def woodbury_gram_memory(ctx: Context) -> Verdict:
-    mb = 4 * 2000**2 / 1e6
-    return _compare(mb, 16.0, 0.05, f"4 · 2000² bytes = {mb:.1f} MB (10⁶ bytes), float32.")
+    mb = FLOAT32_BYTES * 2000**2 / 1e6
+    return _compare(
+        mb, 16.0, 0.05, f"{FLOAT32_BYTES} · 2000² bytes = {mb:.1f} MB (10⁶ bytes), float32."
+    )
 
 
 @claim(
@@ -43,15 +63,22 @@ def woodbury_gram_memory(ctx: Context) -> Verdict:
         "Capping the Greedy-Laplace candidate set at k̄ = 30,000 bounds the sub-precision "
         "allocation at ≈ 3.6 GB."
     ),
+    mutants=(_FLOAT64,),
 )
 def greedy_candidate_memory(ctx: Context) -> Verdict:
-    gb = 30_000**2 * 4 / 1e9
+    gb = 30_000**2 * FLOAT32_BYTES / 1e9
     return _compare(
         gb,
         3.6,
         0.05,
-        f"30,000² entries × 4 bytes = {gb:.2f} GB (float32); float64 would need {2 * gb:.1f} GB.",
+        f"30,000² entries × {FLOAT32_BYTES} bytes = {gb:.2f} GB (float32); float64 would "
+        f"need {30_000**2 * 8 / 1e9:.1f} GB.",
     )
+
+
+def _disk_fraction(delta: float) -> float:
+    """The area of the inner disk ‖x‖ ≤ δ instead of the annulus."""
+    return delta**2
 
 
 @claim(
@@ -62,14 +89,25 @@ def greedy_candidate_memory(ctx: Context) -> Verdict:
         "The high-reward region occupies 1 − δ² of the disk: 9.75% at δ = 0.95 and "
         "19.0% at δ = 0.9."
     ),
+    mutants=(
+        Mutant(
+            "area-of-inner-disk",
+            "the region's area computed as δ² (the inner disk) instead of 1 − δ²",
+            {annulus_fraction: _disk_fraction},
+        ),
+        WHEEL_PAYS_INNER_DISK,
+    ),
 )
 def wheel_high_reward_area(ctx: Context) -> Verdict:
-    a, b = 1 - 0.95**2, 1 - 0.9**2
-    ok = abs(a - 0.0975) < 1e-12 and abs(b - 0.19) < 1e-12
+    stated = {0.95: 0.0975, 0.9: 0.19}
+    got = {d: annulus_fraction(d) for d in stated}
+    sampled = [require_wheel_geometry(d, ctx.rng(f"wheel-area-{d}")) for d in stated]
+    ok = all(abs(got[d] - stated[d]) < 1e-12 for d in stated)
     return Verdict(
         Status.CONFIRMED if ok else Status.REFUTED,
-        measured=f"{a:.4%}, {b:.4%}",
+        measured=", ".join(f"{v:.4%}" for v in got.values()),
         expected="9.75%, 19.0%",
         tolerance="exact",
-        evidence="Area fraction of the annulus δ < ‖x‖ ≤ 1 in the unit disk is 1 − δ².",
+        evidence="Area fraction of the annulus δ < ‖x‖ ≤ 1 in the unit disk is 1 − δ². "
+        + " ".join(sampled),
     )

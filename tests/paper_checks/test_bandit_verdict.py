@@ -41,3 +41,57 @@ def test_table_verdicts(monkeypatch, k500, baseline, horizon, status):
     assert v.status is status
     if status is Status.REFUTED:
         assert "subnet_diagonal-k500" in v.evidence and "reversed" in v.evidence
+
+
+def test_ordering_outcome_on_intervals():
+    # Table 2 pairs: (worse, better); half-widths are 1.96 s.e.
+    stats = {
+        "subnet_diagonal-k500": (100.0, 10.0),
+        "gradient_laplace-k500": (50.0, 10.0),  # holds: 60 < 90
+        "last_k-k500": (55.0, 10.0),  # overlaps gradient (60 ≥ 45): neither way
+        "greedy_laplace-k500": (80.0, 5.0),  # reversed against last_k: 65 < 75
+    }
+    checked, reversed_, missing = bandit.ordering_outcome(stats, 0.9)
+    assert checked["gradient_laplace-k500 < subnet_diagonal-k500"] is True
+    assert checked["gradient_laplace-k500 < last_k-k500"] is False
+    assert reversed_ == ["last_k-k500 (55 ± 10) < greedy_laplace-k500 (80 ± 5)"]
+    assert missing == ["greedy_laplace-k500 < map", "gradient_laplace-k500 < map"]
+
+
+def _record(horizon: int, final: dict[str, list[float]]) -> bandit.Recorded:
+    data = {"horizon": horizon, "delta": 0.95, "seeds": 3, "final_regret": final}
+    return bandit.Recorded("cmd", "0" * 40, "2026-01-01", "a run", data)
+
+
+def test_recorded_reversal_at_the_paper_horizon_refutes_and_a_short_one_is_context():
+    final = {"last_k-k500": [4083, 753], "gradient_laplace-k500": [5749, 863]}
+    status, line = bandit._implication(_record(bandit.PAPER_T, final), 0.95)
+    assert status == "REFUTED" and "last_k-k500 (4083 ± 753) < gradient_laplace" in line
+    status, line = bandit._implication(_record(4000, final), 0.95)
+    assert status == "" and "shorter horizon" in line
+
+
+def test_the_recorded_paper_horizon_run_reverses_table1():
+    """The stored T = 16,000 run: Last-k-500's interval lies below Gradient-500's."""
+    (longest, *_) = bandit.bandit_records(0.95)
+    assert longest.data["horizon"] == bandit.PAPER_T and longest.data["seeds"] == 3
+    assert longest.commit.startswith("e14eb25")
+    lo_grad = longest.data["final_regret"]["gradient_laplace-k500"]
+    hi_last = longest.data["final_regret"]["last_k-k500"]
+    assert hi_last[0] + hi_last[1] < lo_grad[0] - lo_grad[1]  # 4836 < 4886
+    assert bandit._implication(longest, 0.95)[0] == "REFUTED"
+    assert bandit.bandit_records(0.9) == ()
+
+
+def test_quick_mode_is_not_reproducible_shows_the_record_and_no_one_seed_interval(monkeypatch):
+    def one_seed(delta: float, full: bool, seed: int) -> dict[str, object]:
+        final = {"map": [700.0], "gradient_laplace-k100": [650.0]}
+        traces = {a: np.linspace(0.0, v[0], 10) for a, v in final.items()}
+        return {"horizon": 150, "seeds": 1, "final": final, "traces": traces, "s": 2.0}
+
+    monkeypatch.setattr(bandit, "_runs", one_seed)
+    v = bandit._verdict(Context(full=False), 0.95, "Table 1")
+    assert v.status is Status.NOT_REPRODUCIBLE_HERE
+    assert "± 0" not in v.evidence and "650" not in v.evidence
+    assert "recorded T = 16,000" in v.evidence and "REFUTES" in v.evidence
+    assert [r.data["horizon"] for r in v.recorded] == [16000, 4000]

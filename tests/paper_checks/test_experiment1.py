@@ -11,6 +11,7 @@ from laplace_lab.paper_checks.registry import Status
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._experiment1 import (
     greedy_minus_gradient,
     neural_linear_match,
+    neural_linear_paired,
     ordering_verdict,
 )
 
@@ -104,3 +105,36 @@ def test_ordering_needs_a_k_at_or_above_the_threshold():
     res = _result([_seed([1, 1, 1], [1, 1, 1], [2] * 3, [2] * 3)] * 2)
     with pytest.raises(ValueError, match="k ≥ 1000"):
         ordering_verdict(res, label="toy", k_min=1000)
+
+
+def _paired_result(best_curves, nl_w2, k_nl=100.0):
+    """Seeds whose better proposed curve along KS is ``best_curves[i]`` and whose NeuralLinear
+    W2 at k = ``k_nl`` is ``nl_w2[i]``."""
+    seeds = tuple(
+        SimpleNamespace(
+            ks=KS,
+            w2={"gradient_laplace": np.asarray(c, float), "greedy_laplace": np.full(3, 99.0)},
+            reference={"neural_linear": {"k": k_nl, "w2": w}},
+        )
+        for c, w in zip(best_curves, nl_w2, strict=True)
+    )
+    return SimpleNamespace(seeds=seeds)
+
+
+def test_neural_linear_paired_interpolates_each_seed_and_tests_both_readings():
+    # k_NL = 100 lies at fraction log 2 / log 4 = 1/2 between k = 50 and 200
+    curves = [[4.0, 2.0, 1.0], [6.0, 2.0, 1.0], [5.0, 3.0, 1.0]]
+    at = [3.0, 4.0, 4.0]
+    better = neural_linear_paired(_paired_result(curves, [v + 1.0 for v in at]))
+    np.testing.assert_allclose(better["differences"], [-1.0, -1.0, -1.0])
+    assert better["surpassed"] and better["not_worse"]  # se 0: significant
+    worse = neural_linear_paired(_paired_result(curves, [2.0, 3.1, 2.9]))  # d = 1, .9, 1.1
+    assert worse["mean"] == pytest.approx(1.0)
+    assert not worse["surpassed"] and not worse["not_worse"]  # 1.0 > t(0.95, 2)·0.058
+    mixed = neural_linear_paired(_paired_result(curves, [4.0, 3.0, 4.5]))  # d = −1, 1, −.5
+    assert not mixed["surpassed"] and mixed["not_worse"]  # within noise: matched
+
+
+def test_neural_linear_paired_outside_the_grid_makes_no_test():
+    out = neural_linear_paired(_paired_result([[1.0, 1.0, 1.0]] * 2, [1.0, 1.0], k_nl=650.0))
+    assert out == {"inside": False, "k_neural_linear": 650.0}
