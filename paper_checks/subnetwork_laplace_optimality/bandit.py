@@ -190,7 +190,16 @@ def _verdict(ctx: Context, delta: float, table: str) -> Verdict:
             f"cost with one seed at T = {runs['horizon']}, whose regrets are not evidence on "
             "the ordering (no agent finds the annulus reliably by then)."
         )
-        measured = next((line for status, line in implications if status), recorded_lines[0])
+        settled = [(status, r) for (status, _), r in zip(implications, records, strict=True)]
+        measured = next(
+            (
+                f"{status} by the recorded T = {int(r.data['horizon']):,} run "
+                f"({r.data['seeds']} seeds); quick mode: cost probe only"
+                for status, r in settled
+                if status
+            ),
+            "no recorded run at the paper's horizon; quick mode: cost probe only",
+        )
         return Verdict(
             Status.NOT_REPRODUCIBLE_HERE,
             measured=measured,
