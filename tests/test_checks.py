@@ -1,4 +1,4 @@
-"""Validation tolerances follow the input's dtype: float32 roundoff passes, float64 is unchanged."""
+"""Validation tolerances follow the dtype: float32 roundoff passes, float64 is unchanged."""
 
 from __future__ import annotations
 
