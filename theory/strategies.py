@@ -69,6 +69,14 @@ __all__ = [
 _POSITIVE_VALUES = (1.0, 2.0, 0.5, 4.0, 0.25, 10.0, 0.1, 100.0, 0.01)
 
 
+def _full_column_rank(a: np.ndarray) -> bool:
+    return bool(np.linalg.matrix_rank(a) == a.shape[1])
+
+
+def _positive_total(c: np.ndarray) -> bool:
+    return bool(c.sum() > 0)
+
+
 def _range(low: object, high: object, names: tuple[str, str], *, floor: int) -> tuple[int, int]:
     lo = integer(low, names[0], low=floor)
     hi = integer(high, names[1], low=floor)
@@ -133,22 +141,7 @@ def psd_matrices(
     m = positive_int(max_entry, "max_entry")
     decades = math.floor(math.log10(cond) + 1e-12)
 
-    @st.composite
-    def build(draw: Any) -> np.ndarray:
-        p = draw(st.integers(max(lo_p, lo_r), hi_p))
-        r = draw(st.integers(lo_r, min(hi_r, p)))
-        if r == 0:
-            return np.zeros((p, p))
-        G = draw(
-            hnp.arrays(np.int64, (p, r), elements=st.integers(-m, m)).filter(
-                lambda a: np.linalg.matrix_rank(a) == a.shape[1]
-            )
-        ).astype(np.float64)
-        scales = 10.0 ** -np.array(draw(st.lists(st.integers(0, decades), min_size=r, max_size=r)))
-        L = (G * scales) @ G.T
-        return 0.5 * (L + L.T)
-
-    return build()
+    return _psd(lo_p, hi_p, lo_r, hi_r, decades, m)
 
 
 def cpi_matrices(
@@ -203,24 +196,7 @@ def cpi_matrices(
         raise TypeError(f"negative_b must be a bool or None; got {negative_b!r}")
     m = positive_int(max_entry, "max_entry")
 
-    @st.composite
-    def build(draw: Any) -> np.ndarray:
-        p = draw(st.integers(lo_p, hi_p))
-        if ties:
-            d = draw(st.lists(st.integers(1, m + p), min_size=p, max_size=p))
-        else:
-            d = draw(st.permutations(range(1, p + 1)))
-        neg = draw(st.booleans()) if negative_b is None else negative_b
-        if neg:
-            a = draw(st.integers(1, m))
-            b = -a * draw(st.sampled_from((0.25, 0.5, 0.75, 1.0))) / p
-        else:
-            a = draw(st.integers(0, m))
-            b = float(draw(st.integers(0, m)))
-        d = np.asarray(d, dtype=np.float64)
-        return np.diag(d) + a * np.eye(p) + b * np.ones((p, p))
-
-    return build()
+    return _cpi(lo_p, hi_p, ties, negative_b, m)
 
 
 class DominantCase(NamedTuple):
@@ -270,29 +246,7 @@ def dominant_matrices(
     lo_p, hi_p = _range(min_p, max_p, ("min_p", "max_p"), floor=2)
     m = positive_int(max_entry, "max_entry")
 
-    @st.composite
-    def build(draw: Any) -> DominantCase:
-        p = draw(st.integers(lo_p, hi_p))
-        k = draw(st.integers(1, p // 2))
-        eps = draw(st.sampled_from((0.5, 0.25, 0.75, 0.1)))
-        bound = (1 + eps) / (1 - eps)
-        E = np.zeros((p, p))
-        iu = np.triu_indices(p, 1)
-        E[iu] = draw(st.lists(st.integers(-m, m), min_size=iu[0].size, max_size=iu[0].size))
-        E = E + E.T
-        need = np.floor(np.abs(E).sum(axis=1) / eps) + 1  # ε Λ_ii > Σ_j |Λ_ij|
-        small = need[k:] + np.array(
-            draw(st.lists(st.integers(0, 3), min_size=p - k, max_size=p - k))
-        )
-        floor_large = np.floor(bound * small.max()) + 1
-        large = np.maximum(need[:k], floor_large) + np.array(
-            draw(st.lists(st.integers(0, 3), min_size=k, max_size=k))
-        )
-        Lam = E + np.diag(np.concatenate([large, small]))
-        order = np.asarray(draw(st.permutations(range(p))))
-        return DominantCase(Lam[np.ix_(order, order)], k, float(eps))  # relabelled
-
-    return build()
+    return _dominant(lo_p, hi_p, m)
 
 
 def subsets(*, p: int, min_size: int = 0, max_size: int | None = None) -> st.SearchStrategy:
@@ -324,12 +278,7 @@ def subsets(*, p: int, min_size: int = 0, max_size: int | None = None) -> st.Sea
     lo = integer(min_size, "min_size", low=0, high=p)
     hi = p if max_size is None else integer(max_size, "max_size", low=lo, high=p)
 
-    @st.composite
-    def build(draw: Any) -> np.ndarray:
-        size = draw(st.integers(lo, hi))
-        return np.asarray(draw(st.permutations(range(p)))[:size], dtype=np.int64)
-
-    return build()
+    return _subsets(p, lo, hi)
 
 
 def supersets(*, subset_of: Any, p: int, max_size: int | None = None) -> st.SearchStrategy:
@@ -372,12 +321,7 @@ def supersets(*, subset_of: Any, p: int, max_size: int | None = None) -> st.Sear
     hi = p if max_size is None else integer(max_size, "max_size", low=S.size, high=p)
     rest = sorted(set(range(p)) - set(S.tolist()))
 
-    @st.composite
-    def build(draw: Any) -> np.ndarray:
-        extra = draw(st.permutations(rest))[: draw(st.integers(0, hi - S.size))]
-        return np.asarray(draw(st.permutations([*S.tolist(), *extra])), dtype=np.int64)
-
-    return build()
+    return _supersets(S, rest, hi)
 
 
 def nested_subsets(*, p: int, min_size: int = 0) -> st.SearchStrategy:
@@ -409,13 +353,7 @@ def nested_subsets(*, p: int, min_size: int = 0) -> st.SearchStrategy:
     p = positive_int(p, "p")
     lo = integer(min_size, "min_size", low=0, high=p)
 
-    @st.composite
-    def build(draw: Any) -> tuple[np.ndarray, np.ndarray]:
-        sup = draw(subsets(p=p, min_size=lo))
-        sub = draw(st.permutations(sup.tolist()))[: draw(st.integers(lo, sup.size))]
-        return np.asarray(sub, dtype=np.int64), sup
-
-    return build()
+    return _nested(p, lo)
 
 
 def prior_precisions(
@@ -569,15 +507,7 @@ def ggn_factors(
     C = integer(n_classes, "n_classes", low=2)
     m = positive_int(max_entry, "max_entry")
 
-    @st.composite
-    def build(draw: Any) -> GGNFactor:
-        n, p = draw(st.integers(lo_n, hi_n)), draw(st.integers(lo_p, hi_p))
-        out = (n, C) if lik == "multiclass" else (n,)
-        J = draw(hnp.arrays(np.int64, (*out, p), elements=st.integers(-m, m)))
-        f = draw(hnp.arrays(np.int64, out, elements=st.integers(-2 * m, 2 * m))) / 2.0
-        return GGNFactor(J.astype(np.float64), f, lik)
-
-    return build()
+    return _ggn_factor(lik, lo_n, hi_n, lo_p, hi_p, C, m)
 
 
 def conjugate_datasets(
@@ -635,21 +565,111 @@ def conjugate_datasets(
     lo_n, hi_n = _range(min_n, max_n, ("min_n", "max_n"), floor=1)
     d_max = positive_int(max_d, "max_d")
     m = positive_int(max_entry, "max_entry")
-    values = st.integers(-m, m)
 
-    @st.composite
-    def build(draw: Any) -> Any:
-        n = draw(st.integers(lo_n, hi_n))
-        if fam == "poisson_gamma":
-            counts = draw(
-                hnp.arrays(np.int64, (n,), elements=st.integers(0, m)).filter(lambda c: c.sum())
-            )
-            return counts.astype(np.float64)
-        if fam == "normal_normal":
-            return draw(hnp.arrays(np.int64, (n,), elements=values)).astype(np.float64)
-        d = draw(st.integers(1, d_max))
-        X = draw(hnp.arrays(np.int64, (n, d), elements=values)).astype(np.float64)
-        y = draw(hnp.arrays(np.int64, (n,), elements=values)).astype(np.float64)
-        return X, y
+    return _conjugate(fam, lo_n, hi_n, d_max, m)
 
-    return build()
+
+# ----------------------------------------------------------------------------- builders
+# Module-level composites: building one per call of a public function costs Hypothesis a
+# source inspection every time a strategy is drawn inside another.
+@st.composite
+def _psd(
+    draw: Any, lo_p: int, hi_p: int, lo_r: int, hi_r: int, decades: int, m: int
+) -> np.ndarray:
+    p = draw(st.integers(max(lo_p, lo_r), hi_p))
+    r = draw(st.integers(lo_r, min(hi_r, p)))
+    if r == 0:
+        return np.zeros((p, p))
+    G = draw(
+        hnp.arrays(np.int64, (p, r), elements=st.integers(-m, m)).filter(_full_column_rank)
+    ).astype(np.float64)
+    scales = 10.0 ** -np.array(draw(st.lists(st.integers(0, decades), min_size=r, max_size=r)))
+    L = (G * scales) @ G.T
+    return 0.5 * (L + L.T)
+
+
+@st.composite
+def _cpi(
+    draw: Any, lo_p: int, hi_p: int, ties: bool, negative_b: bool | None, m: int
+) -> np.ndarray:
+    p = draw(st.integers(lo_p, hi_p))
+    if ties:
+        d = draw(st.lists(st.integers(1, m + p), min_size=p, max_size=p))
+    else:
+        d = draw(st.permutations(range(1, p + 1)))
+    neg = draw(st.booleans()) if negative_b is None else negative_b
+    if neg:
+        a = draw(st.integers(1, m))
+        b = -a * draw(st.sampled_from((0.25, 0.5, 0.75, 1.0))) / p
+    else:
+        a = draw(st.integers(0, m))
+        b = float(draw(st.integers(0, m)))
+    d = np.asarray(d, dtype=np.float64)
+    return np.diag(d) + a * np.eye(p) + b * np.ones((p, p))
+
+
+@st.composite
+def _dominant(draw: Any, lo_p: int, hi_p: int, m: int) -> DominantCase:
+    p = draw(st.integers(lo_p, hi_p))
+    k = draw(st.integers(1, p // 2))
+    eps = draw(st.sampled_from((0.5, 0.25, 0.75, 0.1)))
+    bound = (1 + eps) / (1 - eps)
+    E = np.zeros((p, p))
+    iu = np.triu_indices(p, 1)
+    E[iu] = draw(st.lists(st.integers(-m, m), min_size=iu[0].size, max_size=iu[0].size))
+    E = E + E.T
+    need = np.floor(np.abs(E).sum(axis=1) / eps) + 1  # ε Λ_ii > Σ_j |Λ_ij|
+    small = need[k:] + np.array(draw(st.lists(st.integers(0, 3), min_size=p - k, max_size=p - k)))
+    floor_large = np.floor(bound * small.max()) + 1
+    large = np.maximum(need[:k], floor_large) + np.array(
+        draw(st.lists(st.integers(0, 3), min_size=k, max_size=k))
+    )
+    Lam = E + np.diag(np.concatenate([large, small]))
+    order = np.asarray(draw(st.permutations(range(p))))
+    return DominantCase(Lam[np.ix_(order, order)], k, float(eps))  # relabelled
+
+
+@st.composite
+def _subsets(draw: Any, p: int, lo: int, hi: int) -> np.ndarray:
+    size = draw(st.integers(lo, hi))
+    return np.asarray(draw(st.permutations(range(p)))[:size], dtype=np.int64)
+
+
+@st.composite
+def _supersets(draw: Any, S: np.ndarray, rest: list[int], hi: int) -> np.ndarray:
+    extra = draw(st.permutations(rest))[: draw(st.integers(0, hi - S.size))]
+    return np.asarray(draw(st.permutations([*S.tolist(), *extra])), dtype=np.int64)
+
+
+@st.composite
+def _nested(draw: Any, p: int, lo: int) -> tuple[np.ndarray, np.ndarray]:
+    sup = draw(subsets(p=p, min_size=lo))
+    sub = draw(st.permutations(sup.tolist()))[: draw(st.integers(lo, sup.size))]
+    return np.asarray(sub, dtype=np.int64), sup
+
+
+@st.composite
+def _ggn_factor(
+    draw: Any, lik: str, lo_n: int, hi_n: int, lo_p: int, hi_p: int, C: int, m: int
+) -> GGNFactor:
+    n, p = draw(st.integers(lo_n, hi_n)), draw(st.integers(lo_p, hi_p))
+    out = (n, C) if lik == "multiclass" else (n,)
+    J = draw(hnp.arrays(np.int64, (*out, p), elements=st.integers(-m, m)))
+    f = draw(hnp.arrays(np.int64, out, elements=st.integers(-2 * m, 2 * m))) / 2.0
+    return GGNFactor(J.astype(np.float64), f, lik)
+
+
+@st.composite
+def _conjugate(draw: Any, fam: str, lo_n: int, hi_n: int, d_max: int, m: int) -> Any:
+    n = draw(st.integers(lo_n, hi_n))
+    if fam == "poisson_gamma":
+        counts = draw(
+            hnp.arrays(np.int64, (n,), elements=st.integers(0, m)).filter(_positive_total)
+        )
+        return counts.astype(np.float64)
+    if fam == "normal_normal":
+        return draw(hnp.arrays(np.int64, (n,), elements=st.integers(-m, m))).astype(np.float64)
+    d = draw(st.integers(1, d_max))
+    X = draw(hnp.arrays(np.int64, (n, d), elements=st.integers(-m, m))).astype(np.float64)
+    y = draw(hnp.arrays(np.int64, (n,), elements=st.integers(-m, m))).astype(np.float64)
+    return X, y
