@@ -1,8 +1,9 @@
 """The ``laplace-lab`` console script: a thin parser that collects each layer's subcommands.
 
-``check`` (:mod:`laplace_lab.paper_checks.cli`), ``study`` (:mod:`laplace_lab.studies.cli`)
-and ``bench`` (:mod:`laplace_lab.benchmarks.cli`). Building the parser imports no claim,
-study or benchmark module; a mistake in the arguments is one line on stderr and exit code 2.
+``check`` (:mod:`laplace_lab.paper_checks.cli`), ``study`` (:mod:`laplace_lab.studies.cli`),
+``bench`` (:mod:`laplace_lab.benchmarks.cli`) and ``validate``
+(:mod:`laplace_lab.conformance.cli`). Building the parser imports no claim, study, benchmark
+or conformance case; a mistake in the arguments is one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from laplace_lab.benchmarks.cli import add_bench_parser
+from laplace_lab.conformance.cli import add_validate_parser
 from laplace_lab.paper_checks.cli import add_check_parser
 from laplace_lab.studies.cli import add_study_parser
 
@@ -27,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     add_check_parser(sub)
     add_study_parser(sub)
     add_bench_parser(sub)
+    add_validate_parser(sub)
     return parser
 
 
