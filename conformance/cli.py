@@ -1,8 +1,10 @@
-"""``laplace-lab validate --target MODULE:CALLABLE [--case NAME ...] [--out DIR] [--seed S]``.
+"""``laplace-lab validate --target MODULE:CALLABLE [--case NAME ...] [--out DIR] [--seed S]
+[--plugin MODULE] [--list]``.
 
 Runs the registered conformance cases on the target and writes ``index.html``,
 ``report.md`` and ``conformance.json``; exits 1 if any case FAILs or ERRORs. ``--list``
-prints the cases. Building the parser imports nothing of the suite and no torch.
+prints the cases; ``--plugin`` imports a module that registers more. Building the parser
+imports nothing of the suite and no torch.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ __all__ = ["add_validate_parser"]
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from laplace_lab._plugins import load_plugin
     from laplace_lab.conformance import cases, validate, write_validation_report
 
+    for module in args.plugin or ():
+        load_plugin(module, "conformance case plugin")
     if args.list:
         for name, case in cases().items():
             print(f"{name}: {case.capability} on {case.problem} — {case.description}")
@@ -54,5 +59,8 @@ def add_validate_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
     cmd.add_argument("--out", default="validation", help="report folder (default: validation)")
     cmd.add_argument("--seed", type=int, default=0, help="rebuilds every case (default: 0)")
     cmd.add_argument("--list", action="store_true", help="list the cases and exit")
+    cmd.add_argument(
+        "--plugin", action="append", metavar="MODULE", help="import a module of your own cases"
+    )
     cmd.set_defaults(handler=_validate)
     return cmd

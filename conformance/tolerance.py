@@ -17,9 +17,7 @@ The first term is the effect of a relative perturbation γ of Ω (δv = −wᵀ�
 ‖Ω‖₂‖w‖² ≥ v, so it is at least a relative error γ·v and grows with the conditioning of Ω),
 the second that of a relative perturbation γ of the Jacobian row g, the third that of an
 evaluation by Woodbury, which subtracts from the prior variance gᵀV⁻¹g; the factor 4
-absorbs the constants of the bounds. In float64 this is ≈ 1e-13 relative on the suite's
-cases; in float32 ≈ 1e-5 to 1e-4 (a correct float32 implementation differs by ≈ 2e-7 on a
-well-conditioned case).
+absorbs the constants of the bounds.
 
 The same γ serves the other quantities:
 

@@ -140,3 +140,46 @@ wrong_samples = _with(posterior_samples=samples_without_noise)
 wrong_evidence = _with(log_marginal_likelihood=lml_prior_twice)
 wrong_low_rank = _with(low_rank_predictive_variance=low_rank_plus_one)
 wrong_greedy = _with(subset_masks={"greedy_laplace": greedy_is_gradient})
+
+
+def dense_float32(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, subset=None
+):
+    """A correct dense implementation that computes in float32 whatever the model's dtype:
+    torch.func Jacobians, Ω formed and solved in float32."""
+    import copy
+
+    import torch
+
+    net = copy.deepcopy(model).float()
+    params = dict(net.named_parameters())
+
+    def jac(X):
+        def f(p, x):
+            return torch.func.functional_call(net, p, (x[None],)).reshape(-1)
+
+        J = torch.func.vmap(torch.func.jacrev(f), in_dims=(None, 0))(params, X.float())
+        n, c = X.shape[0], net(X[:1].float()).numel()
+        return torch.cat([J[k].reshape(n, c, -1) for k in params], dim=-1).detach()
+
+    J, G = jac(X_train), jac(X_test)  # (N, C, p)
+    with torch.no_grad():
+        f = net(X_train.float()).reshape(len(X_train), -1)
+    if likelihood == "regression":
+        H = torch.full((len(f), 1, 1), 1.0 / noise_var)
+    elif likelihood == "binary":
+        s = torch.sigmoid(f[:, 0])
+        H = (s * (1 - s))[:, None, None]
+    else:
+        pi = torch.softmax(f, dim=1)
+        H = torch.diag_embed(pi) - pi[:, :, None] * pi[:, None, :]
+    p = J.shape[-1]
+    V = torch.as_tensor(
+        np.broadcast_to(np.asarray(prior_precision, dtype=np.float32), (p,)).copy()
+    )
+    S = torch.arange(p) if subset is None else torch.as_tensor(np.asarray(subset))
+    J, G, V = J[..., S], G[..., S], V[S]
+    Omega = torch.einsum("ncp,ncd,ndq->pq", J, H.float(), J) + torch.diag(V)
+    W = torch.linalg.solve(Omega, G.reshape(-1, len(S)).T).T
+    v = (W * G.reshape(-1, len(S))).sum(1).reshape(G.shape[:2])
+    return (v if likelihood == "multiclass" else v[:, 0]).numpy()

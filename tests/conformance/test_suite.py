@@ -117,3 +117,38 @@ def test_command_line_exit_codes(tmp_path, capsys):
     assert main(["validate", "--target", "no_such_module:f"]) == 2
     assert "cannot import target module 'no_such_module'" in capsys.readouterr().err
     assert main(["validate", "--target", OURS, "--case", "no/such-case"]) == 2
+
+
+def test_the_documented_way_to_add_a_case_works(tmp_path):
+    # docs/architecture.md, "A conformance case": its example registered through --plugin
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
+    section = doc[doc.index("### A conformance case") :]
+    (tmp_path / "my_cases.py").write_text(
+        re.findall(r"```python\n(.*?)```", section, re.DOTALL)[0]
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {"PYTHONPATH": f"{tmp_path}:{root}", "PATH": "/usr/bin:/bin"}
+
+    def run(target: str) -> subprocess.CompletedProcess:
+        args = ["validate", "--plugin", "my_cases", "--target", target]
+        args += ["--case", "predictive/mlp-binary-first-point", "--out", str(tmp_path / "out")]
+        code = f"import sys; from laplace_lab.cli import main; sys.exit(main({args!r}))"
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    good = run(OURS)
+    assert good.returncode == 0, good.stderr
+    assert "predictive/mlp-binary-first-point: PASS" in good.stdout
+    bad = run("tests.conformance.mutant_targets:prior_twice")
+    assert bad.returncode == 1 and "predictive/mlp-binary-first-point: FAIL" in bad.stdout

@@ -7,29 +7,11 @@ written here, independent of the code the blocks call.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import re
-from pathlib import Path
-
 import numpy as np
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.readme import python_blocks, run_block
 
-
-def _section_blocks(title: str) -> list[str]:
-    text = README.read_text()
-    start = text.index(f"## {title}\n")
-    end = text.find("\n## ", start + 1)
-    section = text[start : end if end > 0 else None]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
-
-
-def _run(code: str) -> dict:
-    namespace: dict = {"__name__": "readme_block"}
-    with contextlib.redirect_stdout(io.StringIO()):
-        exec(compile(code, str(README), "exec"), namespace)
-    return namespace
+SECTION = "## Property-testing your own conjecture"
 
 
 def _dense_ipv(Lam: np.ndarray, S: list[int], n: float) -> float:
@@ -41,11 +23,11 @@ def _dense_ipv(Lam: np.ndarray, S: list[int], n: float) -> float:
 
 
 def test_readme_has_the_two_conjectures():
-    assert len(_section_blocks("Property-testing your own conjecture")) == 2
+    assert len(python_blocks(SECTION)) == 2
 
 
 def test_ipv_is_not_submodular():
-    ns = _run(_section_blocks("Property-testing your own conjecture")[0])
+    ns = run_block(python_blocks(SECTION)[0])
     Lam, S, T = ns["Lam"], list(ns["S"]), list(ns["T"])
     assert Lam.shape == (3, 3) and np.array_equal(Lam, Lam.T)
     assert np.array_equal(Lam, np.round(Lam)) and np.linalg.eigvalsh(Lam)[0] >= -1e-12
@@ -69,7 +51,7 @@ def _literal_greedy(Omega: np.ndarray, k: int) -> list[int]:
 
 
 def test_greedy_laplace_can_lose_to_subnet_diagonal_without_ties():
-    ns = _run(_section_blocks("Property-testing your own conjecture")[1])
+    ns = run_block(python_blocks(SECTION)[1])
     J = ns["J"]
     assert J.shape[1] == 3 and np.array_equal(J, np.round(J))
     Omega = J.T @ J + np.eye(3)
