@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from laplace_lab._random import as_generator
+from laplace_lab.conformance.contract import MASK_METHODS
 from laplace_lab.numerics import (
     GGN,
     LowRankLaplace,
@@ -185,18 +186,7 @@ def _selector(name: str):
     return select_subset
 
 
-predictive_variance.subset_masks = {
-    name: _selector(name)
-    for name in (
-        "gradient_laplace",
-        "greedy_laplace",
-        "subnet_diagonal",
-        "largest_magnitude",
-        "largest_marginal_variance",
-        "last_k",
-        "neural_linear",
-    )
-}
+predictive_variance.subset_masks = {name: _selector(name) for name in MASK_METHODS}
 predictive_variance.posterior_samples = posterior_samples
 predictive_variance.log_marginal_likelihood = log_marginal_likelihood
 predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance

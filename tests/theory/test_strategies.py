@@ -157,3 +157,13 @@ def test_missing_hypothesis_is_one_clear_import_error(tmp_path):
     )
     assert out.returncode == 1
     assert "pip install 'laplace-lab[strategies]'" in out.stderr
+
+
+def test_strategies_import_from_the_installed_package(tmp_path):
+    (tmp_path / "theory.py").write_text("raise RuntimeError('the user module was imported')")
+    code = "import laplace_lab.theory.strategies as s; print(len(s.__all__))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) >= 6
