@@ -31,8 +31,6 @@ from laplace_lab.theory import BayesianLinearRegression
 
 __all__ = ["PROBLEMS", "Problem", "build_problem", "problem_names"]
 
-LIKELIHOODS = ("regression", "binary", "multiclass")
-
 
 @dataclass(eq=False)
 class Problem:
@@ -95,20 +93,6 @@ class Problem:
     def fresh_model(self) -> Any:
         """A deep copy of the model (a target that modifies its model cannot leak)."""
         return copy.deepcopy(self.model)
-
-    def describe(self) -> str:
-        """One line: model, sizes, likelihood, dtype, prior, noise and subset."""
-        sub = "all parameters" if self.subset is None else f"subset {self.subset.tolist()}"
-        prior = (
-            f"α={self.prior_precision:g}"
-            if isinstance(self.prior_precision, float)
-            else "diagonal V"
-        )
-        return (
-            f"{type(self.model).__name__} p={self.p}, N={len(self.X_train)}, "
-            f"M={len(self.X_test)}, {self.likelihood}, {str(self.dtype).split('.')[-1]}, "
-            f"{prior}, σ0²={self.noise_var:g}, {sub}"
-        )
 
 
 PROBLEMS: dict[str, Callable[[np.random.Generator], dict[str, Any]]] = {}
