@@ -134,21 +134,22 @@ def test_the_documented_way_to_add_a_case_works(tmp_path):
     root = Path(__file__).resolve().parents[2]
     env = {"PYTHONPATH": f"{tmp_path}:{root}", "PATH": "/usr/bin:/bin"}
 
-    def run(target: str) -> subprocess.CompletedProcess:
-        args = ["validate", "--plugin", "my_cases", "--target", target]
-        args += ["--case", "predictive/mlp-binary-first-point", "--out", str(tmp_path / "out")]
-        code = f"import sys; from laplace_lab.cli import main; sys.exit(main({args!r}))"
-        return subprocess.run(
-            [sys.executable, "-c", code],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
-    good = run(OURS)
-    assert good.returncode == 0, good.stderr
-    assert "predictive/mlp-binary-first-point: PASS" in good.stdout
-    bad = run("tests.conformance.mutant_targets:prior_twice")
-    assert bad.returncode == 1 and "predictive/mlp-binary-first-point: FAIL" in bad.stdout
+    case = ("--case", "predictive/mlp-binary-first-point", "--plugin", "my_cases")
+    targets = {"good": OURS, "bad": "tests.conformance.mutant_targets:prior_twice"}
+    runs = [
+        ["validate", "--target", target, "--out", str(tmp_path / name), *case]
+        for name, target in targets.items()
+    ]
+    code = f"from laplace_lab.cli import main; print([main(a) for a in {runs!r}])"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[0, 1]"  # exit codes: conformant, not
+    assert "predictive/mlp-binary-first-point: PASS" in out.stdout
+    assert "predictive/mlp-binary-first-point: FAIL" in out.stdout
