@@ -3,6 +3,10 @@ PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# laplace-torch 0.3 and the backends it imports, without their torchvision requirement
+# (never imported at run time; torchvision from PyPI breaks beside the CPU torch). Their
+# other dependencies come with the extras (pyproject.toml, [laplace-torch]).
+LAPLACE_TORCH := laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1 asdfghjkl==0.1a4
 
 .PHONY: test check lint format bench clean
 
@@ -10,6 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --no-deps $(LAPLACE_TORCH)
 	touch $(STAMP)
 
 test: $(STAMP)

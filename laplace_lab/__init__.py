@@ -12,6 +12,8 @@ paper_checks
     Every checkable claim of the five papers as an executable check with a verdict.
 benchmarks
     Side-by-side timings printed as ratios.
+conformance
+    Validates any Laplace implementation against closed forms and a dense float64 oracle.
 """
 
 from importlib.metadata import PackageNotFoundError, version

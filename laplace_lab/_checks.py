@@ -23,9 +23,13 @@ import numpy as np
 
 __all__ = [
     "PSD_RTOL",
+    "ROUNDOFF_ULPS",
     "SYMMETRY_RTOL",
     "as_psd_matrix",
     "check_nested",
+    "check_psd_spectrum",
+    "check_symmetry",
+    "dtype_eps",
     "integer",
     "isotropic_prior",
     "nonnegative_float",
@@ -41,10 +45,14 @@ __all__ = [
     "subset_size",
 ]
 
-#: Relative tolerance for the symmetry of Λ: ‖Λ − Λᵀ‖_max ≤ SYMMETRY_RTOL · ‖Λ‖_max.
+#: Relative tolerance for the symmetry of a float64 Λ: ‖Λ − Λᵀ‖_max ≤ SYMMETRY_RTOL · ‖Λ‖_max.
 SYMMETRY_RTOL = 1e-10
-#: Relative tolerance for PSD-ness: λ_min(Λ) ≥ −PSD_RTOL · max(1, p/100) · λ_max(Λ).
+#: Relative tolerance for PSD-ness of a float64 Λ: λ_min ≥ −PSD_RTOL · max(1, p/100) · λ_max.
 PSD_RTOL = 1e-10
+#: In a lower precision both tolerances are ROUNDOFF_ULPS · eps(dtype) when that is larger:
+#: 4096 ulps bound the worst-case rounding error n·u (u = eps/2) of sums of up to 8192 terms,
+#: e.g. the entries of a Gram matrix GᵀG formed in float32 (4.9e-4 relative in float32).
+ROUNDOFF_ULPS = 4096
 
 
 def _is_integer(value: object) -> bool:
@@ -135,33 +143,76 @@ def real_array(value: object, name: str) -> np.ndarray:
     return A
 
 
+def dtype_eps(dtype: object) -> float:
+    """Machine epsilon of a floating dtype of any backend (NumPy, torch, array-API); the
+    float64 epsilon for integer and unknown dtypes (their values are exact)."""
+    if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+        name = np.dtype(dtype).name
+    else:  # torch.float32, array_api_strict.float32, ...
+        name = str(dtype).rsplit(".", 1)[-1]
+    if name == "bfloat16":
+        return 2.0**-7
+    if name in ("float16", "float32", "float64", "longdouble", "float128"):
+        return float(np.finfo(name).eps)
+    return float(np.finfo(np.float64).eps)
+
+
+def _rtol(base: float, dtype: object) -> float:
+    return max(base, ROUNDOFF_ULPS * dtype_eps(dtype))
+
+
+def check_symmetry(asym: float, scale: float, dtype: object, name: str = "Lam") -> None:
+    """Raise unless max|Λ − Λᵀ| = ``asym`` is roundoff of ``dtype`` relative to max|Λ| = ``scale``.
+
+    The tolerance is ``SYMMETRY_RTOL`` (float64) or ``ROUNDOFF_ULPS`` · eps(dtype) when larger
+    (4.9e-4 in float32), so a Gram matrix formed in float32 by torch or NumPy is accepted. A
+    nearly symmetric matrix (asymmetry ≤ 1% of its scale) gets the fix in the message.
+    """
+    rtol = _rtol(SYMMETRY_RTOL, dtype)
+    if asym > rtol * scale:
+        hint = (
+            f"; if the asymmetry is roundoff, pass the symmetric part ({name} + {name}.T) / 2"
+            if asym <= 1e-2 * scale
+            else ""
+        )
+        raise ValueError(
+            f"{name} must be symmetric; got max |{name} - {name}.T| = {asym:.3g}, above "
+            f"{rtol:.3g} * max |{name}| = {rtol * scale:.3g} for dtype {dtype}{hint}"
+        )
+
+
+def check_psd_spectrum(
+    eig_min: float, eig_max: float, p: int, dtype: object, name: str = "Lam"
+) -> None:
+    """Raise unless λ_min ≥ −rtol · max(1, p/100) · max(λ_max, 0), rtol = ``PSD_RTOL`` (float64)
+    or ``ROUNDOFF_ULPS`` · eps(dtype) when larger: a PSD matrix rounded to ``dtype`` passes."""
+    floor = -_rtol(PSD_RTOL, dtype) * max(1.0, p / 100) * max(float(eig_max), 0.0)
+    if eig_min < floor:
+        raise ValueError(
+            f"{name} must be positive semi-definite; got smallest eigenvalue {eig_min:.3g} "
+            f"(tolerance {floor:.3g} for dtype {dtype})"
+        )
+
+
 def as_psd_matrix(Lam: object, name: str = "Lam") -> np.ndarray:
     """``Lam`` as a symmetric float64 PSD matrix, or an error naming it.
 
-    Symmetric and PSD are checked up to roundoff (``SYMMETRY_RTOL``, ``PSD_RTOL``); the
-    returned matrix is the exact symmetrisation (Λ + Λᵀ)/2.
+    Symmetric and PSD are checked up to the roundoff of the input's dtype
+    (:func:`check_symmetry`, :func:`check_psd_spectrum`: 1e-10 relative in float64, 4.9e-4 in
+    float32); the returned matrix is the exact symmetrisation (Λ + Λᵀ)/2 in float64.
     """
-    A = real_array(Lam, name).astype(np.float64, copy=False)
+    raw = real_array(_host(Lam), name)
+    A = raw.astype(np.float64, copy=False)
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty square matrix; got shape {A.shape}")
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} must be finite; it contains NaN or Inf")
     scale = float(np.max(np.abs(A)))
-    asym = float(np.max(np.abs(A - A.T)))
-    if asym > SYMMETRY_RTOL * scale:
-        raise ValueError(
-            f"{name} must be symmetric; max |{name} - {name}.T| = {asym:.3g} "
-            f"exceeds {SYMMETRY_RTOL:g} * max |{name}| = {SYMMETRY_RTOL * scale:.3g}"
-        )
+    check_symmetry(float(np.max(np.abs(A - A.T))), scale, raw.dtype, name)
     A = 0.5 * (A + A.T)
     if scale > 0.0:
         eig = np.linalg.eigvalsh(A)
-        floor = -PSD_RTOL * max(1.0, A.shape[0] / 100) * max(float(eig[-1]), 0.0)
-        if eig[0] < floor:
-            raise ValueError(
-                f"{name} must be positive semi-definite; its smallest eigenvalue is "
-                f"{eig[0]:.3g} (tolerance {floor:.3g})"
-            )
+        check_psd_spectrum(float(eig[0]), float(eig[-1]), A.shape[0], raw.dtype, name)
     return A
 
 

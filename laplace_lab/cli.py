@@ -1,8 +1,9 @@
 """The ``laplace-lab`` console script: a thin parser that collects each layer's subcommands.
 
-``check`` (:mod:`laplace_lab.paper_checks.cli`), ``study`` (:mod:`laplace_lab.studies.cli`)
-and ``bench`` (:mod:`laplace_lab.benchmarks.cli`). Building the parser imports no claim,
-study or benchmark module.
+``check`` (:mod:`laplace_lab.paper_checks.cli`), ``study`` (:mod:`laplace_lab.studies.cli`),
+``bench`` (:mod:`laplace_lab.benchmarks.cli`) and ``validate``
+(:mod:`laplace_lab.conformance.cli`). Building the parser imports no claim, study,
+benchmark or conformance case.
 
 One convention for every subcommand: a handler returns an exit status or raises, and
 :func:`main` turns what it raises into one line on stderr, ``laplace-lab <command>: error:
@@ -26,6 +27,7 @@ from typing import NoReturn
 
 from laplace_lab._progress import quiet_progress
 from laplace_lab.benchmarks.cli import add_bench_parser
+from laplace_lab.conformance.cli import add_validate_parser
 from laplace_lab.paper_checks.cli import add_check_parser
 from laplace_lab.studies.cli import add_study_parser
 from laplace_lab.studies.executors import ReplicationError
@@ -58,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     add_check_parser(sub)
     add_study_parser(sub)
     add_bench_parser(sub)
+    add_validate_parser(sub)
     return parser
 
 

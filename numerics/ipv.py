@@ -27,7 +27,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from laplace_lab._checks import PSD_RTOL, SYMMETRY_RTOL, positive_float, subset
+from laplace_lab._checks import check_psd_spectrum, check_symmetry, positive_float, subset
 from laplace_lab.numerics.backend import (
     as_float,
     cholesky,
@@ -84,15 +84,9 @@ def _lam_setup(
     if L.ndim != 2 or L.shape[0] != L.shape[1] or L.shape[0] == 0:
         raise ValueError(f"Lam must be a non-empty square matrix; got shape {tuple(L.shape)}")
     scale = float(xp.max(xp.abs(L)))
-    if float(xp.max(xp.abs(L - L.T))) > SYMMETRY_RTOL * max(scale, 1e-300):
-        raise ValueError("Lam must be symmetric")
+    check_symmetry(float(xp.max(xp.abs(L - L.T))), max(scale, 1e-300), L.dtype)
     w = np.asarray(to_numpy(eigh(L)[0]), dtype=np.float64)  # PSD, as theory.ipv requires
-    floor = -PSD_RTOL * max(1.0, L.shape[0] / 100) * max(float(w[-1]), 0.0)
-    if w[0] < floor:
-        raise ValueError(
-            f"Lam must be positive semi-definite; its smallest eigenvalue is {w[0]:.3g} "
-            f"(tolerance {floor:.3g})"
-        )
+    check_psd_spectrum(float(w[0]), float(w[-1]), L.shape[0], L.dtype)
     c = positive_float(noise_var, "noise_var") / positive_float(n, "n")
     return L, c, prior_vector(prior_precision, L.shape[0], L)
 

@@ -9,7 +9,14 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = {"theory": 0, "numerics": 1, "studies": 2, "paper_checks": 3, "benchmarks": 3}
+LAYERS = {
+    "theory": 0,
+    "numerics": 1,
+    "studies": 2,
+    "paper_checks": 3,
+    "benchmarks": 3,
+    "conformance": 3,
+}
 
 
 def _run(code: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -32,7 +39,7 @@ def test_every_package_folder_is_installed_under_the_namespace():
 
 
 def test_a_users_own_theory_module_does_not_shadow_ours(tmp_path):
-    for name in ("theory", "numerics", "studies", "paper_checks", "benchmarks"):
+    for name in ("theory", "numerics", "studies", "paper_checks", "benchmarks", "conformance"):
         (tmp_path / f"{name}.py").write_text("raise RuntimeError('the user module was imported')")
     out = _run(
         "import laplace_lab.numerics, laplace_lab.theory, laplace_lab.studies; "
@@ -48,11 +55,11 @@ def test_the_parser_imports_no_claim_study_or_torch(tmp_path):
         "import sys; from laplace_lab.cli import _parser; _parser(); "
         "print(sorted(m for m in sys.modules if m == 'torch' or m == 'matplotlib' "
         "or m.startswith(('laplace_lab.paper_checks.', 'laplace_lab.studies.catalog', "
-        "'laplace_lab.benchmarks.bench_'))))",
+        "'laplace_lab.benchmarks.bench_', 'laplace_lab.conformance.'))))",
         tmp_path,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "['laplace_lab.paper_checks.cli']"
+    assert out.stdout.strip() == "['laplace_lab.conformance.cli', 'laplace_lab.paper_checks.cli']"
 
 
 def test_study_list_runs_without_torch(tmp_path):
@@ -95,3 +102,13 @@ def test_layers_import_downwards_and_no_private_module_of_another_layer():
                     if layer != folder:
                         private = [p for p in parts[2:] if p.startswith("_")]
                         assert not private, f"{path} imports the private module {name}"
+
+
+def test_nothing_but_the_command_line_imports_the_conformance_suite():
+    for folder in LAYERS:
+        if folder == "conformance":
+            continue
+        for path in (ROOT / folder).rglob("*.py"):
+            hits = [n for n in _imports(path) if n.startswith("laplace_lab.conformance")]
+            assert not hits, f"{path} imports {hits}"
+    assert _imports(ROOT / "laplace_lab" / "cli.py") >= {"laplace_lab.conformance.cli"}

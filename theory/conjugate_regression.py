@@ -207,6 +207,25 @@ class BayesianLinearRegression(_Regression):
     def _plugin(self, theta: np.ndarray, x_new: np.ndarray) -> tuple[float, float]:
         return float(theta @ x_new), float(np.sqrt(self.noise_var))
 
+    def log_evidence(self, data: Any) -> float:
+        """The log marginal likelihood log p(y | X) = log N(y; X m0, σ²I + X S0 Xᵀ).
+
+        From the sufficient statistics, with P = S0⁻¹ + XᵀX/σ² and m_n the posterior mean:
+        log p(y) = −(n/2) log(2πσ²) − ½ log det(S0 P) − ½ (yᵀy/σ² + m0ᵀS0⁻¹m0 − m_nᵀPm_n).
+        For this Gaussian-linear model the Laplace approximation at the MAP is exact, so it
+        equals the Laplace log marginal likelihood of linearized Laplace on f(x) = xᵀw.
+
+        Parameters
+        ----------
+        data : (X, y) or RegressionStats
+        """
+        s = self.sufficient_statistics(data)
+        m, P = self._post_w(s, self.noise_var)
+        _, logdet = np.linalg.slogdet(self.prior_cov @ P)
+        m0 = self.prior_mean
+        quad = s.yty / self.noise_var + m0 @ self.prior_precision @ m0 - m @ P @ m
+        return float(-0.5 * s.n * (_LOG_2PI + np.log(self.noise_var)) - 0.5 * logdet - 0.5 * quad)
+
     def _sample(self, rng: np.random.Generator, n: int, theta_true: Any) -> tuple:
         w = np.asarray(theta_true, dtype=np.float64)
         if w.shape != (self.d,):

@@ -14,7 +14,7 @@ from laplace_lab.theory import (
     random_diagonally_dominant,
     random_psd,
 )
-from tests.strategies import cpi_matrices
+from laplace_lab.theory.strategies import cpi_matrices
 
 
 @given(cpi_matrices())

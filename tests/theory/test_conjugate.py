@@ -126,6 +126,18 @@ def test_poisson_fisher_is_eq35_and_matches_finite_differences(rng):
 
 
 # ------------------------------------------------------------- Bayesian linear regression
+def test_blr_log_evidence_is_the_gaussian_marginal_of_y(rng):
+    d, n = 3, 9
+    m0 = np.array([0.5, -1.0, 0.2])
+    A = rng.standard_normal((d, d))
+    S0 = A @ A.T + np.eye(d)
+    m = BayesianLinearRegression(m0, S0, noise_var=0.7)
+    X, y = m.sample_data(n, np.array([1.0, 2.0, -0.5]), rng=rng)
+    ref = stats.multivariate_normal(X @ m0, 0.7 * np.eye(n) + X @ S0 @ X.T).logpdf(y)
+    assert m.log_evidence((X, y)) == pytest.approx(ref, rel=1e-12)
+    assert m.log_evidence(m.sufficient_statistics((X, y))) == pytest.approx(ref, rel=1e-12)
+
+
 def test_blr_predictive_equals_dense_gaussian_conditioning(rng):
     d, n = 3, 12
     m0 = np.array([0.5, -1.0, 0.0])

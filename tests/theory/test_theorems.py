@@ -19,27 +19,41 @@ from laplace_lab.theory import (
     random_psd,
     theorem1_decomposition,
 )
-from tests.strategies import (
+from laplace_lab.theory.strategies import (
     cpi_matrices,
-    dominant_with_ratio,
+    dominant_matrices,
     nested_subsets,
-    noise_vars,
-    prior_vectors,
+    noise_variances,
+    prior_precisions,
     psd_matrices,
-    psd_with_dead_parameters,
     sample_sizes,
 )
 
 
-@given(psd_matrices(max_p=9), sample_sizes, noise_vars, st.data())
+@st.composite
+def psd_with_dead_parameters(draw, max_p: int = 9):
+    """Λ with exact zero rows/columns ("dead" parameters, e.g. inactive ReLU units) around a
+    PSD block of condition ≤ 1e4: Λ_SS is exactly singular whenever S holds a
+    dead index."""
+    p = draw(st.integers(2, max_p))
+    size = draw(st.integers(1, p))
+    full_rank = psd_matrices(min_p=size, max_p=size, min_rank=size, max_cond=10.0)
+    block = draw(full_rank.filter(lambda B: np.linalg.cond(B) <= 1e4))
+    live = np.asarray(draw(st.permutations(range(p))))[:size]
+    Lam = np.zeros((p, p))
+    Lam[np.ix_(live, live)] = block
+    return Lam
+
+
+@given(psd_matrices(max_p=9, max_cond=1e10), sample_sizes(), noise_variances(), st.data())
 def test_theorem1_monotonicity_regression(Lam, n, s2, data):
-    S, S_sup = data.draw(nested_subsets(Lam.shape[0]))
-    v = data.draw(prior_vectors(Lam.shape[0]))
+    S, S_sup = data.draw(nested_subsets(p=Lam.shape[0]))
+    v = data.draw(prior_precisions(p=Lam.shape[0]))
     check = check_monotonicity(Lam, S, S_sup, n=n, noise_var=s2, prior_precision=v)
     assert check.holds, check.details
 
 
-@given(psd_matrices(max_p=8), sample_sizes, st.data())
+@given(psd_matrices(max_p=8), sample_sizes(), st.data())
 def test_theorem1_monotonicity_classification(G_scale, n, data):
     # Λ^C = E[ū ḡ ḡᵀ] from weighted samples, σ0² = 1 (Appendix A.3).
     p = G_scale.shape[0]
@@ -47,19 +61,19 @@ def test_theorem1_monotonicity_classification(G_scale, n, data):
     g = rng.multivariate_normal(np.zeros(p), G_scale, size=50, method="eigh")
     prob = rng.uniform(0.01, 0.99, size=50)
     LamC = (g * (prob * (1 - prob))[:, None]).T @ g / 50
-    S, S_sup = data.draw(nested_subsets(p))
-    v = data.draw(prior_vectors(p))
+    S, S_sup = data.draw(nested_subsets(p=p))
+    v = data.draw(prior_precisions(p=p))
     assert check_monotonicity(LamC, S, S_sup, n=n, prior_precision=v).holds
 
 
-@given(cpi_matrices(max_p=12), sample_sizes, noise_vars, st.floats(0.1, 10.0), st.data())
+@given(cpi_matrices(max_p=12), sample_sizes(), noise_variances(), st.floats(0.1, 10.0), st.data())
 def test_theorem2_top_and_bottom_k_are_exhaustive_extremes(Lam, n, s2, c, data):
     k = data.draw(st.integers(1, Lam.shape[0]))
     check = check_theorem2(Lam, k, n=n, noise_var=s2, prior_precision=c)
     assert check.premises and check.holds, check.details
 
 
-@given(dominant_with_ratio(max_p=10), sample_sizes, noise_vars, st.floats(0.1, 10.0))
+@given(dominant_matrices(max_p=10), sample_sizes(), noise_variances(), st.floats(0.1, 10.0))
 def test_theorem3_both_parts(case, n, s2, c):
     Lam, k, eps = case
     check = check_theorem3(Lam, k, eps, n=n, noise_var=s2, prior_precision=c)
@@ -73,7 +87,7 @@ def test_theorem1_proof_identity(Lam, n, s2, data):
     perm = data.draw(st.permutations(range(p)))
     cut = data.draw(st.integers(0, p))
     S, T = perm[:cut], perm[cut:]
-    v = data.draw(prior_vectors(p))
+    v = data.draw(prior_precisions(p=p))
     dec = theorem1_decomposition(Lam, S, T, n=n, noise_var=s2, prior_precision=v)
     tol = dec.tolerance
     # Conditioning ≤ 1e4 and c·v ≥ 1e-4 keep the bound far below the terms it guards.

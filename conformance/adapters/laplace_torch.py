@@ -1,0 +1,283 @@
+"""laplace-torch 0.3 behind the conformance contract::
+
+    laplace-lab validate \\
+        --target laplace_lab.conformance.adapters.laplace_torch:predictive_variance
+
+Needs the extra ``laplace-lab[laplace-torch]`` and laplace-torch itself, installed without
+its torchvision requirement (torchvision is never imported by laplace-torch, BackPACK or
+curvlinops at run time; README, "Validating an implementation"):
+
+    pip install 'laplace-lab[laplace-torch]'
+    pip install --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 \\
+        curvlinops-for-pytorch==3.0.1 asdfghjkl==0.1a4
+
+How the contract maps onto laplace-torch's public API, with its defaults (backend
+CurvlinopsGGN, prior mean 0, temperature 1):
+
+- all parameters: ``Laplace(model, lik, subset_of_weights="all", hessian_structure="full")``;
+  a subset: ``subset_of_weights="subnetwork", subnetwork_indices=subset`` (full Hessian);
+- regression: ``sigma_noise = √noise_var``, variances from ``la(X_test)``;
+- classification: the variances are the diagonal of ``la.functional_variance(Js)`` with
+  ``Js`` from ``la.backend.jacobians(X_test)``; laplace-torch has no single-logit Bernoulli
+  likelihood, so a binary model f runs as the two-logit softmax model [0, f], whose GGN is
+  exactly the Bernoulli one (H = σ(f)(1 − σ(f)) on the f-logit) and whose f-logit variance
+  is the contract's;
+- prior: a float, or the vector V (restricted to the subset, in its order);
+- masks: ``LargestMagnitudeSubnetMask``, ``LargestVarianceDiagLaplaceSubnetMask`` (with a
+  ``DiagLaplace`` of the same prior and noise) and ``LastLayerSubnetMask``;
+- samples: ``la.sample(n_samples, generator=torch.Generator().manual_seed(seed))``;
+- evidence: ``la.log_marginal_likelihood()``;
+- low rank: ``hessian_structure="lowrank"`` with ``backend_kwargs={"low_rank": rank}``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["predictive_variance"]
+
+
+def _laplace_torch() -> Any:
+    try:
+        import laplace
+    except ImportError as err:
+        raise ImportError(
+            "this target needs laplace-torch 0.3: pip install 'laplace-lab[laplace-torch]' and "
+            "pip install --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 "
+            "curvlinops-for-pytorch==3.0.1 asdfghjkl==0.1a4"
+        ) from err
+    return laplace
+
+
+def _two_logits(model: Any) -> Any:
+    """The softmax model [0, f] of a one-logit model f (same parameters, same order)."""
+    import torch
+
+    class TwoLogits(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x: Any) -> Any:
+            f = self.inner(x).reshape(x.shape[0], 1)
+            return torch.cat([torch.zeros_like(f), f], dim=1)
+
+    return TwoLogits(model).eval()
+
+
+def _setup(model: Any, X: Any, y: Any, likelihood: str) -> tuple[Any, str, Any]:
+    """(network, laplace-torch likelihood, data loader) for the contract's likelihood."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    if likelihood == "regression":
+        net, lik, target = model, "regression", y.reshape(-1, 1).to(X.dtype)
+    elif likelihood == "binary":
+        net, lik, target = _two_logits(model), "classification", y.long()
+    else:
+        net, lik, target = model, "classification", y.long()
+    return net, lik, DataLoader(TensorDataset(X, target), batch_size=len(X))
+
+
+def _prior(prior_precision: Any, subset: Any, dtype: Any) -> Any:
+    import torch
+
+    if isinstance(prior_precision, float | int):
+        return float(prior_precision)
+    v = np.asarray(prior_precision, dtype=np.float64)
+    return torch.as_tensor(v if subset is None else v[np.asarray(subset)], dtype=dtype)
+
+
+def _noise(likelihood: str, noise_var: float) -> dict[str, float]:
+    return {"sigma_noise": math.sqrt(noise_var)} if likelihood == "regression" else {}
+
+
+def _fit(
+    model: Any,
+    X: Any,
+    y: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    subset: Any = None,
+    structure: str = "full",
+    **options: Any,
+) -> tuple[Any, Any]:
+    import torch
+
+    laplace = _laplace_torch()
+    net, lik, loader = _setup(model, X, y, likelihood)
+    kw = {
+        "prior_precision": _prior(prior_precision, subset, X.dtype),
+        **_noise(likelihood, noise_var),
+    }
+    if subset is None:
+        la = laplace.Laplace(
+            net, lik, subset_of_weights="all", hessian_structure=structure, **kw, **options
+        )
+    else:
+        idx = torch.as_tensor(np.asarray(subset), dtype=torch.long)
+        la = laplace.Laplace(
+            net,
+            lik,
+            subset_of_weights="subnetwork",
+            hessian_structure="full",
+            subnetwork_indices=idx,
+            **kw,
+        )
+    la.fit(loader)
+    return la, net
+
+
+def _variances(la: Any, X_test: Any, likelihood: str) -> np.ndarray:
+    if likelihood == "regression":
+        _, f_var = la(X_test, pred_type="glm")
+        return f_var.reshape(len(X_test)).detach().double().numpy()
+    Js, _ = la.backend.jacobians(X_test)
+    var = la.functional_variance(Js).diagonal(dim1=1, dim2=2).detach().double().numpy()
+    return var[:, 1] if likelihood == "binary" else var
+
+
+def predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    subset: Any = None,
+) -> np.ndarray:
+    """laplace-torch's GLM (linearized) function-space variances; the conformance contract."""
+    la, _ = _fit(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        subset=subset,
+    )
+    return _variances(la, X_test, likelihood)
+
+
+def posterior_samples(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    subset: Any = None,
+    n_samples: int,
+    seed: int,
+) -> np.ndarray:
+    """``la.sample`` with a seeded torch generator."""
+    import torch
+
+    la, _ = _fit(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        subset=subset,
+    )
+    generator = torch.Generator().manual_seed(int(seed))
+    return la.sample(int(n_samples), generator=generator).detach().double().numpy()
+
+
+def log_marginal_likelihood(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+) -> float:
+    """``la.log_marginal_likelihood()`` of the full Laplace approximation."""
+    la, _ = _fit(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+    )
+    return float(la.log_marginal_likelihood().detach())
+
+
+def low_rank_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    rank: int,
+) -> np.ndarray:
+    """``hessian_structure="lowrank"`` (``LowRankLaplace``) with ``low_rank = rank``."""
+    la, _ = _fit(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        structure="lowrank",
+        backend_kwargs={"low_rank": int(rank)},
+    )
+    return _variances(la, X_test, likelihood)
+
+
+def _mask(name: str):
+    def select_subset(
+        model: Any,
+        X_train: Any,
+        y_train: Any,
+        *,
+        likelihood: str,
+        prior_precision: Any,
+        noise_var: float,
+        k: int,
+    ) -> np.ndarray:
+        laplace = _laplace_torch()
+        from laplace.utils import subnetmask
+
+        net, lik, loader = _setup(model, X_train, y_train, likelihood)
+        if name == "largest_magnitude":
+            mask = subnetmask.LargestMagnitudeSubnetMask(net, n_params_subnet=int(k))
+        elif name == "subnet_diagonal":
+            kw = {
+                "prior_precision": _prior(prior_precision, None, X_train.dtype),
+                **_noise(likelihood, noise_var),
+            }
+            diag = laplace.Laplace(
+                net, lik, subset_of_weights="all", hessian_structure="diag", **kw
+            )
+            mask = subnetmask.LargestVarianceDiagLaplaceSubnetMask(net, int(k), diag)
+        else:
+            mask = subnetmask.LastLayerSubnetMask(net)
+        return mask.select(loader).detach().cpu().numpy()
+
+    select_subset.__name__ = f"select_{name}"
+    return select_subset
+
+
+predictive_variance.subset_masks = {
+    "largest_magnitude": _mask("largest_magnitude"),
+    "subnet_diagonal": _mask("subnet_diagonal"),
+    "neural_linear": _mask("neural_linear"),
+}
+predictive_variance.posterior_samples = posterior_samples
+predictive_variance.log_marginal_likelihood = log_marginal_likelihood
+predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance

@@ -1,0 +1,192 @@
+"""laplace-lab's own kernels behind the conformance contract (every capability).
+
+``laplace-lab validate --target laplace_lab.conformance.adapters.numerics:predictive_variance``
+
+Jacobians from :func:`laplace_lab.numerics.per_sample_jacobian`, the GGN factor
+:class:`laplace_lab.numerics.GGN` (multiclass without the ε-jitter, as the contract states Ω),
+variances from :func:`~laplace_lab.numerics.predictive_variance` /
+:func:`~laplace_lab.numerics.subnetwork_variance` (Woodbury, float32 evaluated in float64),
+masks from the selection registry, low rank from
+:class:`~laplace_lab.numerics.LowRankLaplace` (thick-restart Lanczos). Computations run in
+the model's dtype on torch tensors.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from laplace_lab._random import as_generator
+from laplace_lab.conformance.contract import MASK_METHODS
+from laplace_lab.numerics import (
+    GGN,
+    LowRankLaplace,
+    SubnetProblem,
+    cholesky,
+    parameter_layout,
+    per_sample_jacobian,
+    select,
+    subnetwork_variance,
+    to_numpy,
+)
+from laplace_lab.numerics import predictive_variance as _full_variance
+
+__all__ = ["predictive_variance"]
+
+
+def _outputs(model: Any, X: Any) -> Any:
+    import torch
+
+    with torch.no_grad():
+        f = model(X)
+    return f.reshape(f.shape[0], -1)
+
+
+def _ggn(model: Any, X: Any, likelihood: str, noise_var: float, prior_precision: Any) -> GGN:
+    J = per_sample_jacobian(model, X)  # (N, p) or (N, C, p) in the model's dtype
+    f = _outputs(model, X)
+    if likelihood == "regression":
+        return GGN.regression(J, noise_var=noise_var, prior_precision=prior_precision)
+    if likelihood == "binary":
+        return GGN.binary(J, f[:, 0], prior_precision=prior_precision)
+    return GGN.multiclass(J, f, prior_precision=prior_precision, eps=0.0)
+
+
+def _test_rows(model: Any, X_test: Any, likelihood: str) -> Any:
+    return per_sample_jacobian(model, X_test)  # (M, p) or (M, C, p)
+
+
+def predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    subset: Any = None,
+) -> np.ndarray:
+    """Epistemic variances gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset); the conformance contract."""
+    ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    G = _test_rows(model, X_test, likelihood)
+    out = _full_variance(ggn, G) if subset is None else subnetwork_variance(ggn, G, subset)
+    return to_numpy(out)
+
+
+def _theta(model: Any) -> np.ndarray:
+    import torch
+
+    return torch.nn.utils.parameters_to_vector(model.parameters()).detach().double().numpy()
+
+
+def posterior_samples(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    subset: Any = None,
+    n_samples: int,
+    seed: int,
+) -> np.ndarray:
+    """θ = θ̂ + L⁻ᵀz on S (Ω_SS = LLᵀ, z ~ N(0, I)), θ̂ elsewhere."""
+    ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    theta = _theta(model)
+    S = np.arange(theta.size) if subset is None else np.asarray(subset)
+    L = np.linalg.cholesky(np.asarray(to_numpy(ggn.submatrix(S)), dtype=np.float64))
+    z = as_generator(seed, "seed").standard_normal((int(n_samples), S.size))
+    out = np.repeat(theta[None, :], int(n_samples), axis=0)
+    out[:, S] += np.linalg.solve(L.T, z.T).T
+    return out
+
+
+def log_marginal_likelihood(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+) -> float:
+    """log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω, with
+    log det Ω = Σ log V + log det(I + J_w V⁻¹ J_wᵀ) (matrix determinant lemma)."""
+    import torch
+
+    ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    f = _outputs(model, X_train).double()
+    y = y_train
+    if likelihood == "regression":
+        r = y.double() - f[:, 0]
+        loglik = -0.5 * float(r @ r) / noise_var - 0.5 * r.numel() * math.log(
+            2 * math.pi * noise_var
+        )
+    elif likelihood == "binary":
+        loglik = -float(
+            torch.nn.functional.binary_cross_entropy_with_logits(
+                f[:, 0], y.double(), reduction="sum"
+            )
+        )
+    else:
+        loglik = -float(torch.nn.functional.cross_entropy(f, y.long(), reduction="sum"))
+    theta = _theta(model)
+    V = np.asarray(to_numpy(ggn.prior_precision), dtype=np.float64)
+    log_prior = (
+        -0.5 * theta @ (V * theta)
+        + 0.5 * np.sum(np.log(V))
+        - 0.5 * theta.size * math.log(2 * math.pi)
+    )
+    Jw = np.asarray(to_numpy(ggn.Jw), dtype=np.float64)
+    K = (Jw / V) @ Jw.T + np.eye(Jw.shape[0])
+    logdet = float(np.sum(np.log(V)) + 2.0 * np.sum(np.log(np.diag(cholesky(K)))))
+    return float(loglik + log_prior + 0.5 * theta.size * math.log(2 * math.pi) - 0.5 * logdet)
+
+
+def low_rank_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    rank: int,
+) -> np.ndarray:
+    """Variances under Ω_r = U_r diag(λ_r) U_rᵀ + V from thick-restart Lanczos (seeded)."""
+    ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    low = LowRankLaplace.from_ggn(ggn, rank, rng=0)
+    G = _test_rows(model, X_test, likelihood)
+    flat = G.reshape(-1, G.shape[-1])
+    return to_numpy(low.predictive_variance(flat)).reshape(tuple(G.shape[:-1]))
+
+
+def _selector(name: str):
+    def select_subset(
+        model: Any,
+        X_train: Any,
+        y_train: Any,
+        *,
+        likelihood: str,
+        prior_precision: Any,
+        noise_var: float,
+        k: int,
+    ) -> np.ndarray:
+        ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+        layout = parameter_layout(model)
+        problem = SubnetProblem(ggn, theta=_theta(model), layer_sizes=layout.layer_sizes())
+        return select(name, problem, k)
+
+    select_subset.__name__ = f"select_{name}"
+    return select_subset
+
+
+predictive_variance.subset_masks = {name: _selector(name) for name in MASK_METHODS}
+predictive_variance.posterior_samples = posterior_samples
+predictive_variance.log_marginal_likelihood = log_marginal_likelihood
+predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance

@@ -1,0 +1,1 @@
+"""The shipped conformance cases, one module per capability (auto-discovered by the registry)."""

@@ -1,0 +1,176 @@
+"""The target contract: what ``laplace-lab validate --target MODULE:CALLABLE`` calls.
+
+Required — the target itself::
+
+    predictive_variance(model, X_train, y_train, X_test, *, likelihood, prior_precision,
+                        noise_var, subset=None) -> array
+
+returns the epistemic (function-space) variances of the linearized Laplace predictive with
+the generalised Gauss–Newton (GGN) precision, gᵀΩ⁻¹g with g = ∂f(x*)/∂θ at the MAP and
+
+    Ω = Σ_n J_nᵀ H_n J_n + V,   H_n = 1/σ0² (regression), σ(f_n)(1 − σ(f_n)) (binary),
+                                H_n = diag(π_n) − π_n π_nᵀ (multiclass, π_n = softmax f_n);
+
+with a subset S, the Laplace approximation over θ_S only (the other parameters fixed at
+the MAP): g_Sᵀ Ω_SS⁻¹ g_S. Arguments:
+
+- ``model``: a ``torch.nn.Module`` at its MAP, in evaluation mode; its parameters' dtype
+  (float32 or float64) is the dtype of the case. The target must not change its parameters.
+- ``X_train`` (N, d), ``X_test`` (M, d): tensors in the model's dtype. ``y_train`` (N,):
+  floats (regression), 0./1. (binary), int64 labels in [0, C) (multiclass).
+- ``likelihood``: ``"regression"`` (one output, Gaussian noise of variance ``noise_var``),
+  ``"binary"`` (one logit, Bernoulli), ``"multiclass"`` (C logits, categorical).
+- ``prior_precision``: a float α (V = αI) or a float64 array of length p (V = diag), in
+  ``parameters()`` order; a precision, not a variance.
+- ``noise_var``: σ0² for regression; 1.0 for the classification likelihoods.
+- ``subset``: None (all parameters) or a 1-D int64 array of distinct indices into the flat
+  parameter vector ``torch.nn.utils.parameters_to_vector(model.parameters())``, in any
+  order (cases use unsorted, non-contiguous subsets spanning layers).
+- Returns an array (NumPy, or anything ``numpy.asarray`` accepts, e.g. a CPU tensor) of
+  shape (M,) for regression and binary, (M, C) for multiclass (the diagonal of
+  J* Ω⁻¹ J*ᵀ per test point).
+
+Optional capabilities, declared as attributes of the target (functions attached to it, or
+methods of an object whose ``__call__`` is the required function); cases that need one the
+target lacks are SKIPPED, not failed:
+
+- ``subset_masks``: a mapping from method name to
+  ``select(model, X_train, y_train, *, likelihood, prior_precision, noise_var, k) -> indices``
+  (k distinct indices into the flat parameter vector; order ignored). Names, rules as in
+  :mod:`laplace_lab.numerics.selection`: ``"gradient_laplace"`` (k largest scores
+  s_i = (1/N) Σ_n w_n g_i(x_n)²), ``"greedy_laplace"`` (Alg. 2, candidates the top min(2k, p)
+  scores), ``"subnet_diagonal"`` (k smallest diag(Ω), i.e. the largest diagonal-Laplace
+  variances), ``"largest_magnitude"`` (k largest |θ̂_i|), ``"largest_marginal_variance"``
+  (k largest diag(Ω⁻¹)), ``"last_k"``, ``"neural_linear"`` (the last layer; k ignored).
+- ``posterior_samples(model, X_train, y_train, *, likelihood, prior_precision, noise_var,
+  subset=None, n_samples, seed) -> (n_samples, p)``: parameter vectors θ ~ N(θ̂, Ω⁻¹)
+  (with a subset: θ_S ~ N(θ̂_S, Ω_SS⁻¹), θ̂ elsewhere); ``seed`` an int.
+- ``log_marginal_likelihood(model, X_train, y_train, *, likelihood, prior_precision,
+  noise_var) -> float``: log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω.
+- ``low_rank_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
+  prior_precision, noise_var, rank) -> array``: the variances with Ω replaced by
+  U_r diag(λ_r) U_rᵀ + V, (λ_r, U_r) the top-r eigenpairs of the GGN part Σ_n J_nᵀH_nJ_n.
+
+A target is named ``MODULE:CALLABLE`` (``CALLABLE`` may be dotted, e.g. ``mod:obj.method``).
+Shipped: ``laplace_lab.conformance.adapters.numerics:predictive_variance`` (laplace-lab's
+own kernels) and ``laplace_lab.conformance.adapters.laplace_torch:predictive_variance``
+(laplace-torch 0.3, extra ``laplace-lab[laplace-torch]``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from laplace_lab._plugins import load_plugin
+
+__all__ = ["CAPABILITIES", "MASK_METHODS", "Target", "load_target"]
+
+#: The optional capabilities a target may declare.
+CAPABILITIES = (
+    "subset_masks",
+    "posterior_samples",
+    "log_marginal_likelihood",
+    "low_rank_predictive_variance",
+)
+#: The mask names a target's ``subset_masks`` may use.
+MASK_METHODS = (
+    "gradient_laplace",
+    "greedy_laplace",
+    "subnet_diagonal",
+    "largest_magnitude",
+    "largest_marginal_variance",
+    "last_k",
+    "neural_linear",
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """An implementation under test: the required function and the capabilities it declares.
+
+    Build with :meth:`from_callable` or :func:`load_target`.
+    """
+
+    name: str
+    predictive_variance: Callable[..., Any]
+    capabilities: Mapping[str, Any]
+
+    @classmethod
+    def from_callable(cls, fn: Callable[..., Any], name: str | None = None) -> Target:
+        """Wrap ``fn`` and read its capability attributes (module docstring)."""
+        if not callable(fn):
+            raise TypeError(f"target must be callable; got {type(fn).__name__}")
+        caps = {c: getattr(fn, c) for c in CAPABILITIES if getattr(fn, c, None) is not None}
+        masks = caps.get("subset_masks")
+        if masks is not None:
+            if not isinstance(masks, Mapping):
+                raise TypeError(f"subset_masks must be a mapping; got {type(masks).__name__}")
+            unknown = sorted(set(masks) - set(MASK_METHODS))
+            if unknown:
+                raise ValueError(
+                    f"subset_masks must use names among {list(MASK_METHODS)}; got {unknown}"
+                )
+        for c, value in caps.items():
+            if c != "subset_masks" and not callable(value):
+                raise TypeError(f"{c} must be callable; got {type(value).__name__}")
+        label = name or f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', fn)}"
+        return cls(label, fn, caps)
+
+    def has(self, capability: str, method: str | None = None) -> bool:
+        """Whether the target declares ``capability`` (and the mask ``method``)."""
+        if capability == "predictive_variance":
+            return True
+        if capability not in self.capabilities:
+            return False
+        return method is None or method in self.capabilities[capability]
+
+    def call(self, capability: str, *args: Any, method: str | None = None, **kwargs: Any) -> Any:
+        """Call the required function or a capability."""
+        if capability == "predictive_variance":
+            fn = self.predictive_variance
+        elif capability == "subset_masks":
+            fn = self.capabilities["subset_masks"][method]
+        else:
+            fn = self.capabilities[capability]
+        return fn(*args, **kwargs)
+
+
+@functools.cache
+def _resolve(spec: str) -> Any:
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        raise ValueError(f"target must be MODULE:CALLABLE; got target={spec!r}")
+    obj: Any = load_plugin(module, "target")
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as err:
+            raise ValueError(f"target {spec!r}: {module} has no attribute {attr!r}") from err
+    return obj
+
+
+def load_target(spec: str) -> Target:
+    """The target named ``MODULE:CALLABLE`` (imported; a ValueError if it cannot be)."""
+    if not isinstance(spec, str):
+        raise TypeError(f"target must be a string MODULE:CALLABLE; got {type(spec).__name__}")
+    return Target.from_callable(_resolve(spec), name=spec)
+
+
+def as_float_array(value: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A target's output as a float64 array of ``shape``, or a ValueError naming it."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().double().numpy()
+    arr = np.asarray(value, dtype=np.float64)
+    squeezed = tuple(n for n in arr.shape if n != 1)
+    if arr.shape != shape and squeezed == tuple(n for n in shape if n != 1):
+        arr = arr.reshape(shape)  # singleton axes only, e.g. (M, 1) for (M,)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}; got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite; got NaN or Inf")
+    return arr

@@ -1,0 +1,227 @@
+"""The dense float64 oracle: the GGN of a small network written out as a p × p matrix.
+
+Computed independently of any target and of :mod:`laplace_lab.numerics`: Jacobians by one
+``torch.autograd.grad`` call per output and input row on a float64 copy of the model,
+
+    Ω = Σ_n J_nᵀ H_n J_n + V,   H_n = 1/σ0² (regression), σ(f_n)(1 − σ(f_n)) (binary),
+                                H_n = diag(π_n) − π_n π_nᵀ (multiclass, no jitter),
+
+and every quantity by dense NumPy linear algebra on it: the linearized-Laplace epistemic
+variances gᵀΩ⁻¹g (on a subset S: g_Sᵀ Ω_SS⁻¹ g_S, the other parameters fixed at the MAP),
+the Laplace log marginal likelihood, the top-r eigenpairs of the GGN part, and the criteria
+of the sub-network selection rules. Equation numbers are those of S. Raha, K. Khare,
+R. K. Patra, "Optimality of Sub-network Laplace Approximations: New Results and Methods",
+arXiv:2605.09075 (2026): Ω eqs. (2) and (4) and App. C.5, predictive eqs. (3) and (5).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from laplace_lab.conformance.problems import Problem
+from laplace_lab.conformance.tolerance import variance_tolerance
+
+__all__ = ["DenseOracle", "jacobian", "outputs"]
+
+
+def _float64(model: Any) -> Any:
+    return copy.deepcopy(model).double().eval()
+
+
+def outputs(model: Any, X: Any) -> np.ndarray:
+    """f(X) of a float64 copy of ``model``, (N, C) float64."""
+    import torch
+
+    with torch.no_grad():
+        f = _float64(model)(torch.as_tensor(X).double())
+    return f.reshape(f.shape[0], -1).numpy()
+
+
+def jacobian(model: Any, X: Any) -> np.ndarray:
+    """∂f_c(x_n)/∂θ, (N, C, p) float64, one autograd call per row and output, θ in
+    ``parameters()`` order."""
+    import torch
+
+    m = _float64(model)
+    params = list(m.parameters())
+    X = torch.as_tensor(X).double()
+    rows = []
+    for x in X:
+        f = m(x[None]).reshape(-1)
+        per_output = []
+        for c in range(f.shape[0]):
+            grads = torch.autograd.grad(f[c], params, retain_graph=c + 1 < f.shape[0])
+            per_output.append(torch.cat([g.reshape(-1) for g in grads]))
+        rows.append(torch.stack(per_output))
+    return torch.stack(rows).detach().numpy()
+
+
+def _log_sigmoid(f: np.ndarray) -> np.ndarray:
+    return -np.logaddexp(0.0, -f)
+
+
+@dataclass(frozen=True, eq=False)
+class DenseOracle:
+    """The dense float64 Laplace approximation of one :class:`~.problems.Problem`."""
+
+    problem: Problem
+
+    # ------------------------------------------------------------------ ingredients
+    @cached_property
+    def theta(self) -> np.ndarray:
+        """θ̂ in float64 (the model's own values, cast up)."""
+        import torch
+
+        params = self.problem.model.parameters()
+        return torch.nn.utils.parameters_to_vector(params).detach().double().numpy()
+
+    @cached_property
+    def V(self) -> np.ndarray:
+        """The prior precision vector."""
+        return self.problem.prior_vector()
+
+    @cached_property
+    def J(self) -> np.ndarray:
+        """Training Jacobian (N, C, p)."""
+        return jacobian(self.problem.model, self.problem.X_train)
+
+    @cached_property
+    def G(self) -> np.ndarray:
+        """Test Jacobian (M, C, p)."""
+        return jacobian(self.problem.model, self.problem.X_test)
+
+    @cached_property
+    def f(self) -> np.ndarray:
+        """Training outputs (N, C)."""
+        return outputs(self.problem.model, self.problem.X_train)
+
+    @cached_property
+    def H(self) -> np.ndarray:
+        """Per-point output Hessians of the negative log-likelihood, (N, C, C)."""
+        lik, f = self.problem.likelihood, self.f
+        if lik == "regression":
+            return np.full((f.shape[0], 1, 1), 1.0 / self.problem.noise_var)
+        if lik == "binary":
+            s = 1.0 / (1.0 + np.exp(-f[:, 0]))
+            return (s * (1.0 - s))[:, None, None]
+        z = np.exp(f - f.max(axis=1, keepdims=True))
+        pi = z / z.sum(axis=1, keepdims=True)
+        return pi[:, :, None] * np.eye(pi.shape[1]) - pi[:, :, None] * pi[:, None, :]
+
+    @cached_property
+    def ggn(self) -> np.ndarray:
+        """Σ_n J_nᵀ H_n J_n (p × p), the likelihood part of Ω."""
+        A = np.einsum("ncp,ncd,ndq->pq", self.J, self.H, self.J)
+        return 0.5 * (A + A.T)
+
+    @cached_property
+    def omega(self) -> np.ndarray:
+        """Ω = GGN + V (p × p)."""
+        return self.ggn + np.diag(self.V)
+
+    @property
+    def n_rows(self) -> int:
+        """N′ = N·C, the rows of the weighted Jacobian."""
+        return int(self.J.shape[0] * self.J.shape[1])
+
+    def _indices(self, subset: np.ndarray | None) -> np.ndarray:
+        return np.arange(self.theta.size) if subset is None else np.asarray(subset)
+
+    # ------------------------------------------------------------------ predictive
+    def predictive_variance(self, subset: np.ndarray | None = None) -> np.ndarray:
+        """g_Sᵀ Ω_SS⁻¹ g_S for every test point and output, (M,) or (M, C)."""
+        S = self._indices(subset)
+        G = self.G[:, :, S]
+        W = np.linalg.solve(self.omega[np.ix_(S, S)], G.reshape(-1, S.size).T).T
+        v = np.sum(W * G.reshape(-1, S.size), axis=1).reshape(G.shape[:2])
+        return v if self.problem.likelihood == "multiclass" else v[:, 0]
+
+    def variance_tolerance(self, subset: np.ndarray | None = None) -> np.ndarray:
+        """The rule of :mod:`.tolerance` for every entry of :meth:`predictive_variance`."""
+        S = self._indices(subset)
+        G = self.G[:, :, S]
+        tol = variance_tolerance(
+            self.omega[np.ix_(S, S)],
+            G.reshape(-1, S.size),
+            self.V[S],
+            dtype=self.problem.dtype,
+            n_rows=self.n_rows,
+        ).reshape(G.shape[:2])
+        return tol if self.problem.likelihood == "multiclass" else tol[:, 0]
+
+    # ------------------------------------------------------------------ evidence
+    @cached_property
+    def log_likelihood(self) -> float:
+        """log p(y | X, θ̂)."""
+        y = self.problem.y_train.detach().cpu().numpy()
+        f, lik = self.f, self.problem.likelihood
+        if lik == "regression":
+            s2 = self.problem.noise_var
+            r = y - f[:, 0]
+            return float(-0.5 * np.sum(r * r) / s2 - 0.5 * y.size * math.log(2 * math.pi * s2))
+        if lik == "binary":
+            return float(np.sum(y * _log_sigmoid(f[:, 0]) + (1 - y) * _log_sigmoid(-f[:, 0])))
+        shifted = f - f.max(axis=1, keepdims=True)
+        logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        return float(np.sum(logp[np.arange(y.size), y.astype(np.int64)]))
+
+    @cached_property
+    def log_prior(self) -> float:
+        """log N(θ̂; 0, V⁻¹)."""
+        t, V = self.theta, self.V
+        return float(
+            -0.5 * t @ (V * t) + 0.5 * np.sum(np.log(V)) - 0.5 * t.size * math.log(2 * math.pi)
+        )
+
+    @cached_property
+    def log_marginal_likelihood(self) -> float:
+        """log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω (Laplace at θ̂)."""
+        _, logdet = np.linalg.slogdet(self.omega)
+        p = self.theta.size
+        return (
+            self.log_likelihood + self.log_prior + 0.5 * p * math.log(2 * math.pi) - 0.5 * logdet
+        )
+
+    # ------------------------------------------------------------------ low rank
+    @cached_property
+    def ggn_spectrum(self) -> tuple[np.ndarray, np.ndarray]:
+        """Eigenvalues (decreasing) and eigenvectors of the GGN part."""
+        lam, U = np.linalg.eigh(self.ggn)
+        return lam[::-1], U[:, ::-1]
+
+    def low_rank_omega(self, rank: int) -> np.ndarray:
+        """Ω_r = U_r diag(λ_r) U_rᵀ + V with the exact top-r eigenpairs."""
+        lam, U = self.ggn_spectrum
+        Ur = U[:, :rank]
+        return (Ur * lam[:rank]) @ Ur.T + np.diag(self.V)
+
+    def low_rank_variance(self, rank: int) -> np.ndarray:
+        """gᵀΩ_r⁻¹g for every test point and output."""
+        O = self.low_rank_omega(rank)
+        G = self.G.reshape(-1, self.theta.size)
+        v = np.sum(np.linalg.solve(O, G.T).T * G, axis=1).reshape(self.G.shape[:2])
+        return v if self.problem.likelihood == "multiclass" else v[:, 0]
+
+    # ------------------------------------------------------------------ selection criteria
+    @cached_property
+    def scores(self) -> np.ndarray:
+        """Gradient-Laplace scores s_i = (1/N) Σ_n w_n g_i(x_n)² (Alg. 1): w = 1 regression,
+        σ(1 − σ) binary; multiclass: squared column norms of the weighted Jacobian / N."""
+        lik = self.problem.likelihood
+        if lik == "regression":
+            return np.mean(self.J[:, 0, :] ** 2, axis=0)
+        if lik == "binary":
+            return np.mean(self.H[:, 0, 0, None] * self.J[:, 0, :] ** 2, axis=0)
+        # H_n = W_n W_nᵀ: the squared column norms of W_nᵀ J_n are diag(J_nᵀ H_n J_n)
+        return np.einsum("ncp,ncd,ndp->p", self.J, self.H, self.J) / self.J.shape[0]
+
+    @cached_property
+    def marginal_variances(self) -> np.ndarray:
+        """diag(Ω⁻¹)."""
+        return np.diag(np.linalg.inv(self.omega)).copy()

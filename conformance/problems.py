@@ -1,0 +1,309 @@
+"""The inputs of a conformance case: a model at its MAP, data, prior, noise and subset.
+
+Every problem is rebuilt deterministically from a seed, so a failure's reproducer is two
+lines: ``problem = build_problem(NAME, seed=SEED)`` and the call of the target. Two model
+families:
+
+- **linear-Gaussian**: ``torch.nn.Linear(d, 1)`` with Gaussian noise, set to the exact
+  posterior mean of Bayesian linear regression on the features (x, 1) — the weights and
+  the bias in ``parameters()`` order. Linearized Laplace is then exact Bayesian linear
+  regression (full and on a subset, with the other weights fixed).
+- **MLPs**: a tanh network d → h → C trained to its MAP (full-batch L-BFGS in float64 on the
+  negative log joint) for regression, binary (one logit) and multiclass (C logits)
+  likelihoods; N′ = N·C < p so that the prior matters for every test point.
+
+Subsets are drawn unsorted and non-contiguous across layers.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from laplace_lab._checks import one_of
+from laplace_lab._random import keyed_generator
+from laplace_lab.theory import BayesianLinearRegression
+
+__all__ = ["PROBLEMS", "Problem", "build_problem", "problem_names"]
+
+
+@dataclass(eq=False)
+class Problem:
+    """The arguments of one call of a target (the contract in :mod:`.contract`).
+
+    Attributes
+    ----------
+    name : str
+        The registry key of the problem builder.
+    seed : int
+        The seed it was built from.
+    model : torch.nn.Module
+        At its MAP, in evaluation mode, in ``dtype``.
+    X_train, y_train, X_test : torch.Tensor
+        Inputs (N, d) and (M, d) in the model's dtype; targets (N,): floats (regression),
+        0./1. (binary), int64 labels (multiclass).
+    likelihood : {"regression", "binary", "multiclass"}
+    prior_precision : float or (p,) ndarray
+        V (a float means V = αI).
+    noise_var : float
+        σ0² (1.0 for classification).
+    subset : (k,) int64 ndarray or None
+    """
+
+    name: str
+    seed: int
+    model: Any
+    X_train: Any
+    y_train: Any
+    X_test: Any
+    likelihood: str
+    prior_precision: float | np.ndarray
+    noise_var: float
+    subset: np.ndarray | None = None
+
+    @property
+    def dtype(self) -> Any:
+        """The torch dtype of the model's parameters."""
+        return next(self.model.parameters()).dtype
+
+    @property
+    def p(self) -> int:
+        """The number of parameters."""
+        return sum(int(t.numel()) for t in self.model.parameters())
+
+    def prior_vector(self) -> np.ndarray:
+        """V as a length-p float64 vector."""
+        v = np.asarray(self.prior_precision, dtype=np.float64)
+        return np.full(self.p, float(v)) if v.ndim == 0 else v.copy()
+
+    def target_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of the target call (a fresh copy of the model)."""
+        prior = self.prior_precision
+        return {
+            "likelihood": self.likelihood,
+            "prior_precision": prior if isinstance(prior, float) else prior.copy(),
+            "noise_var": self.noise_var,
+        }
+
+    def fresh_model(self) -> Any:
+        """A deep copy of the model (a target that modifies its model cannot leak)."""
+        return copy.deepcopy(self.model)
+
+
+PROBLEMS: dict[str, Callable[[np.random.Generator], dict[str, Any]]] = {}
+
+
+def _problem(name: str) -> Callable:
+    def register(fn: Callable) -> Callable:
+        PROBLEMS[name] = fn
+        return fn
+
+    return register
+
+
+#: Problems that also exist rounded to float32, as NAME-float32.
+FLOAT32 = ("linear-gaussian", "mlp-regression", "mlp-multiclass", "mlp-regression-subset")
+
+
+def problem_names() -> list[str]:
+    """Every problem's name (the float32 variants end in ``-float32``)."""
+    return [*PROBLEMS, *(f"{n}-float32" for n in FLOAT32)]
+
+
+def build_problem(name: str, *, seed: int = 0) -> Problem:
+    """The problem ``name`` built from ``seed`` (deterministic; float64 unless the name ends
+    in ``-float32``).
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`problem_names`.
+    seed : int
+        ≥ 0; the stream is keyed by (name without dtype suffix, seed).
+    """
+    import torch
+
+    one_of(name, "problem", problem_names())
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer; got seed={seed!r}")
+    spec = copy.deepcopy(_float64_spec(name.removesuffix("-float32"), seed))
+    dtype = torch.float32 if name.endswith("-float32") else torch.float64
+    model = spec.pop("model").to(dtype).eval()
+    for p in model.parameters():
+        p.requires_grad_(True)
+    cast = {k: torch.as_tensor(spec.pop(k), dtype=dtype) for k in ("X_train", "X_test")}
+    y = spec.pop("y_train")
+    y = torch.as_tensor(y, dtype=torch.int64 if spec["likelihood"] == "multiclass" else dtype)
+    return Problem(name=name, seed=seed, model=model, y_train=y, **cast, **spec)
+
+
+@functools.cache
+def _float64_spec(base: str, seed: int) -> dict[str, Any]:
+    """The float64 problem (trained once; a float32 variant is its rounding)."""
+    return PROBLEMS[base](keyed_generator("conformance-problem", base, seed=seed))
+
+
+# ----------------------------------------------------------------------------- models
+def _tanh_mlp(d: int, hidden: int, out: int, rng: np.random.Generator) -> Any:
+    import torch
+
+    model = torch.nn.Sequential(
+        torch.nn.Linear(d, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, out)
+    ).double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.as_tensor(rng.normal(0.0, 0.7, size=tuple(p.shape))))
+    return model
+
+
+def negative_log_joint(model: Any, X: Any, y: Any, likelihood: str, noise_var: float, V: Any):
+    """−log p(y | X, θ) − log p(θ) up to constants (the MAP objective), as a torch scalar."""
+    import torch
+
+    f = model(X)
+    if likelihood == "regression":
+        nll = 0.5 * torch.sum((f[:, 0] - y) ** 2) / noise_var
+    elif likelihood == "binary":
+        nll = torch.nn.functional.binary_cross_entropy_with_logits(f[:, 0], y, reduction="sum")
+    else:
+        nll = torch.nn.functional.cross_entropy(f, y, reduction="sum")
+    theta = torch.nn.utils.parameters_to_vector(model.parameters())
+    return nll + 0.5 * torch.sum(V * theta**2)
+
+
+def _train_to_map(model: Any, X: np.ndarray, y: np.ndarray, likelihood: str, noise_var, prior):
+    """Full-batch L-BFGS in float64 on the negative log joint (strong Wolfe line search)."""
+    import torch
+
+    Xt = torch.as_tensor(X, dtype=torch.float64)
+    yt = torch.as_tensor(y, dtype=torch.int64 if likelihood == "multiclass" else torch.float64)
+    p = sum(int(t.numel()) for t in model.parameters())
+    V = torch.as_tensor(np.broadcast_to(np.asarray(prior, dtype=np.float64), (p,)).copy())
+    opt = torch.optim.LBFGS(
+        model.parameters(),
+        lr=1.0,
+        max_iter=500,
+        tolerance_grad=1e-10,
+        tolerance_change=1e-14,
+        line_search_fn="strong_wolfe",
+    )
+
+    def closure():
+        opt.zero_grad()
+        loss = negative_log_joint(model, Xt, yt, likelihood, noise_var, V)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return model
+
+
+def _mlp_problem(
+    rng: np.random.Generator,
+    likelihood: str,
+    *,
+    n: int = 16,
+    d: int = 3,
+    hidden: int = 8,
+    classes: int = 3,
+    n_test: int = 6,
+    noise_var: float = 0.3,
+    prior: float | str = 1.0,
+    subset_size: int | None = None,
+) -> dict[str, Any]:
+    out = classes if likelihood == "multiclass" else 1
+    X = rng.normal(size=(n, d))
+    a = rng.normal(size=d)
+    if likelihood == "regression":
+        y = np.sin(X @ a) + rng.normal(0.0, np.sqrt(noise_var), size=n)
+    elif likelihood == "binary":
+        y = (np.tanh(X @ a) + 0.5 * rng.normal(size=n) > 0).astype(np.float64)
+    else:
+        y = np.argmax(X @ rng.normal(size=(d, classes)) + 0.5 * rng.normal(size=(n, classes)), 1)
+    if likelihood != "regression":
+        noise_var = 1.0
+    model = _tanh_mlp(d, hidden, out, rng)
+    p = sum(int(t.numel()) for t in model.parameters())
+    V = rng.choice([0.5, 1.0, 2.0, 4.0], size=p) if prior == "diagonal" else float(prior)
+    _train_to_map(model, X, y, likelihood, noise_var, V)
+    X_test = np.concatenate([rng.normal(size=(n_test - 2, d)), X[:2]])  # 2 training inputs
+    return {
+        "model": model,
+        "X_train": X,
+        "y_train": y,
+        "X_test": X_test,
+        "likelihood": likelihood,
+        "prior_precision": V,
+        "noise_var": float(noise_var),
+        "subset": None if subset_size is None else _scattered_subset(p, subset_size, rng),
+    }
+
+
+def _scattered_subset(p: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k distinct indices in a random order, neither sorted nor contiguous."""
+    while True:
+        S = rng.choice(p, size=k, replace=False).astype(np.int64)
+        if np.any(np.diff(S) < 0) and np.any(np.abs(np.diff(np.sort(S))) > 1):
+            return S
+
+
+def _linear_problem(
+    rng: np.random.Generator,
+    *,
+    n: int = 12,
+    d: int = 4,
+    n_test: int = 6,
+    noise_var: float = 0.3,
+    prior: float | str = 2.0,
+    subset: bool = False,
+    spectrum: tuple[float, ...] | None = None,
+) -> dict[str, Any]:
+    import torch
+
+    scale = np.ones(d) if spectrum is None else np.asarray(spectrum)
+    X = rng.normal(size=(n, d)) * scale
+    y = X @ rng.normal(size=d) + 0.5 + rng.normal(0.0, np.sqrt(noise_var), size=n)
+    V = rng.choice([0.5, 1.0, 2.0, 4.0], size=d + 1) if prior == "diagonal" else float(prior)
+    features = np.hstack([X, np.ones((n, 1))])  # parameters() order: weight, then bias
+    blr = BayesianLinearRegression(
+        np.zeros(d + 1), np.diag(1.0 / np.broadcast_to(V, (d + 1,))), noise_var
+    )
+    w = blr.map((features, y))
+    model = torch.nn.Linear(d, 1).double()
+    with torch.no_grad():
+        model.weight.copy_(torch.as_tensor(w[:d]).reshape(1, d))
+        model.bias.copy_(torch.as_tensor(w[d:]))
+    X_test = np.concatenate([rng.normal(size=(n_test - 1, d)) * scale, X[:1]])
+    return {
+        "model": model,
+        "X_train": X,
+        "y_train": y,
+        "X_test": X_test,
+        "likelihood": "regression",
+        "prior_precision": V,
+        "noise_var": noise_var,
+        "subset": _scattered_subset(d + 1, 3, rng) if subset else None,
+    }
+
+
+_problem("linear-gaussian")(lambda rng: _linear_problem(rng))
+_problem("mlp-regression")(lambda rng: _mlp_problem(rng, "regression"))
+_problem("mlp-multiclass")(lambda rng: _mlp_problem(rng, "multiclass"))
+_problem("mlp-regression-subset")(lambda rng: _mlp_problem(rng, "regression", subset_size=12))
+_problem("linear-gaussian-subset")(lambda rng: _linear_problem(rng, subset=True))
+_problem("linear-gaussian-diagonal-prior")(lambda rng: _linear_problem(rng, prior="diagonal"))
+_problem("linear-gaussian-spectrum")(
+    lambda rng: _linear_problem(rng, n=30, d=6, spectrum=(8.0, 4.0, 1.0, 0.5, 0.3, 0.2))
+)
+_problem("mlp-regression-diagonal-prior")(
+    lambda rng: _mlp_problem(rng, "regression", prior="diagonal", subset_size=12)
+)
+_problem("mlp-binary")(lambda rng: _mlp_problem(rng, "binary"))
+_problem("mlp-binary-subset")(lambda rng: _mlp_problem(rng, "binary", subset_size=12))
+_problem("mlp-multiclass-subset")(lambda rng: _mlp_problem(rng, "multiclass", subset_size=12))
+_problem("tiny-mlp-regression")(lambda rng: _mlp_problem(rng, "regression", d=2, hidden=3, n=8))

@@ -1,0 +1,233 @@
+"""Run conformance cases on a target: ``validate(target)`` → results, each with a reproducer."""
+
+from __future__ import annotations
+
+import functools
+import time
+import traceback
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from laplace_lab.conformance.contract import Target, load_target
+from laplace_lab.conformance.oracle import DenseOracle
+from laplace_lab.conformance.problems import Problem, build_problem
+from laplace_lab.conformance.registry import Case, CaseResult, Outcome, cases, get_case
+
+__all__ = [
+    "TargetError",
+    "Validation",
+    "call_expression",
+    "call_target",
+    "reproducer",
+    "validate",
+]
+
+
+class TargetError(Exception):
+    """The target raised, changed its model, or returned something outside the contract.
+
+    ``reproducer`` is the call that did it (as in :func:`call_expression`).
+    """
+
+    def __init__(self, message: str, reproducer: str = "") -> None:
+        super().__init__(message)
+        self.reproducer = reproducer
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Every case's result on one target."""
+
+    target: str
+    seed: int
+    results: tuple[CaseResult, ...]
+
+    @property
+    def passed(self) -> bool:
+        """No FAIL and no ERROR (SKIPs are capabilities the target does not declare)."""
+        return not any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in self.results)
+
+    def counts(self) -> dict[str, int]:
+        """Number of results per outcome."""
+        c = Counter(r.outcome for r in self.results)
+        return {o.value: c.get(o, 0) for o in Outcome}
+
+    def summary(self) -> str:
+        """One line: target, seed and the outcome counts."""
+        counts = ", ".join(f"{n} {o}" for o, n in self.counts().items())
+        return f"target {self.target}; seed {self.seed}; {len(self.results)} cases: {counts}."
+
+
+def _parameters(model: Any) -> np.ndarray:
+    import torch
+
+    return torch.nn.utils.parameters_to_vector(model.parameters()).detach().cpu().numpy().copy()
+
+
+def _expr(value: Any, problem: Problem) -> str:
+    return "problem.subset" if value is problem.subset and value is not None else repr(value)
+
+
+def call_expression(
+    capability: str,
+    problem: Problem,
+    *,
+    rows: slice | None = None,
+    method: str | None = None,
+    **extra: Any,
+) -> str:
+    """The Python call of ``capability`` on ``problem`` (for reproducers).
+
+    ``rows`` selects test inputs (``None``: the capability takes none); ``extra`` are the
+    further keyword arguments.
+    """
+    if capability == "predictive_variance":
+        fn = "target"
+    elif capability == "subset_masks":
+        fn = f"target.subset_masks[{method!r}]"
+    else:
+        fn = f"target.{capability}"
+    args = "problem.model, problem.X_train, problem.y_train"
+    if rows is not None:
+        whole = rows == slice(None)
+        args += ", problem.X_test" if whole else f", problem.X_test[{rows.start}:{rows.stop}]"
+    extras = "".join(f", {k}={_expr(v, problem)}" for k, v in extra.items())
+    return f"{fn}({args}, **kw{extras})"
+
+
+def call_target(
+    target: Target,
+    capability: str,
+    problem: Problem,
+    *,
+    rows: slice | None = None,
+    method: str | None = None,
+    **extra: Any,
+) -> Any:
+    """Call ``capability`` of ``target`` on ``problem`` (a fresh copy of its model).
+
+    ``rows`` selects the test inputs passed after ``y_train`` (``None`` for capabilities
+    without test inputs); ``extra`` keywords (``subset``, ``k``, ``rank``, ``n_samples``,
+    ``seed``) follow the contract. Anything the target raises, and a change of the model's
+    parameters, becomes a :class:`TargetError` carrying the call.
+    """
+    model = problem.fresh_model()
+    before = _parameters(model)
+    args = [model, problem.X_train, problem.y_train]
+    if rows is not None:
+        args.append(problem.X_test[rows])
+    expr = call_expression(capability, problem, rows=rows, method=method, **extra)
+    try:
+        out = target.call(capability, *args, method=method, **problem.target_kwargs(), **extra)
+    except Exception as exc:
+        message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        raise TargetError(message, expr) from exc
+    if not np.array_equal(before, _parameters(model)):
+        raise TargetError("the target changed the model's parameters (it must not)", expr)
+    return out
+
+
+def _target_lines(target: Target) -> list[str]:
+    module, _, attr = target.name.partition(":")
+    head, _, rest = attr.partition(".")
+    line = f"from {module} import {head}" + ("" if rest else " as target")
+    return [line] + ([f"target = {head}.{rest}"] if rest else [])
+
+
+def reproducer(target: Target, case: Case, seed: int, body: str) -> str:
+    """A self-contained Python snippet: build the case's problem, call the target."""
+    lines = [
+        "from laplace_lab.conformance import build_problem",
+        *_target_lines(target),
+        "",
+        f"problem = build_problem({case.problem!r}, seed={seed})",
+        "kw = problem.target_kwargs()",
+        body.strip(),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@functools.lru_cache(maxsize=32)
+def _prepared(name: str, seed: int) -> tuple[Problem, DenseOracle]:
+    """A problem and its oracle, built once per (name, seed): cases sharing a problem share
+    its MAP training and its oracle (targets always get a fresh copy of the model)."""
+    problem = build_problem(name, seed=seed)
+    return problem, DenseOracle(problem)
+
+
+def _run_case(target: Target, case: Case, seed: int) -> CaseResult:
+    start = time.perf_counter()
+    if not target.has(case.capability, case.method):
+        what = case.capability + (f"[{case.method!r}]" if case.method else "")
+        return CaseResult(case, Outcome.SKIP, f"the target does not declare {what}", {}, "", 0.0)
+    problem, oracle = _prepared(case.problem, seed)
+    try:
+        check = case.run(target, problem, oracle, seed=seed)
+    except TargetError as err:
+        seconds = time.perf_counter() - start
+        text = reproducer(target, case, seed, err.reproducer)
+        return CaseResult(case, Outcome.ERROR, str(err), {}, text, seconds)
+    outcome = Outcome.PASS if check.passed else Outcome.FAIL
+    text = "" if check.passed else reproducer(target, case, seed, check.reproducer)
+    seconds = time.perf_counter() - start
+    return CaseResult(case, outcome, check.summary, dict(check.details), text, seconds)
+
+
+def validate(
+    target: Target | str | Any,
+    *,
+    only: Iterable[str] | None = None,
+    seed: int = 0,
+    progress: Any = None,
+) -> Validation:
+    """Run the registered conformance cases on ``target``.
+
+    Parameters
+    ----------
+    target : Target, str or callable
+        ``"MODULE:CALLABLE"``, a callable following the contract
+        (:mod:`laplace_lab.conformance.contract`), or a :class:`Target`.
+    only : iterable of str, optional
+        Case names or name prefixes (``"predictive/"``); all cases when None.
+    seed : int
+        ≥ 0: rebuilds every problem (data, model, MAP, subsets) and the sampling seeds.
+    progress : callable, optional
+        Called with each :class:`CaseResult` as it finishes (the command line prints it).
+
+    Returns
+    -------
+    Validation
+        ``.passed`` is False on any FAIL or ERROR.
+    """
+    if isinstance(target, str):
+        target = load_target(target)
+    elif not isinstance(target, Target):
+        target = Target.from_callable(target)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer; got seed={seed!r}")
+    selected = _select(only)
+    results = []
+    for case in selected:
+        result = _run_case(target, case, seed)
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return Validation(target.name, seed, tuple(results))
+
+
+def _select(only: Iterable[str] | None) -> Sequence[Case]:
+    known = cases()
+    if only is None:
+        return list(known.values())
+    chosen: dict[str, Case] = {}
+    for name in only:
+        exact = [known[name]] if name in known else []
+        hits = exact or [c for n, c in known.items() if n.startswith(name)]
+        if not hits:
+            get_case(name)  # the ValueError listing the known names
+        chosen.update((c.name, c) for c in hits)
+    return list(chosen.values())

@@ -1,0 +1,147 @@
+"""The dtype-aware tolerance rule of the conformance suite, fixed before any target ran.
+
+A target computes in the dtype of the model it is given (float32 or float64); the oracle
+computes in float64 from the same parameters. A correct target then differs from the oracle
+by its own rounding errors, which a first-order perturbation bound of a backward-stable
+evaluation in that dtype covers. With u = eps(dtype)/2 the unit roundoff and
+
+    γ = (N′ + k + 10) · u
+
+(N′ rows of the weighted Jacobian — N, or N·C for C classes — and k Laplace parameters: the
+longest sums and the Cholesky size of the computation), every predictive variance
+v = gᵀΩ⁻¹g (w = Ω⁻¹g, Ω and g restricted to the subset) must satisfy
+
+    |v_target − v_oracle| ≤ 4γ · (‖Ω‖₂ ‖w‖² + 2 ‖g‖ ‖w‖ + gᵀV⁻¹g).
+
+The first term is the effect of a relative perturbation γ of Ω (δv = −wᵀδΩw; note
+‖Ω‖₂‖w‖² ≥ v, so it is at least a relative error γ·v and grows with the conditioning of Ω),
+the second that of a relative perturbation γ of the Jacobian row g, the third that of an
+evaluation by Woodbury, which subtracts from the prior variance gᵀV⁻¹g; the factor 4
+absorbs the constants of the bounds.
+
+The same γ serves the other quantities:
+
+- masks: a rule's criterion values (scores, diag(Ω), |θ̂|, diag(Ω⁻¹)) are compared at
+  4γ·max|criterion|, so only exact ties (up to roundoff) may be broken differently;
+- the log marginal likelihood: 4γ·(|log p(y|θ̂)| + |log p(θ̂)| + k·κ(Ω) + ½Σ|log λ_i(Ω)|),
+  the perturbation of each term (δ log det Ω = tr(Ω⁻¹δΩ) ≤ k·κ(Ω)·γ);
+- low-rank posteriors: the variance rule with Ω_r = U_r diag(λ_r) U_rᵀ + V in place of Ω,
+  plus 4√u·(λ_1²/δ_r)·‖w‖² for eigenpairs computed iteratively to a relative residual √u
+  (Davis–Kahan: a residual ρ turns the top-r subspace by ρ/δ_r, δ_r = λ_r − λ_{r+1});
+- posterior samples are tested statistically (:mod:`.catalog.sampling`), not by roundoff.
+
+References
+----------
+.. [1] N. J. Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., SIAM (2002),
+   §3.1 (γ_n = n·u for sums) and Thm. 10.3 (Cholesky backward error).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from laplace_lab._checks import dtype_eps
+
+__all__ = [
+    "criterion_tolerance",
+    "gamma",
+    "lml_tolerance",
+    "low_rank_tolerance",
+    "unit_roundoff",
+    "variance_tolerance",
+]
+
+#: The constant of every bound of the rule (module docstring).
+SAFETY = 4.0
+
+
+def unit_roundoff(dtype: Any) -> float:
+    """u = eps(dtype)/2 for a NumPy or torch floating dtype."""
+    return 0.5 * dtype_eps(dtype)
+
+
+def gamma(dtype: Any, n_rows: int, k: int) -> float:
+    """γ = (N′ + k + 10)·u: the relative error of sums of N′ terms and a size-k Cholesky."""
+    return (int(n_rows) + int(k) + 10) * unit_roundoff(dtype)
+
+
+def _solve_terms(
+    omega: np.ndarray, G: np.ndarray, prior_precision: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(‖w‖², ‖g‖‖w‖, gᵀV⁻¹g) for each row g of G with w = Ω⁻¹g (float64)."""
+    W = np.linalg.solve(omega, G.T).T
+    w2 = np.sum(W * W, axis=1)
+    gw = np.linalg.norm(G, axis=1) * np.sqrt(w2)
+    prior_var = np.sum(G * G / prior_precision, axis=1)
+    return w2, gw, prior_var
+
+
+def variance_tolerance(
+    omega: np.ndarray, G: np.ndarray, prior_precision: np.ndarray, *, dtype: Any, n_rows: int
+) -> np.ndarray:
+    """τ for the variances gᵀΩ⁻¹g of the rows g of ``G`` (module docstring).
+
+    Parameters
+    ----------
+    omega : (k, k) float64 array
+        The oracle's precision (restricted to the subset).
+    G : (R, k) float64 array
+        Jacobian rows (restricted to the subset).
+    prior_precision : (k,) float64 array
+        V on the subset.
+    dtype : dtype
+        The dtype the target computes in (the model's).
+    n_rows : int
+        N′, the rows of the weighted Jacobian.
+    """
+    w2, gw, prior_var = _solve_terms(omega, G, prior_precision)
+    norm = float(np.linalg.norm(omega, 2))
+    g = gamma(dtype, n_rows, omega.shape[0])
+    return SAFETY * g * (norm * w2 + 2.0 * gw + prior_var)
+
+
+def low_rank_tolerance(
+    omega_r: np.ndarray,
+    G: np.ndarray,
+    prior_precision: np.ndarray,
+    eigenvalues: np.ndarray,
+    rank: int,
+    *,
+    dtype: Any,
+    n_rows: int,
+) -> np.ndarray:
+    """τ for low-rank variances: :func:`variance_tolerance` on Ω_r plus the eigensolver term.
+
+    ``eigenvalues`` are those of the GGN part in decreasing order; δ_r = λ_r − λ_{r+1}.
+    """
+    base = variance_tolerance(omega_r, G, prior_precision, dtype=dtype, n_rows=n_rows)
+    lam = np.asarray(eigenvalues, dtype=np.float64)
+    gap = lam[rank - 1] - (lam[rank] if rank < lam.size else 0.0)
+    w2, _, _ = _solve_terms(omega_r, G, prior_precision)
+    eig_term = np.sqrt(unit_roundoff(dtype)) * lam[0] ** 2 / gap * w2
+    return base + SAFETY * eig_term
+
+
+def criterion_tolerance(values: np.ndarray, *, dtype: Any, n_rows: int, k: int) -> float:
+    """4γ·max|criterion|: criterion values closer than this are ties."""
+    return SAFETY * gamma(dtype, n_rows, k) * float(np.max(np.abs(values)))
+
+
+def lml_tolerance(
+    log_likelihood: float,
+    log_prior: float,
+    omega: np.ndarray,
+    *,
+    dtype: Any,
+    n_rows: int,
+) -> float:
+    """τ for the Laplace log marginal likelihood (module docstring)."""
+    lam = np.linalg.eigvalsh(omega)
+    k = omega.shape[0]
+    cond = float(lam[-1] / lam[0])
+    terms = (
+        abs(log_likelihood) + abs(log_prior) + k * cond + 0.5 * float(np.sum(np.abs(np.log(lam))))
+    )
+    return SAFETY * gamma(dtype, n_rows, k) * terms

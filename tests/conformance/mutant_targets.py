@@ -1,0 +1,185 @@
+"""Deliberately wrong targets: laplace-lab's adapter with one classic bug each.
+
+Importable as ``tests.conformance.mutant_targets:NAME`` so that the reproducers the suite
+writes for them run as printed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from laplace_lab.conformance.adapters import numerics as ours
+from laplace_lab.numerics import GGN, per_sample_jacobian, to_numpy
+from laplace_lab.numerics import predictive_variance as full_variance
+
+
+def forgotten_noise(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, subset=None
+):
+    """Ω = JᵀJ + V: σ0² left out of the regression GGN."""
+    return ours.predictive_variance(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=1.0,
+        subset=subset,
+    )
+
+
+def prior_twice(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, subset=None
+):
+    """Ω = GGN + 2V: the prior precision added twice."""
+    return ours.predictive_variance(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        likelihood=likelihood,
+        prior_precision=2 * np.asarray(prior_precision, dtype=float),
+        noise_var=noise_var,
+        subset=subset,
+    )
+
+
+def sorted_test_columns(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, subset=None
+):
+    """Ω_SS in the subset's order, but the test Jacobian's columns in sorted order."""
+    if subset is None:
+        return ours.predictive_variance(
+            model,
+            X_train,
+            y_train,
+            X_test,
+            likelihood=likelihood,
+            prior_precision=prior_precision,
+            noise_var=noise_var,
+        )
+    S = np.asarray(subset)
+    ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+    sub = GGN(ggn.Jw[:, S], ggn.prior_precision[S], n_data=ggn.n_data)
+    G = per_sample_jacobian(model, X_test)
+    return to_numpy(full_variance(sub, G[..., np.sort(S)]))
+
+
+def samples_without_noise(
+    model,
+    X_train,
+    y_train,
+    *,
+    likelihood,
+    prior_precision,
+    noise_var,
+    subset=None,
+    n_samples,
+    seed,
+):
+    """Posterior samples drawn with σ0² = 1 in Ω."""
+    return ours.posterior_samples(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=1.0,
+        subset=subset,
+        n_samples=n_samples,
+        seed=seed,
+    )
+
+
+def lml_prior_twice(model, X_train, y_train, *, likelihood, prior_precision, noise_var):
+    """The log marginal likelihood with the prior precision added twice."""
+    return ours.log_marginal_likelihood(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=2 * np.asarray(prior_precision, dtype=float),
+        noise_var=noise_var,
+    )
+
+
+def low_rank_plus_one(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, rank
+):
+    """One eigenpair too many."""
+    return ours.low_rank_predictive_variance(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        rank=rank + 1,
+    )
+
+
+def greedy_is_gradient(*args, **kwargs):
+    """Greedy-Laplace answered by Gradient-Laplace's top-k scores."""
+    return ours.predictive_variance.subset_masks["gradient_laplace"](*args, **kwargs)
+
+
+def _with(**capabilities):
+    """laplace-lab's correct predictive variance carrying one wrong capability."""
+
+    def target(*args, **kwargs):
+        return ours.predictive_variance(*args, **kwargs)
+
+    for name, fn in capabilities.items():
+        setattr(target, name, fn)
+    return target
+
+
+wrong_samples = _with(posterior_samples=samples_without_noise)
+wrong_evidence = _with(log_marginal_likelihood=lml_prior_twice)
+wrong_low_rank = _with(low_rank_predictive_variance=low_rank_plus_one)
+wrong_greedy = _with(subset_masks={"greedy_laplace": greedy_is_gradient})
+
+
+def dense_float32(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, subset=None
+):
+    """A correct dense implementation that computes in float32 whatever the model's dtype:
+    torch.func Jacobians, Ω formed and solved in float32."""
+    import copy
+
+    import torch
+
+    net = copy.deepcopy(model).float()
+    params = dict(net.named_parameters())
+
+    def jac(X):
+        def f(p, x):
+            return torch.func.functional_call(net, p, (x[None],)).reshape(-1)
+
+        J = torch.func.vmap(torch.func.jacrev(f), in_dims=(None, 0))(params, X.float())
+        n, c = X.shape[0], net(X[:1].float()).numel()
+        return torch.cat([J[k].reshape(n, c, -1) for k in params], dim=-1).detach()
+
+    J, G = jac(X_train), jac(X_test)  # (N, C, p)
+    with torch.no_grad():
+        f = net(X_train.float()).reshape(len(X_train), -1)
+    if likelihood == "regression":
+        H = torch.full((len(f), 1, 1), 1.0 / noise_var)
+    elif likelihood == "binary":
+        s = torch.sigmoid(f[:, 0])
+        H = (s * (1 - s))[:, None, None]
+    else:
+        pi = torch.softmax(f, dim=1)
+        H = torch.diag_embed(pi) - pi[:, :, None] * pi[:, None, :]
+    p = J.shape[-1]
+    V = torch.as_tensor(
+        np.broadcast_to(np.asarray(prior_precision, dtype=np.float32), (p,)).copy()
+    )
+    S = torch.arange(p) if subset is None else torch.as_tensor(np.asarray(subset))
+    J, G, V = J[..., S], G[..., S], V[S]
+    Omega = torch.einsum("ncp,ncd,ndq->pq", J, H.float(), J) + torch.diag(V)
+    W = torch.linalg.solve(Omega, G.reshape(-1, len(S)).T).T
+    v = (W * G.reshape(-1, len(S))).sum(1).reshape(G.shape[:2])
+    return (v if likelihood == "multiclass" else v[:, 0]).numpy()

@@ -1,0 +1,73 @@
+"""The suite catches classic bugs: each wrong target fails exactly the cases it should, and
+the reproducer of a failure, run on its own, reproduces it."""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stdout
+
+import pytest
+
+from laplace_lab.conformance import Outcome, cases, validate
+
+MUTANTS = "tests.conformance.mutant_targets"
+PREDICTIVE = [n for n in cases() if n.startswith("predictive/")]
+REGRESSION = {n for n in PREDICTIVE if "linear" in n or "regression" in n}
+SUBSET = {
+    "predictive/linear-gaussian-subset",
+    "predictive/mlp-regression-subset",
+    "predictive/mlp-regression-diagonal-prior",
+    "predictive/mlp-regression-subset-float32",
+    "predictive/mlp-binary-subset",
+    "predictive/mlp-multiclass-subset",
+}
+
+
+def _failed(name: str, only) -> set[str]:
+    v = validate(f"{MUTANTS}:{name}", only=only)
+    assert not any(r.outcome is Outcome.ERROR for r in v.results), v.summary()
+    return {r.case.name for r in v.results if r.outcome is Outcome.FAIL}
+
+
+@pytest.mark.parametrize(
+    ("mutant", "expected"),
+    [
+        ("forgotten_noise", REGRESSION),  # σ0² = 0.3 in every regression case, 1 otherwise
+        ("sorted_test_columns", SUBSET),  # every case with an unsorted subset
+        ("prior_twice", set(PREDICTIVE)),  # N′ < p: the prior matters everywhere
+    ],
+)
+def test_predictive_bugs_fail_exactly_their_cases(mutant, expected):
+    assert len(PREDICTIVE) == 14
+    assert _failed(mutant, ["predictive/"]) == expected
+
+
+@pytest.mark.parametrize(
+    ("mutant", "prefix"),
+    [
+        ("wrong_samples", "samples/mlp-regression"),
+        ("wrong_evidence", "evidence/"),
+        ("wrong_low_rank", "low-rank/"),
+        ("wrong_greedy", "masks/greedy_laplace"),
+    ],
+)
+def test_wrong_capabilities_fail(mutant, prefix):
+    selected = [n for n in cases() if n.startswith(prefix)]
+    assert selected and _failed(mutant, selected) == set(selected)
+
+
+def test_the_reproducer_of_a_failure_reproduces_it(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # the reproducer must not depend on the working directory
+    (result,) = validate(
+        f"{MUTANTS}:prior_twice", only=["predictive/mlp-regression-subset"]
+    ).results
+    assert result.outcome is Outcome.FAIL
+    assert (
+        "from tests.conformance.mutant_targets import prior_twice as target" in result.reproducer
+    )
+    namespace: dict = {}
+    with redirect_stdout(io.StringIO()):
+        exec(result.reproducer, namespace)
+    got = float(namespace["got"].reshape(-1)[0])  # the worst test point alone
+    assert got == pytest.approx(result.details["got"], rel=1e-12)
+    assert abs(got - result.details["oracle"]) > result.details["tolerance"]
