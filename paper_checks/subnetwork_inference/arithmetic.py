@@ -56,15 +56,16 @@ _MEMORY_MUTANT = Mutant(
 )
 
 
-def _memory_verdict(n: float, stated: float, unit: float, label: str, note: str) -> Verdict:
-    """|n² × 4 B − stated| within half a unit of the stated precision."""
+def _memory_verdict(
+    n: float, stated: float, half_unit: float, unit: float, label: str, note: str
+) -> Verdict:
+    """n² × 4 B against the stated figure, within half a unit of its last stated digit."""
     measured = _covariance_bytes(n) / unit
-    tol = 0.05 * stated  # "≈": the stated figures carry two significant digits
     return Verdict(
-        Status.CONFIRMED if abs(measured - stated) <= tol else Status.REFUTED,
+        Status.CONFIRMED if abs(measured - stated) <= half_unit else Status.REFUTED,
         measured=round(measured, 4),
         expected=stated,
-        tolerance=f"±5% (the paper rounds to two significant digits), {label}",
+        tolerance=f"±{half_unit:g} (half a unit of the last stated digit), {label}",
         evidence=note.format(measured=measured, bytes=_covariance_bytes(n)),
     )
 
@@ -161,6 +162,7 @@ def subnetwork_covariance_memory(ctx: Context) -> Verdict:
     return _memory_verdict(
         STATED_SUBNETWORK,
         7.2,
+        0.05,
         1e9,
         "GB = 10⁹ bytes",
         "42,438² × 4 = {bytes:,.0f} bytes = {measured:.3f} GB "
@@ -181,6 +183,7 @@ def full_covariance_memory(ctx: Context) -> Verdict:
     return _memory_verdict(
         STATED_RESNET18,
         500.0,
+        50.0,
         1e12,
         "TB = 10¹² bytes",
         "11,168,000² × 4 = {bytes:.4g} bytes = {measured:.1f} TB "
@@ -201,6 +204,7 @@ def small_subnetwork_memory(ctx: Context) -> Verdict:
     return _memory_verdict(
         1000,
         4.0,
+        0.05,
         1e6,
         "MB = 10⁶ bytes",
         "1,000² × 4 = {bytes:,.0f} bytes = {measured:.2f} MB; 1,024² × 4 would be "

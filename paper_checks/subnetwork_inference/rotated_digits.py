@@ -32,7 +32,7 @@ from laplace_lab.studies.rotated_digits import (
 PAPER = "subnetwork-inference"
 WASS = "Subnetwork (Wasserstein)"
 RAND = "Subnetwork (random)"
-_QUICK = {"angles": (0, 30, 60, 90), "n_ggn": 100, "n_test": 150, "epochs": 20}
+_QUICK = {"angles": (0, 30, 60, 90), "n_ggn": 60, "n_test": 100, "epochs": 15}
 _FULL = {"angles": tuple(range(0, 181, 15)), "n_ggn": None, "n_test": None, "epochs": 40}
 
 
