@@ -297,8 +297,9 @@ def dead_relu_selected(ctx: Context) -> Verdict:
         tolerance=f"every one of the |dead| top-ranked weights has variance 1/λ to {AT_PRIOR:g} "
         "(relative), every dead weight too",
         evidence=(
-            f"On the §6.1 toy networks ({_label(runs)}; the 8×8 digits CNN has no dead "
-            "weights, and ResNet-18 cannot be trained here): dead weights per seed "
+            f"On the §6.1 toy networks ({_label(runs)}; ResNet-18 cannot be trained here, and "
+            "the digits CNN of the rotated-digits claims has dead parameters too): dead "
+            "weights per seed "
             + ", ".join(str(s["dead"]) for s in stats)
             + f" of {runs[0].weights['Full Cov']}. Share at the prior variance among the |dead| "
             f"largest diagonal-Laplace variances diag(Ω)⁻¹: {share:.3f} (live weights among "
