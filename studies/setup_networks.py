@@ -35,6 +35,18 @@ from laplace_lab.studies.training import (
 __all__ = ["BinaryNetwork", "SetupDNetwork", "binary_network", "setup_d_network"]
 
 
+def _fit_mlp(loader, likelihood: str, rng, epochs: int, **split):
+    """A 2×50 MLP trained full-batch (Adam 1e-2, cosine, α = 1) on one split; its Jacobians."""
+    data_rng, init_rng, train_rng = spawn(rng, 3)
+    ds = loader(rng=data_rng, **split)
+    model = build_seeded(lambda: mlp_2x50(ds.n_features), rng=init_rng)
+    config = adam_recipe(lr=1e-2, epochs=epochs, batch_size=ds.y_train.size)
+    train_map(model, ds.X_train, ds.y_train, likelihood=likelihood, config=config, rng=train_rng)
+    model = model.double().eval()
+    J = per_sample_jacobian(model, ds.X_train).numpy()
+    return ds, model, J, per_sample_jacobian(model, ds.X_test).numpy()
+
+
 @dataclass(frozen=True)
 class SetupDNetwork:
     """The GGN Ω = JᵀJ/σ0² + I of a trained Setup D MLP, test gradients G and σ0²."""
@@ -53,14 +65,7 @@ def setup_d_network(*, rng: np.random.Generator | int, epochs: int = 1500) -> Se
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
        Results and Methods", arXiv:2605.09075 (2026), App. C.6 (Setup D).
     """
-    data_rng, init_rng, train_rng = spawn(rng, 3)
-    ds = load_boston(rng=data_rng, test_fraction=0.1)
-    model = build_seeded(lambda: mlp_2x50(ds.n_features), rng=init_rng)
-    config = adam_recipe(lr=1e-2, epochs=epochs, batch_size=ds.y_train.size)
-    train_map(model, ds.X_train, ds.y_train, likelihood="regression", config=config, rng=train_rng)
-    model = model.double().eval()
-    J = per_sample_jacobian(model, ds.X_train).numpy()
-    G = per_sample_jacobian(model, ds.X_test).numpy()
+    ds, model, J, G = _fit_mlp(load_boston, "regression", rng, epochs, test_fraction=0.1)
     s2 = noise_variance(model, ds.X_test, ds.y_test)
     return SetupDNetwork(GGN.regression(J, noise_var=s2, prior_precision=1.0), G, s2)
 
@@ -83,12 +88,5 @@ def binary_network(*, rng: np.random.Generator | int, epochs: int = 500) -> Bina
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
        Results and Methods", arXiv:2605.09075 (2026), App. C.3 (the Bernoulli GGN).
     """
-    data_rng, init_rng, train_rng = spawn(rng, 3)
-    ds = load_breast_cancer_data(rng=data_rng)
-    model = build_seeded(lambda: mlp_2x50(ds.n_features), rng=init_rng)
-    config = adam_recipe(lr=1e-2, epochs=epochs, batch_size=ds.y_train.size)
-    train_map(model, ds.X_train, ds.y_train, likelihood="binary", config=config, rng=train_rng)
-    model = model.double().eval()
-    J = per_sample_jacobian(model, ds.X_train).numpy()
-    G = per_sample_jacobian(model, ds.X_test).numpy()
+    ds, model, J, G = _fit_mlp(load_breast_cancer_data, "binary", rng, epochs)
     return BinaryNetwork(J, predict(model, ds.X_train), G)
