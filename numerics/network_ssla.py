@@ -46,10 +46,12 @@ from laplace_lab.numerics.predictive import predictive_variance
 __all__ = [
     "GaussianPredictive",
     "assla_log_density",
+    "assla_log_density_from_variance",
     "assla_predictive",
     "gaussian_scores",
     "log_det_ratio",
     "ssla_log_density",
+    "ssla_log_density_from_variance",
     "ssla_predictive",
 ]
 
@@ -74,6 +76,16 @@ def _inputs(ggn: Any, G_test: Any, f_test: Any, noise_var: Any) -> tuple[Any, An
     if tuple(f.shape) != tuple(v.shape):
         raise ValueError(f"f_test must have shape {tuple(v.shape)}; got {tuple(f.shape)}")
     return v, f, s2
+
+
+def _variance_inputs(v: Any, f_test: Any, noise_var: Any) -> tuple[Any, Any, float]:
+    v, f = as_float(v, "v"), as_float(f_test, "f_test")
+    if v.ndim != 1 or tuple(f.shape) != tuple(v.shape):
+        raise ValueError(
+            f"v and f_test must be (M,) vectors of one length; got {tuple(v.shape)}, "
+            f"{tuple(f.shape)}"
+        )
+    return v, f, positive_float(noise_var, "noise_var")
 
 
 def log_det_ratio(v: Any, noise_var: float) -> Any:
@@ -120,6 +132,19 @@ def assla_log_density(ggn: GGN, G_test: Any, f_test: Any, y: Any, *, noise_var: 
        for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §4 eq. (17).
     """
     v, f, s2 = _inputs(ggn, G_test, f_test, noise_var)
+    return assla_log_density_from_variance(v, f, y, noise_var=s2)
+
+
+def assla_log_density_from_variance(v: Any, f_test: Any, y: Any, *, noise_var: float) -> Any:
+    """Eq. (17) from the epistemic variances v = gᵀJ⁻¹g of any curvature (dense GGN,
+    diagonal, KFAC): log N(ŷ; f̂, σ0²) − ½ log(1 + v/σ0²). Shapes as :func:`assla_log_density`.
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation
+       for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §4 eq. (17).
+    """
+    v, f, s2 = _variance_inputs(v, f_test, noise_var)
     r = _y(y, v) - f[:, None]
     return -0.5 * math.log(2 * math.pi * s2) - r * r / (2 * s2) + log_det_ratio(v, s2)[:, None]
 
@@ -137,6 +162,19 @@ def ssla_log_density(ggn: GGN, G_test: Any, f_test: Any, y: Any, *, noise_var: f
        for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §3 eq. (12).
     """
     v, f, s2 = _inputs(ggn, G_test, f_test, noise_var)
+    return ssla_log_density_from_variance(v, f, y, noise_var=s2)
+
+
+def ssla_log_density_from_variance(v: Any, f_test: Any, y: Any, *, noise_var: float) -> Any:
+    """Eq. (12) for the linearised network from the epistemic variances v of any curvature;
+    the terms of :func:`ssla_log_density`, evaluated one by one.
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation
+       for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §3 eq. (12).
+    """
+    v, f, s2 = _variance_inputs(v, f_test, noise_var)
     r = _y(y, v) - f[:, None]
     vv = v[:, None]
     step = vv * r / (s2 + vv)  # gᵀ(θ̃ − θ̂): the refit's move of the prediction

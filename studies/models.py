@@ -9,6 +9,10 @@ Results and Methods", arXiv:2605.09075 (2026):
   n basic blocks each, global average pooling, Linear(64, 1) (binary) or Linear(64, 10) head.
   Where the width changes the shortcut is a 1×1 convolution + BN ("projection", He et al.'s
   option B); ``shortcut="identity"`` gives the parameter-free zero-padding option A.
+
+E. Daxberger et al., "Bayesian Deep Learning via Subnetwork Inference", ICML 2021,
+arXiv:2010.14689, §6.3: ResNet-18 (an input convolutional block, 8 residual blocks in four
+stages of widths {64, 128, 256, 512}, a linear layer) for rotated MNIST and corrupted CIFAR-10.
 The papers' parameter counts are checked (never matched by construction) in
 ``paper_checks/subnetwork_laplace_optimality_networks.py``. torch is imported lazily.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -33,7 +38,9 @@ __all__ = [
     "mlp_2x50",
     "mlp_3x200",
     "resnet",
+    "resnet18",
     "resnet_depths",
+    "weight_indices",
 ]
 
 _ACTIVATIONS = ("relu", "tanh")
@@ -42,6 +49,22 @@ _ACTIVATIONS = ("relu", "tanh")
 def count_parameters(model: Any) -> int:
     """Number of trainable scalar parameters (the papers' p)."""
     return sum(int(t.numel()) for t in model.parameters() if t.requires_grad)
+
+
+def weight_indices(model: Any) -> np.ndarray:
+    """Flat indices (in ``parameters()`` order) of the tensors named ``*.weight``.
+
+    The parameters Daxberger et al. (arXiv:2010.14689, §6.1–6.2) do inference over: network
+    weights, not biases. For an MLP their number is the paper's D.
+    """
+    out, start = [], 0
+    for name, t in model.named_parameters():
+        if not t.requires_grad:
+            continue
+        if name.endswith("weight"):
+            out.append(np.arange(start, start + t.numel()))
+        start += t.numel()
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
 def mlp(d_in: int, widths: Sequence[int], d_out: int = 1, *, activation: str = "relu") -> Any:
@@ -155,6 +178,58 @@ def resnet(
             cin = width
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, n_outputs)]
     return nn.Sequential(*layers)
+
+
+def resnet18(
+    *, n_outputs: int = 10, in_channels: int = 3, stem: str = "cifar", batch_norm: bool = True
+) -> Any:
+    """ResNet-18 [He et al. 2016]: a stem, 4 stages of 2 basic blocks, average pooling, a head.
+
+    Stages have {64, 128, 256, 512} filters (stride 2 at the first block of stages 2–4, with
+    1×1 convolution + BN projection shortcuts there). ``stem="cifar"``: one 3×3 convolution
+    (64 filters, stride 1), the usual CIFAR/MNIST adaptation; ``stem="imagenet"``: a 7×7
+    convolution with stride 2 and a 3×3 max-pool, as in the ImageNet original. Convolutions
+    have no bias. ``batch_norm=False`` leaves the BN layers without their affine parameters
+    (γ, β), which some parameter counts omit.
+
+    Parameters
+    ----------
+    n_outputs : int
+        Classes of the linear head (10 for MNIST and CIFAR-10, 1000 for ImageNet).
+    in_channels : int
+        1 for MNIST, 3 for CIFAR-10.
+    stem : {"cifar", "imagenet"}
+    batch_norm : bool
+        Whether the BN layers carry trainable affine parameters.
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.3.
+    """
+    positive_int(n_outputs, "n_outputs")
+    positive_int(in_channels, "in_channels")
+    one_of(stem, "stem", ("cifar", "imagenet"))
+    if stem == "cifar":
+        layers: list[Any] = [nn.Conv2d(in_channels, 64, 3, padding=1, bias=False)]
+    else:
+        layers = [nn.Conv2d(in_channels, 64, 7, stride=2, padding=3, bias=False)]
+    layers += [nn.BatchNorm2d(64), nn.ReLU()]
+    if stem == "imagenet":
+        layers.append(nn.MaxPool2d(3, stride=2, padding=1))
+    cin = 64
+    for stage, width in enumerate((64, 128, 256, 512)):
+        for b in range(2):
+            layers.append(BasicBlock(cin, width, 2 if stage > 0 and b == 0 else 1, "projection"))
+            cin = width
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, n_outputs)]
+    model = nn.Sequential(*layers)
+    if not batch_norm:
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.weight.requires_grad_(False)
+                m.bias.requires_grad_(False)
+    return model
 
 
 def digits_cnn(n_classes: int = 10) -> Any:

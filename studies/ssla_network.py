@@ -8,6 +8,7 @@ Gauss–Newton Fisher with an N(0, 1/α) prior, σ0² from the residual MSE; cov
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from laplace_lab.numerics.network_ssla import (
     ssla_predictive,
 )
 from laplace_lab.numerics.predictive import predictive_variance
-from laplace_lab.studies.data import heteroscedastic_toy
+from laplace_lab.studies.data import Dataset, heteroscedastic_toy
 from laplace_lab.studies.models import mlp_2x50
 from laplace_lab.studies.training import (
     TrainConfig,
@@ -34,22 +35,30 @@ from laplace_lab.studies.training import (
 )
 from laplace_lab.studies.training import train_map as _train
 
-__all__ = ["heteroscedastic_comparison"]
+__all__ = ["HeteroscedasticFit", "fit_heteroscedastic", "heteroscedastic_comparison"]
 
 
-def heteroscedastic_comparison(
+@dataclass(frozen=True)
+class HeteroscedasticFit:
+    """A MAP fit to the heteroscedastic toy: the data, the model (float64, eval mode), the
+    training and test Jacobians J and G, σ0² and the MAP outputs f at the test inputs."""
+
+    data: Dataset
+    model: Any
+    J: np.ndarray
+    G: np.ndarray
+    noise_var: float
+    f_test: np.ndarray
+
+
+def fit_heteroscedastic(
     *,
     rng: np.random.Generator | int,
     n_train: int = 500,
     n_test: int = 500,
-    prior_precision: float = 1.0,
     config: TrainConfig | None = None,
-) -> dict[str, Any]:
-    """Scores of linearized Laplace, SSLA and ASSLA on one seeded heteroscedastic toy.
-
-    Returns ``{"LA": scores, "SSLA": scores, "ASSLA": scores, "noise_var": σ0²}`` with the
-    scores of :func:`laplace_lab.numerics.network_ssla.gaussian_scores` on the held-out targets.
-    """
+) -> HeteroscedasticFit:
+    """Fit the 2×50 MLP by MAP to one seeded draw of the toy of eq. (18) (module docstring)."""
     data_rng, init_rng, train_rng = spawn(rng, 3)
     ds = heteroscedastic_toy(
         n_train + n_test, test_fraction=n_test / (n_train + n_test), rng=data_rng
@@ -68,12 +77,30 @@ def heteroscedastic_comparison(
     finally:
         torch.set_num_threads(previous)
     s2 = noise_variance(model, ds.X_train, ds.y_train)
-    ggn = GGN.regression(J, noise_var=s2, prior_precision=prior_precision)
-    f = predict(model, ds.X_test)
+    return HeteroscedasticFit(ds, model, J, G, s2, predict(model, ds.X_test))
+
+
+def heteroscedastic_comparison(
+    *,
+    rng: np.random.Generator | int,
+    n_train: int = 500,
+    n_test: int = 500,
+    prior_precision: float = 1.0,
+    config: TrainConfig | None = None,
+) -> dict[str, Any]:
+    """Scores of linearized Laplace, SSLA and ASSLA on one seeded heteroscedastic toy.
+
+    Returns ``{"LA": scores, "SSLA": scores, "ASSLA": scores, "noise_var": σ0²}`` with the
+    scores of :func:`laplace_lab.numerics.network_ssla.gaussian_scores` on the held-out targets.
+    """
+    fit = fit_heteroscedastic(rng=rng, n_train=n_train, n_test=n_test, config=config)
+    s2, G, f = fit.noise_var, fit.G, fit.f_test
+    ggn = GGN.regression(fit.J, noise_var=s2, prior_precision=prior_precision)
+    y = fit.data.y_test
     la = GaussianPredictive(f, s2 + np.asarray(predictive_variance(ggn, G)))
     return {
-        "LA": gaussian_scores(la, ds.y_test),
-        "SSLA": gaussian_scores(ssla_predictive(ggn, G, f, noise_var=s2), ds.y_test),
-        "ASSLA": gaussian_scores(assla_predictive(ggn, G, f, noise_var=s2), ds.y_test),
+        "LA": gaussian_scores(la, y),
+        "SSLA": gaussian_scores(ssla_predictive(ggn, G, f, noise_var=s2), y),
+        "ASSLA": gaussian_scores(assla_predictive(ggn, G, f, noise_var=s2), y),
         "noise_var": s2,
     }

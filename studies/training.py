@@ -43,6 +43,7 @@ __all__ = [
     "noise_variance",
     "predict",
     "sgd_recipe",
+    "single_threaded",
     "torch_threads",
     "train_map",
 ]
@@ -226,3 +227,18 @@ def torch_threads(n: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+@contextmanager
+def single_threaded() -> Iterator[None]:
+    """torch's intra-op pool and NumPy's BLAS pool on one thread inside the block.
+
+    The small networks and few-hundred-row factorisations of the paper experiments run
+    faster serially on a shared machine: a multi-threaded BLAS pays a large fixed cost per
+    small call when cores are oversubscribed (docs/performance.md, "One BLAS thread for
+    sequences of small products").
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"), torch_threads(1):
+        yield
