@@ -43,6 +43,7 @@ __all__ = [
     "fsp_laplace",
     "fsp_laplace_from_factor",
     "rkhs_norm_estimate",
+    "thin_svd",
 ]
 
 Array = Any
@@ -211,6 +212,42 @@ def fsp_laplace(
     return fsp_laplace_from_factor(J_context, L, Jw, prior_variance=prior, rcond=rcond, rtol=rtol)
 
 
+def thin_svd(M: Array, *, rcond: float = 1e-10) -> tuple[Array, np.ndarray]:
+    """Left singular vectors and singular values of a tall p × r matrix in O(p r²).
+
+    Algorithm 2, step 5 of [1]_: ``M Mᵀ = U_M D_M² U_Mᵀ`` from the thin SVD ``M = U_M D_M
+    V_Mᵀ``, computed as a QR factorisation of M in its own namespace (``M = Q R``, O(p r²))
+    and an SVD of the small R on the host (O(r³)): ``U_M = Q U_R``. Singular values
+    ``≤ rcond·max`` are dropped with their vectors.
+
+    Parameters
+    ----------
+    M : array, shape (p, r)
+    rcond : float
+        Relative cut-off for numerically zero singular values.
+
+    Returns
+    -------
+    U : array, shape (p, r')
+        Orthonormal columns, in the namespace of ``M`` (r' ≤ r kept singular values).
+    d : ndarray, shape (r',)
+        The kept singular values, descending (host float64).
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, §3.2 ("in O(pr²) time from a thin SVD of M") and Algorithm 2.
+    """
+    M = as_matrix(M, "M")
+    xp = array_namespace(M)
+    Q, R = xp.linalg.qr(M)
+    UR, d, _ = scipy.linalg.svd(to_host(R))
+    keep = int(np.sum(d > rcond * d.max())) if d.size else 0
+    space = Space(int(M.shape[0]), None, M)
+    return Q @ space.asarray(np.ascontiguousarray(UR[:, :keep])), d[:keep]
+
+
 def fsp_laplace_from_factor(
     J_context: Array,
     L: Array,
@@ -238,16 +275,10 @@ def fsp_laplace_from_factor(
     L = as_matrix(L, "L")
     if int(L.shape[0]) != nC:
         raise ValueError(f"L must have n_C·d'={nC} rows; got {L.shape[0]}")
-    xp = array_namespace(J_context)
     space = Space(p, None, J_context)
     # Step 4–5: M = J(C)ᵀ L and its thin SVD (drop numerically zero singular values).
-    # Thin SVD as QR of the tall M (backend) + SVD of the small R (host): U_M = Q U_R.
     M = J_context.T @ L
-    Q, R = xp.linalg.qr(M)
-    UR, d_host, _ = scipy.linalg.svd(to_host(R))
-    keep = int(np.sum(d_host > rcond * d_host.max())) if d_host.size else 0
-    U = Q @ space.asarray(np.ascontiguousarray(UR[:, :keep]))
-    d_host = d_host[:keep]
+    U, d_host = thin_svd(M, rcond=rcond)
     # Step 6: A = D_M² + (J_w U_M)ᵀ (J_w U_M)  (sign convention: module docstring).
     A = np.diag(d_host**2)
     if Jw is not None:
