@@ -42,6 +42,7 @@ __all__ = [
     "dropped_terms",
     "fsp_laplace",
     "fsp_laplace_from_factor",
+    "induced_weight_prior",
     "rkhs_norm_estimate",
     "thin_svd",
 ]
@@ -337,3 +338,48 @@ def dropped_terms(result: FSPLaplace, Jw: Array) -> DroppedTerms:
         cross_ratio=np.sqrt(cross_sq) / total,
         total_ratio=np.sqrt(p0**2 + cross_sq) / total,
     )
+
+
+def induced_weight_prior(
+    feature_gram: Any, v: Any, w_star: Any, *, rcond: float = 1e-12
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Gaussian "prior" N(μ_w, Σ_w) over the weights that eq. (3.6) of [1]_ induces.
+
+    Under the linearisation f_lin(·, w) = f(·, w*) + J(·)(w − w*),
+
+        ½‖f_lin(·, w) − μ‖²_H = ½ (w − μ_w)ᵀ Σ_w† (w − μ_w) + const,
+
+    with ``(Σ_w†)_ij = ⟨J_i, J_j⟩_H`` (the Gram matrix of the feature functions),
+    ``v_i = ⟨J_i, f(·, w*) − μ⟩_H`` and ``μ_w = w* − Σ_w v``; Σ_w is the pseudo-inverse of
+    the feature Gram matrix (singular values ≤ ``rcond·max`` count as zero).
+
+    Parameters
+    ----------
+    feature_gram : (p, p) array
+        Σ_w† = [⟨J_i, J_j⟩_H], symmetric positive semi-definite.
+    v : (p,) array
+    w_star : (p,) array
+
+    Returns
+    -------
+    mean : ndarray, shape (p,)
+        μ_w.
+    covariance : ndarray, shape (p, p)
+        Σ_w.
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, §3.1, eq. (3.6).
+    """
+    G = to_host(as_matrix(feature_gram, "feature_gram"))
+    p = G.shape[0]
+    if G.shape != (p, p):
+        raise ValueError(f"feature_gram must be square; got shape {G.shape}")
+    v = to_host(v).reshape(-1)
+    w_star = to_host(w_star).reshape(-1)
+    if v.size != p or w_star.size != p:
+        raise ValueError(f"v and w_star must have length p={p}; got {v.size}, {w_star.size}")
+    cov = np.linalg.pinv(0.5 * (G + G.T), rcond=rcond, hermitian=True)
+    return w_star - cov @ v, cov
