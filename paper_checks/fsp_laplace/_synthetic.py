@@ -27,6 +27,7 @@ __all__ = [
     "fit_fsp",
     "fit_laplace",
     "fitted_kernel",
+    "jacobians",
     "tanh_mlp",
     "task",
 ]
@@ -186,3 +187,17 @@ def fit_laplace(name: str, full: bool, seed: int):
             noise_std=REGRESSION_NOISE if t.likelihood == "regression" else None,
             steps=steps(full), lr=5e-3, rng=rng, progress=False,
         )  # fmt: skip
+
+
+def jacobians(fsp, name: str, full: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """J(C) at the covariance context points and the GGN's weighted Jacobian J_w at the data."""
+    from laplace_lab.numerics.ggn import GGN
+    from laplace_lab.numerics.jacobians import per_sample_jacobian
+
+    t = task(name, full=full, seed=seed)
+    J_C = per_sample_jacobian(fsp.model, fsp.posterior.gram.points).numpy()
+    J_X = per_sample_jacobian(fsp.model, t.X).numpy()
+    if t.likelihood == "regression":
+        return J_C, GGN.regression(J_X, noise_var=fsp.noise_var, prior_precision=1.0).Jw
+    f = fsp.predict(t.X).mean
+    return J_C, GGN.binary(J_X, f, prior_precision=1.0).Jw
