@@ -127,6 +127,7 @@ class FSPLaplaceModel:
         num_lanczos: int = 500,
         rng: Any,
         progress: bool = True,
+        optimizer: str = "adam",
     ) -> FSPLaplaceModel:
         """Train ``model`` to the FSP MAP and compute its FSP-Laplace posterior.
 
@@ -159,13 +160,15 @@ class FSPLaplaceModel:
         rng : numpy.random.Generator or int
         progress : bool
             Show a tqdm bar during training.
+        optimizer : {"adam", "lbfgs"}
+            See :func:`~laplace_lab.studies.fsp_training.train_fsp_map`.
         """
         rng = as_generator(rng)
         one_of(likelihood, "likelihood", ("regression", "binary", "multiclass"))
         fit = train_fsp_map(
             model, X, y, likelihood=likelihood, kernel=kernel, context=context,
             n_context=n_context, prior_mean=prior_mean, noise_std=noise_std, steps=steps, lr=lr,
-            batch_size=batch_size, jitter=jitter, rng=rng, progress=progress,
+            batch_size=batch_size, jitter=jitter, rng=rng, progress=progress, optimizer=optimizer,
         )  # fmt: skip
         C = _covariance_context(context, covariance_context)
         noise_var = None if fit.noise_std is None else fit.noise_std**2
@@ -264,6 +267,7 @@ class LinearizedLaplaceModel:
         batch_size: int | None = None,
         rng: Any,
         progress: bool = True,
+        optimizer: str = "adam",
     ) -> LinearizedLaplaceModel:
         """Train the weight-space MAP (prior precision ``map_prior_precision``, σ_p = 1 by
         default as in App. B.1) and build the linearised Laplace posterior.
@@ -276,7 +280,7 @@ class LinearizedLaplaceModel:
         fit = train_weight_space_map(
             model, X, y, likelihood=likelihood, prior_precision=map_prior_precision,
             noise_std=noise_std, steps=steps, lr=lr, batch_size=batch_size, rng=rng,
-            progress=progress,
+            progress=progress, optimizer=optimizer,
         )  # fmt: skip
         noise_var = None if fit.noise_std is None else fit.noise_std**2
         J = to_numpy(per_sample_jacobian(model, np.asarray(X))).astype(np.float64)

@@ -7,8 +7,13 @@ hidden tanh layers of 100 units (50 in quick mode), context points on a regular 
 log-marginal likelihood (App. B.1) — scikit-learn's GP regressor (with a white-noise term) for
 regression; for two moons, as in the paper, a GP regressor on the labels reparameterised as
 regression targets (Milios et al. 2018), whose prior then serves a Laplace GP classifier as the
-GP baseline. Networks are float64, trained full-batch with Adam; the Laplace baseline uses the
-isotropic prior σ_p = 1 for its MAP and the full GGN (App. B.1).
+GP baseline. Training follows Algorithm 1 with a uniform context distribution on the box
+(§3.2: "for MAP estimation, we choose a uniform context point distribution P_C"; n_C = 100
+fresh points per step) — a fixed grid would constrain the network only at the grid points,
+and for separable two-moons data the objective then has no minimiser (the likelihood term →
+0 with logits growing between grid points). Networks are float64, trained full-batch with
+Adam; the Laplace baseline uses the isotropic prior σ_p = 1 for its MAP and the full GGN
+(App. B.1).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from laplace_lab.paper_checks.registry import Context
 __all__ = [
     "KERNELS",
     "Task",
+    "context_box",
+    "context_grid",
     "fit_fsp",
     "fit_laplace",
     "fitted_kernel",
@@ -48,9 +55,10 @@ class Task(NamedTuple):
     high: float
 
 
-def task(name: str, *, full: bool, seed: int) -> Task:
-    """The data of App. B.1: ``"regression"`` (n = 60) or ``"moons"`` (n = 100)."""
-    rng = Context(full=full, seed=seed).rng(f"fsp-synthetic/{name}")
+def task(name: str, *, full: bool, seed: int, rep: int = 0) -> Task:
+    """The data of App. B.1: ``"regression"`` (n = 60) or ``"moons"`` (n = 100); ``rep``
+    numbers independent replicates."""
+    rng = Context(full=full, seed=seed).rng(f"fsp-synthetic/{name}/rep{rep}")
     if name == "regression":
         n = 60
         x = rng.uniform(0.5, 1.0, n) * rng.choice([-1.0, 1.0], n)
@@ -107,13 +115,15 @@ def _ours(family: str, variance: float, lengthscale: float, period: float | None
 
 
 @functools.cache
-def fitted_kernel(name: str, family: str, full: bool, seed: int, period: float | None = None):
+def fitted_kernel(
+    name: str, family: str, full: bool, seed: int, period: float | None = None, rep: int = 0
+):
     """The prior covariance of ``family`` with (σ², ℓ) maximising the GP log-marginal
     likelihood on the task's data (App. B.1), and the fitted scikit-learn GP."""
     from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
     from sklearn.gaussian_process import kernels as skk
 
-    t = task(name, full=full, seed=seed)
+    t = task(name, full=full, seed=seed, rep=rep)
     if t.likelihood == "regression":
         k = _sk_kernel(family, period) + skk.WhiteKernel(0.01, (1e-4, 1.0))
         gp = GaussianProcessRegressor(k, random_state=0).fit(t.X, t.y)
@@ -128,16 +138,22 @@ def fitted_kernel(name: str, family: str, full: bool, seed: int, period: float |
     return _ours(family, float(params["k1__constant_value"]), float(ls), period), gp
 
 
-def _context(t: Task, n_context: int) -> np.ndarray:
+def context_box(t: Task):
+    """The box of the context points: [−2, 2] (regression), [−3.75, 3.75]² (two moons)."""
     from laplace_lab.studies.fsp_training import ContextBox
 
     d = t.X.shape[1]
-    box = ContextBox(np.full(d, t.low), np.full(d, t.high))
-    return box.grid(n_context) if d == 1 else box.grid(round(n_context**0.5))
+    return ContextBox(np.full(d, t.low), np.full(d, t.high))
+
+
+def context_grid(t: Task, n_context: int) -> np.ndarray:
+    """n_context points on a regular grid of the box (App. B.1)."""
+    box = context_box(t)
+    return box.grid(n_context) if box.dim == 1 else box.grid(round(n_context**0.5))
 
 
 def steps(full: bool) -> int:
-    """Adam steps of the synthetic networks (lr 5e-3, full batch)."""
+    """Adam steps of the synthetic networks (full batch, learning rate 5e-3)."""
     return 3000 if full else 1000
 
 
@@ -154,32 +170,36 @@ def fit_fsp(
     seed: int,
     n_context: int = 100,
     period: float | None = None,
+    rep: int = 0,
 ):
-    """FSP-Laplace on a task with a fitted GP prior and ``n_context`` grid context points."""
+    """FSP-Laplace on a task with a fitted GP prior: Algorithm 1 with 100 uniform context points
+    per step, Algorithm 2 at ``n_context`` grid points."""
     from laplace_lab.studies.fsp_laplace import FSPLaplaceModel
     from laplace_lab.studies.training import build_seeded, torch_threads
 
-    t = task(name, full=full, seed=seed)
-    kernel, _ = fitted_kernel(name, family, full, seed, period)
-    rng = Context(full=full, seed=seed).rng(f"fsp-synthetic/{name}/{family}/{n_context}/{period}")
+    t = task(name, full=full, seed=seed, rep=rep)
+    kernel, _ = fitted_kernel(name, family, full, seed, period, rep)
+    rng = Context(full=full, seed=seed).rng(
+        f"fsp-synthetic/{name}/{family}/{n_context}/{period}/rep{rep}"
+    )
     with torch_threads(1):
         model = build_seeded(lambda: tanh_mlp(t.X.shape[1], width(name, full)), rng=rng)
         return FSPLaplaceModel.fit(
             model, t.X, t.y, likelihood=t.likelihood, kernel=kernel,
-            context=_context(t, n_context),
+            context=context_box(t), n_context=100, covariance_context=context_grid(t, n_context),
             noise_std=REGRESSION_NOISE if t.likelihood == "regression" else None,
             steps=steps(full), lr=5e-3, rng=rng, progress=False,
         )  # fmt: skip
 
 
 @functools.cache
-def fit_laplace(name: str, full: bool, seed: int):
+def fit_laplace(name: str, full: bool, seed: int, rep: int = 0):
     """The linearised Laplace baseline (σ_p = 1 MAP, full GGN, evidence-optimised α)."""
     from laplace_lab.studies.fsp_laplace import LinearizedLaplaceModel
     from laplace_lab.studies.training import build_seeded, torch_threads
 
-    t = task(name, full=full, seed=seed)
-    rng = Context(full=full, seed=seed).rng(f"fsp-synthetic/{name}/laplace")
+    t = task(name, full=full, seed=seed, rep=rep)
+    rng = Context(full=full, seed=seed).rng(f"fsp-synthetic/{name}/laplace/rep{rep}")
     with torch_threads(1):
         model = build_seeded(lambda: tanh_mlp(t.X.shape[1], width(name, full)), rng=rng)
         return LinearizedLaplaceModel.fit(
@@ -189,12 +209,12 @@ def fit_laplace(name: str, full: bool, seed: int):
         )  # fmt: skip
 
 
-def jacobians(fsp, name: str, full: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def jacobians(fsp, name: str, full: bool, seed: int, rep: int = 0) -> tuple[np.ndarray, ...]:
     """J(C) at the covariance context points and the GGN's weighted Jacobian J_w at the data."""
     from laplace_lab.numerics.ggn import GGN
     from laplace_lab.numerics.jacobians import per_sample_jacobian
 
-    t = task(name, full=full, seed=seed)
+    t = task(name, full=full, seed=seed, rep=rep)
     J_C = per_sample_jacobian(fsp.model, fsp.posterior.gram.points).numpy()
     J_X = per_sample_jacobian(fsp.model, t.X).numpy()
     if t.likelihood == "regression":

@@ -140,6 +140,27 @@ def test_fsp_laplace_model_recovers_the_exact_gp_posterior_end_to_end():
     assert pred.probability is None
 
 
+def test_lbfgs_reaches_the_closed_form_map_and_needs_a_deterministic_objective():
+    # L-BFGS on the convex quadratic of the linear-features problem: f(C) at the end equals
+    # the GP posterior mean (the closed-form FSP MAP) to 1e-6 relative.
+    kernel, noise = Matern32(1.0, 0.8), 0.2
+    C, idx, y, gp_mean, _ = _linear_gp_problem(kernel, noise)
+    model = Features(20)
+    fit = train_fsp_map(
+        model, C[idx], y, likelihood="regression", kernel=kernel, context=C, noise_std=noise,
+        steps=300, lr=1.0, rng=0, progress=False, optimizer="lbfgs",
+    )  # fmt: skip
+    assert len(fit.losses) <= 300
+    np.testing.assert_allclose(_out(model, C)[:, 0], gp_mean, atol=1e-6 * np.abs(gp_mean).max())
+    for bad in ({"context": ContextBox([-2, -2], [2, 2]), "n_context": 5}, {"batch_size": 3}):
+        kw = {"context": C, **bad}
+        with pytest.raises(ValueError, match="deterministic"):
+            train_fsp_map(
+                Features(20), C[idx], y, likelihood="regression", kernel=kernel, steps=5,
+                rng=0, progress=False, optimizer="lbfgs", **kw,
+            )  # fmt: skip
+
+
 def test_context_box_around_halton_and_grid():
     X = np.array([[0.0, 10.0], [2.0, 14.0], [1.0, 12.0]])
     box = ContextBox.around(X, widen=0.5)  # App. B.2: [v_min − Δ/2, v_max + Δ/2]
