@@ -83,13 +83,13 @@ def tanh_mlp(d_in: int, width: int, d_out: int = 1) -> Any:
     ).double()
 
 
-def _sk_kernel(family: str, period: float | None) -> Any:
+def _sk_kernel(family: str) -> Any:
     from sklearn.gaussian_process import kernels as skk
 
     base = {
         "RBF": skk.RBF(0.5, (1e-2, 1e2)),
         "Matern-1/2": skk.Matern(0.5, (1e-2, 1e2), nu=0.5),
-        "Periodic": skk.ExpSineSquared(1.0, period or 1.0, (1e-2, 1e2), "fixed"),
+        "Periodic": skk.ExpSineSquared(1.0, 1.0, (1e-2, 1e2), (0.2, 5.0)),
     }[family]
     return skk.ConstantKernel(1.0, (1e-2, 1e3)) * base
 
@@ -106,18 +106,16 @@ def milios_targets(y: np.ndarray, alpha_eps: float = 0.01) -> tuple[np.ndarray, 
     return (np.log(a1) - s1 / 2) - (np.log(a0) - s0 / 2), s1 + s0
 
 
-def _ours(family: str, variance: float, lengthscale: float, period: float | None) -> Any:
+def _ours(family: str, variance: float, lengthscale: float, period: Any) -> Any:
     if family == "RBF":
         return RBF(variance, lengthscale)
     if family == "Matern-1/2":
         return Matern12(variance, lengthscale)
-    return Periodic(variance, lengthscale, period=period or 1.0)
+    return Periodic(variance, lengthscale, period=float(period))
 
 
 @functools.cache
-def fitted_kernel(
-    name: str, family: str, full: bool, seed: int, period: float | None = None, rep: int = 0
-):
+def fitted_kernel(name: str, family: str, full: bool, seed: int, rep: int = 0):
     """The prior covariance of ``family`` with (σ², ℓ) maximising the GP log-marginal
     likelihood on the task's data (App. B.1), and the fitted scikit-learn GP."""
     from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessRegressor
@@ -125,16 +123,16 @@ def fitted_kernel(
 
     t = task(name, full=full, seed=seed, rep=rep)
     if t.likelihood == "regression":
-        k = _sk_kernel(family, period) + skk.WhiteKernel(0.01, (1e-4, 1.0))
+        k = _sk_kernel(family) + skk.WhiteKernel(0.01, (1e-4, 1.0))
         gp = GaussianProcessRegressor(k, random_state=0).fit(t.X, t.y)
         prior = gp.kernel_.k1
     else:  # labels as regression targets with per-point noise (Milios et al. 2018)
         z, noise = milios_targets(t.y)
-        reg = GaussianProcessRegressor(_sk_kernel(family, period), alpha=noise, random_state=0)
+        reg = GaussianProcessRegressor(_sk_kernel(family), alpha=noise, random_state=0)
         prior = reg.fit(t.X, z).kernel_
         gp = GaussianProcessClassifier(prior, optimizer=None).fit(t.X, t.y)
     params = prior.get_params()
-    ls = params.get("k2__length_scale")
+    ls, period = params["k2__length_scale"], params.get("k2__periodicity")
     return _ours(family, float(params["k1__constant_value"]), float(ls), period), gp
 
 
@@ -169,26 +167,31 @@ def fit_fsp(
     full: bool,
     seed: int,
     n_context: int = 100,
-    period: float | None = None,
     rep: int = 0,
+    covariance: str = "grid",
+    jitter: float = 1e-6,
 ):
-    """FSP-Laplace on a task with a fitted GP prior: Algorithm 1 with 100 uniform context points
-    per step, Algorithm 2 at ``n_context`` grid points."""
+    """FSP-Laplace on a task with a fitted GP prior: Algorithm 1 with ``n_context`` uniform
+    context points per step, Algorithm 2 at ``n_context`` points on a grid (App. B.1) or of
+    the Halton sequence (App. C.1, context-point sweep); ``jitter`` relative to the prior
+    variance on the diagonal of Σ(C, C)."""
     from laplace_lab.studies.fsp_laplace import FSPLaplaceModel
     from laplace_lab.studies.training import build_seeded, torch_threads
 
     t = task(name, full=full, seed=seed, rep=rep)
-    kernel, _ = fitted_kernel(name, family, full, seed, period, rep)
+    kernel, _ = fitted_kernel(name, family, full, seed, rep)
+    box = context_box(t)
+    C = context_grid(t, n_context) if covariance == "grid" else box.halton(n_context)
     rng = Context(full=full, seed=seed).rng(
-        f"fsp-synthetic/{name}/{family}/{n_context}/{period}/rep{rep}"
+        f"fsp-synthetic/{name}/{family}/{n_context}/{covariance}/rep{rep}/{jitter}"
     )
     with torch_threads(1):
         model = build_seeded(lambda: tanh_mlp(t.X.shape[1], width(name, full)), rng=rng)
         return FSPLaplaceModel.fit(
-            model, t.X, t.y, likelihood=t.likelihood, kernel=kernel,
-            context=context_box(t), n_context=100, covariance_context=context_grid(t, n_context),
+            model, t.X, t.y, likelihood=t.likelihood, kernel=kernel, context=box,
+            n_context=n_context, covariance_context=C,
             noise_std=REGRESSION_NOISE if t.likelihood == "regression" else None,
-            steps=steps(full), lr=5e-3, rng=rng, progress=False,
+            steps=steps(full), lr=5e-3, jitter=jitter, rng=rng, progress=False,
         )  # fmt: skip
 
 
