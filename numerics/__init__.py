@@ -26,7 +26,9 @@ from laplace_lab.numerics.fsp import (
     dropped_terms,
     fsp_laplace,
     fsp_laplace_from_factor,
+    induced_weight_prior,
     rkhs_norm_estimate,
+    thin_svd,
 )
 from laplace_lab.numerics.ggn import DENSE_MAX_P, GGN, prior_vector
 from laplace_lab.numerics.ipv import (
@@ -47,6 +49,13 @@ from laplace_lab.numerics.jacobians import (
 from laplace_lab.numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
 from laplace_lab.numerics.krylov import LanczosResult, lanczos, lanczos_inverse_sqrt
 from laplace_lab.numerics.lowrank import LowRankLaplace
+from laplace_lab.numerics.network_fsp import (
+    FunctionPredictive,
+    NetworkFSPLaplace,
+    OutputGram,
+    network_fsp_laplace,
+    probit_probability,
+)
 from laplace_lab.numerics.network_ggn import NetworkGGN
 from laplace_lab.numerics.network_ssla import (
     assla_log_density,
@@ -159,9 +168,17 @@ __all__ = [
     "eigsh",
     "fsp_laplace",
     "fsp_laplace_from_factor",
+    "induced_weight_prior",
     "lanczos",
     "lanczos_inverse_sqrt",
     "rkhs_norm_estimate",
+    "thin_svd",
+    # FSP-Laplace on torch models
+    "FunctionPredictive",
+    "NetworkFSPLaplace",
+    "OutputGram",
+    "network_fsp_laplace",
+    "probit_probability",
     # surrogate-NTK sketches
     "jvp_ntk_estimate",
     "ntk_estimate_variance",

@@ -42,7 +42,9 @@ __all__ = [
     "dropped_terms",
     "fsp_laplace",
     "fsp_laplace_from_factor",
+    "induced_weight_prior",
     "rkhs_norm_estimate",
+    "thin_svd",
 ]
 
 Array = Any
@@ -211,6 +213,42 @@ def fsp_laplace(
     return fsp_laplace_from_factor(J_context, L, Jw, prior_variance=prior, rcond=rcond, rtol=rtol)
 
 
+def thin_svd(M: Array, *, rcond: float = 1e-10) -> tuple[Array, np.ndarray]:
+    """Left singular vectors and singular values of a tall p × r matrix in O(p r²).
+
+    Algorithm 2, step 5 of [1]_: ``M Mᵀ = U_M D_M² U_Mᵀ`` from the thin SVD ``M = U_M D_M
+    V_Mᵀ``, computed as a QR factorisation of M in its own namespace (``M = Q R``, O(p r²))
+    and an SVD of the small R on the host (O(r³)): ``U_M = Q U_R``. Singular values
+    ``≤ rcond·max`` are dropped with their vectors.
+
+    Parameters
+    ----------
+    M : array, shape (p, r)
+    rcond : float
+        Relative cut-off for numerically zero singular values.
+
+    Returns
+    -------
+    U : array, shape (p, r')
+        Orthonormal columns, in the namespace of ``M`` (r' ≤ r kept singular values).
+    d : ndarray, shape (r',)
+        The kept singular values, descending (host float64).
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, §3.2 ("in O(pr²) time from a thin SVD of M") and Algorithm 2.
+    """
+    M = as_matrix(M, "M")
+    xp = array_namespace(M)
+    Q, R = xp.linalg.qr(M)
+    UR, d, _ = scipy.linalg.svd(to_host(R))
+    keep = int(np.sum(d > rcond * d.max())) if d.size else 0
+    space = Space(int(M.shape[0]), None, M)
+    return Q @ space.asarray(np.ascontiguousarray(UR[:, :keep])), d[:keep]
+
+
 def fsp_laplace_from_factor(
     J_context: Array,
     L: Array,
@@ -238,16 +276,10 @@ def fsp_laplace_from_factor(
     L = as_matrix(L, "L")
     if int(L.shape[0]) != nC:
         raise ValueError(f"L must have n_C·d'={nC} rows; got {L.shape[0]}")
-    xp = array_namespace(J_context)
     space = Space(p, None, J_context)
     # Step 4–5: M = J(C)ᵀ L and its thin SVD (drop numerically zero singular values).
-    # Thin SVD as QR of the tall M (backend) + SVD of the small R (host): U_M = Q U_R.
     M = J_context.T @ L
-    Q, R = xp.linalg.qr(M)
-    UR, d_host, _ = scipy.linalg.svd(to_host(R))
-    keep = int(np.sum(d_host > rcond * d_host.max())) if d_host.size else 0
-    U = Q @ space.asarray(np.ascontiguousarray(UR[:, :keep]))
-    d_host = d_host[:keep]
+    U, d_host = thin_svd(M, rcond=rcond)
     # Step 6: A = D_M² + (J_w U_M)ᵀ (J_w U_M)  (sign convention: module docstring).
     A = np.diag(d_host**2)
     if Jw is not None:
@@ -306,3 +338,48 @@ def dropped_terms(result: FSPLaplace, Jw: Array) -> DroppedTerms:
         cross_ratio=np.sqrt(cross_sq) / total,
         total_ratio=np.sqrt(p0**2 + cross_sq) / total,
     )
+
+
+def induced_weight_prior(
+    feature_gram: Any, v: Any, w_star: Any, *, rcond: float = 1e-12
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Gaussian "prior" N(μ_w, Σ_w) over the weights that eq. (3.6) of [1]_ induces.
+
+    Under the linearisation f_lin(·, w) = f(·, w*) + J(·)(w − w*),
+
+        ½‖f_lin(·, w) − μ‖²_H = ½ (w − μ_w)ᵀ Σ_w† (w − μ_w) + const,
+
+    with ``(Σ_w†)_ij = ⟨J_i, J_j⟩_H`` (the Gram matrix of the feature functions),
+    ``v_i = ⟨J_i, f(·, w*) − μ⟩_H`` and ``μ_w = w* − Σ_w v``; Σ_w is the pseudo-inverse of
+    the feature Gram matrix (singular values ≤ ``rcond·max`` count as zero).
+
+    Parameters
+    ----------
+    feature_gram : (p, p) array
+        Σ_w† = [⟨J_i, J_j⟩_H], symmetric positive semi-definite.
+    v : (p,) array
+    w_star : (p,) array
+
+    Returns
+    -------
+    mean : ndarray, shape (p,)
+        μ_w.
+    covariance : ndarray, shape (p, p)
+        Σ_w.
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, §3.1, eq. (3.6).
+    """
+    G = to_host(as_matrix(feature_gram, "feature_gram"))
+    p = G.shape[0]
+    if G.shape != (p, p):
+        raise ValueError(f"feature_gram must be square; got shape {G.shape}")
+    v = to_host(v).reshape(-1)
+    w_star = to_host(w_star).reshape(-1)
+    if v.size != p or w_star.size != p:
+        raise ValueError(f"v and w_star must have length p={p}; got {v.size}, {w_star.size}")
+    cov = np.linalg.pinv(0.5 * (G + G.T), rcond=rcond, hermitian=True)
+    return w_star - cov @ v, cov
