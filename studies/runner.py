@@ -17,7 +17,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from laplace_lab._checks import positive_int
-from laplace_lab.studies.executors import Task, execute, run_replication
+from laplace_lab.studies.executors import Task, execute, run_task
 from laplace_lab.studies.seeding import params_key
 from laplace_lab.studies.spec import Params, Study, expand_grid
 from laplace_lab.studies.store import Store
@@ -71,7 +71,26 @@ def replicate(
             study, grid={k: [v] for k, v in params.items()}, replications=replications
         )
     ]
-    return [run_replication(Task(study, dict(params), rep, seed)).metrics for rep in reps]
+    tasks = _tasks(study, [(dict(params), rep) for rep in reps], seed)
+    return [result.metrics for task in tasks for result in run_task(task)]
+
+
+def _tasks(study: Study, todo: list[tuple[Params, int]], seed: int) -> list[Task]:
+    """One task per replication, or per run of up to ``study.batch_size`` consecutive
+    replications of one grid point when the study runs batches."""
+    tasks: list[Task] = []
+    for params, rep in todo:
+        last = tasks[-1] if tasks else None
+        if (
+            last is not None
+            and study.batch_size > 1
+            and last.params == params
+            and len(last.reps) < study.batch_size
+        ):
+            tasks[-1] = Task(study, params, (*last.reps, rep), seed)
+        else:
+            tasks.append(Task(study, params, (rep,) if study.batch_size > 1 else rep, seed))
+    return tasks
 
 
 def run_study(
@@ -119,14 +138,13 @@ def run_study(
     start = time.perf_counter()
     with Store(path, study=study.name, code_version=study.code_version, seed=seed) as db:
         done = db.done()
-        tasks = [
-            Task(study, params, rep, seed)
-            for params, rep in todo
-            if (params_key(params), rep) not in done
-        ]
+        tasks = _tasks(
+            study, [(p, rep) for p, rep in todo if (params_key(p), rep) not in done], seed
+        )
+        pending = sum(len(t.reps) for t in tasks)
         bar = tqdm(
             total=len(todo),
-            initial=len(todo) - len(tasks),
+            initial=len(todo) - pending,
             desc=study.name,
             unit="rep",
             disable=not progress,
@@ -143,7 +161,7 @@ def run_study(
         study=study.name,
         store=path,
         planned=len(todo),
-        already_done=len(todo) - len(tasks),
+        already_done=len(todo) - pending,
         ran=ran,
         seconds=time.perf_counter() - start,
     )

@@ -168,8 +168,9 @@ class StackedMLP:
     def gradients(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """∇_θ mean_n (f_b(x_bn) − y_bn)² for every network b, (B, p).
 
-        The returned tensor is reused by the next call. The products and reductions are autograd's for ``nn.Linear`` +
-        ``mse_loss(reduction="mean")``, so each row equals ``.grad`` after ``backward()``.
+        Rows are laid out as :attr:`storage` and the tensor is reused by the next call. The
+        products and reductions are autograd's for ``nn.Linear`` + ``mse_loss(reduction=
+        "mean")``, so each network's blocks equal ``.grad`` after ``backward()``.
         """
         self._check_inputs(X)
         if y.shape != X.shape[:2] or y.dtype != X.dtype:

@@ -8,7 +8,6 @@ import torch
 
 from laplace_lab.numerics import GGN, greedy_laplace_reference
 from laplace_lab.numerics import subnet_diagonal as dense_subnet_diagonal
-from laplace_lab.numerics.network_ggn import NetworkGGN
 from laplace_lab.studies.catalog import wheel_bandit as catalog
 from laplace_lab.studies.models import bandit_net, mlp
 from laplace_lab.studies.registry import get_study
