@@ -94,23 +94,34 @@ class LinearSignals:
         return out
 
     def columns(self, idx: np.ndarray) -> Any:
-        """J[:, :, idx] (B, C, k) without forming the chunk: δ[:, :, i] · a[:, j] per column."""
+        """J[:, :, idx] (B, C, k) without forming the chunk: δ[:, :, i] · a[:, j] per column.
+
+        Gathered with ``index_select`` and placed with ``index_copy_`` (one product per
+        entry, so the values are those of the full chunk).
+        """
         import torch
 
         B, C = self.delta[0].shape[:2]
-        out = torch.zeros((B, C, idx.size), dtype=self.a[0].dtype, device=self.a[0].device)
+        out = torch.zeros((B * C, idx.size), dtype=self.a[0].dtype, device=self.a[0].device)
+        dev = out.device
+
+        def place(pos: np.ndarray, values: Any) -> None:
+            out.index_copy_(1, torch.as_tensor(pos, device=dev), values.reshape(B * C, -1))
+
         for m, ws, bs, a, d in self._layers():
             n_out, n_in = m.weight.shape
+            d2 = d.reshape(B * C, n_out)  # gathers along the last axis of a 2-D view are fast
             pos = np.flatnonzero((idx >= ws) & (idx < ws + n_out * n_in))
             if pos.size:
                 i, j = np.divmod(idx[pos] - ws, n_in)
-                ti, tj = torch.as_tensor(i), torch.as_tensor(j)
-                out[:, :, pos] = d[:, :, ti] * a[:, None, tj]
+                ti, tj = torch.as_tensor(i, device=dev), torch.as_tensor(j, device=dev)
+                di = d2.index_select(1, ti).view(B, C, -1)
+                place(pos, di * a.index_select(1, tj)[:, None, :])
             if bs is not None:
                 pos = np.flatnonzero((idx >= bs) & (idx < bs + n_out))
                 if pos.size:
-                    out[:, :, pos] = d[:, :, torch.as_tensor(idx[pos] - bs)]
-        return out
+                    place(pos, d2.index_select(1, torch.as_tensor(idx[pos] - bs, device=dev)))
+        return out.view(B, C, idx.size)
 
     def weighted_square_sums(self, W: Any) -> Any:
         """Σ_n ‖W_nᵀ J_n[:, i]‖² for every column i, (p,): (δ̃∘δ̃)ᵀ(a∘a) per layer.

@@ -19,6 +19,7 @@ the standard's type promotion (to float64).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from types import ModuleType
@@ -115,6 +116,17 @@ def to_numpy(x: Array) -> np.ndarray:
     return np.from_dlpack(x)
 
 
+@functools.cache
+def _blas_controller() -> Any:
+    """threadpoolctl's view of the loaded thread pools, scanned once (a scan of the loaded
+    libraries costs milliseconds; a limit through it costs microseconds)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return None
+    return ThreadpoolController()
+
+
 @contextmanager
 def serial_blas(xp: ModuleType) -> Iterator[None]:
     """Run the enclosed (small) host BLAS calls on one thread (NumPy only; else a no-op).
@@ -123,16 +135,15 @@ def serial_blas(xp: ModuleType) -> Iterator[None]:
     nothing from threads, and a multi-threaded OpenBLAS on an oversubscribed machine pays a
     large fixed cost per call — orders of magnitude more than the work for a few-hundred-row
     Cholesky (docs/performance.md, "One BLAS thread for sequences of small products"). Uses
-    threadpoolctl (installed with scikit-learn) when available.
+    threadpoolctl (installed with scikit-learn) when available; nothing is changed when the
+    BLAS pools already run one thread.
     """
     ctx: Any = nullcontext()
-    if _kind(xp) == "numpy":
-        try:
-            from threadpoolctl import threadpool_limits
-
-            ctx = threadpool_limits(limits=1, user_api="blas")
-        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-            pass
+    controller = _blas_controller() if _kind(xp) == "numpy" else None
+    if controller is not None:
+        blas = controller.select(user_api="blas")
+        if any(lib.num_threads > 1 for lib in blas.lib_controllers):
+            ctx = blas.limit(limits=1)
     with ctx:
         yield
 

@@ -43,6 +43,9 @@ class NetworkGGN:
         V.
     chunk_size : int, optional
         Rows per Jacobian chunk (default: a memory budget).
+    method : {"auto", "vmap", "linear"}
+        How the Jacobian work is done (:func:`~.jacobians.jacobian_chunks`): "linear" skips
+        the per-call check of "auto" for a network known to be made of ``nn.Linear`` layers.
 
     Notes
     -----
@@ -59,6 +62,7 @@ class NetworkGGN:
         noise_var: float = 1.0,
         prior_precision: Any = 1.0,
         chunk_size: int | None = None,
+        method: str = "auto",
     ) -> None:
         import torch
 
@@ -72,6 +76,7 @@ class NetworkGGN:
         self.likelihood = one_of(likelihood, "likelihood", _LIKELIHOODS)
         self.noise_var = positive_float(noise_var, "noise_var")
         self.chunk_size = chunk_size
+        self.method = one_of(method, "method", ("auto", "vmap", "linear"))
         self.layout = parameter_layout(model)
         self.prior_precision = np.asarray(
             prior_vector(prior_precision, self.layout.p, np.zeros(1)), dtype=np.float64
@@ -110,7 +115,11 @@ class NetworkGGN:
     @functools.cached_property
     def _scores(self) -> np.ndarray:
         s = gradient_scores(
-            self.model, self.X, likelihood=self.likelihood, chunk_size=self.chunk_size
+            self.model,
+            self.X,
+            likelihood=self.likelihood,
+            chunk_size=self.chunk_size,
+            method=self.method,
         )
         return s.detach().double().cpu().numpy()
 
@@ -135,7 +144,9 @@ class NetworkGGN:
     def columns_ggn(self, idx: Any) -> GGN:
         """The GGN of the columns ``idx`` only: J_w[:, idx] and V[idx] (a k-parameter GGN)."""
         idx = subset(idx, self.p, "idx", nonempty=True)
-        J = per_sample_jacobian(self.model, self.X, subset=idx, chunk_size=self.chunk_size)
+        J = per_sample_jacobian(
+            self.model, self.X, subset=idx, chunk_size=self.chunk_size, method=self.method
+        )
         J = J.detach().double().cpu().numpy()
         V = self.prior_precision[idx]
         if self.likelihood == "regression":

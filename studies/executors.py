@@ -1,6 +1,6 @@
 """Executors: where replications run — in this process, in a process pool, or on Dask.
 
-Every executor runs the same pure task, :func:`run_replication`, and yields results as they
+Every executor runs the same pure task, :func:`run_task`, and yields results as they
 finish (in any order); the runner writes each one to the store on arrival. The task seeds
 its generator from (study, parameters, replication) and pins the BLAS thread pools to one
 thread, so a replication's float64 metrics are bitwise identical whichever executor,
@@ -33,6 +33,7 @@ __all__ = [
     "check_executor",
     "execute",
     "run_replication",
+    "run_task",
 ]
 
 #: The executor names the runner and the CLI accept.
@@ -46,12 +47,18 @@ class ReplicationError(RuntimeError):
 
 @dataclass(frozen=True)
 class Task:
-    """One replication to run: the study, its grid point, replication index and base seed."""
+    """Replications to run: the study, its grid point, the replication index (or indices,
+    run together by the study's ``run_batch``) and the base seed."""
 
     study: Study
     params: Params
-    rep: int
+    rep: int | tuple[int, ...]
     seed: int
+
+    @property
+    def reps(self) -> tuple[int, ...]:
+        """The replication indices."""
+        return self.rep if isinstance(self.rep, tuple) else (self.rep,)
 
 
 @dataclass(frozen=True)
@@ -64,19 +71,7 @@ class Result:
     seconds: float
 
 
-def run_replication(task: Task) -> Result:
-    """Run ``task.study.run_one`` on its own seeded generator (BLAS limited to one thread)."""
-    rng = replication_rng(task.study.name, task.params, task.rep, seed=task.seed)
-    start = time.perf_counter()
-    try:
-        with threadpool_limits(limits=1):
-            out = task.study.run_one(dict(task.params), rng=rng)
-    except Exception as exc:
-        raise ReplicationError(
-            f"study {task.study.name!r}: run_one failed at params={task.params}, "
-            f"replication={task.rep}: {type(exc).__name__}: {exc}"
-        ) from exc
-    seconds = time.perf_counter() - start
+def _metrics(task: Task, out: Any) -> dict[str, float]:
     if not hasattr(out, "items"):
         raise TypeError(
             f"study {task.study.name!r}: run_one must return a dict of metrics; "
@@ -91,12 +86,50 @@ def run_replication(task: Task) -> Result:
                 f"replication={task.rep}"
             )
         metrics[str(name)] = value
-    return Result(params_key(task.params), task.rep, metrics, seconds)
+    return metrics
+
+
+def run_task(task: Task) -> list[Result]:
+    """Run the task's replications (by ``run_batch`` when it has several and the study has
+    one, else one ``run_one`` each), every one on its own seeded generator, BLAS limited to
+    one thread. A batch's wall time is shared equally by its replications."""
+    study = task.study
+    rngs = [replication_rng(study.name, task.params, r, seed=task.seed) for r in task.reps]
+    start = time.perf_counter()
+    try:
+        with threadpool_limits(limits=1):
+            if study.run_batch is not None and len(rngs) > 1:
+                outs = list(study.run_batch(dict(task.params), rngs=rngs))
+            else:
+                outs = [study.run_one(dict(task.params), rng=rng) for rng in rngs]
+    except Exception as exc:
+        raise ReplicationError(
+            f"study {study.name!r}: run_one failed at params={task.params}, "
+            f"replication={task.rep}: {type(exc).__name__}: {exc}"
+        ) from exc
+    if len(outs) != len(rngs):
+        raise ValueError(
+            f"study {study.name!r}: run_batch returned {len(outs)} results for {len(rngs)} "
+            f"replications at params={task.params}"
+        )
+    seconds = (time.perf_counter() - start) / len(rngs)
+    key = params_key(task.params)
+    return [
+        Result(key, rep, _metrics(task, out), seconds)
+        for rep, out in zip(task.reps, outs, strict=True)
+    ]
+
+
+def run_replication(task: Task) -> Result:
+    """Run ``task.study.run_one`` on its own seeded generator (BLAS limited to one thread)."""
+    if len(task.reps) != 1:
+        raise ValueError(f"run_replication runs one replication; got reps={task.reps}")
+    return run_task(task)[0]
 
 
 def _serial(tasks: Sequence[Task]) -> Iterator[Result]:
     for task in tasks:
-        yield run_replication(task)
+        yield from run_task(task)
 
 
 #: Seconds between two checks of a pool worker that its runner is still alive.
@@ -132,16 +165,16 @@ def _process(tasks: Sequence[Task], workers: int) -> Iterator[Result]:
         queue = iter(tasks)
         window = 8 * workers
         for task in queue:
-            pending.add(pool.submit(run_replication, task))
+            pending.add(pool.submit(run_task, task))
             if len(pending) >= window:
                 break
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                yield future.result()
+                yield from future.result()
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending.add(pool.submit(run_replication, nxt))
+                    pending.add(pool.submit(run_task, nxt))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -166,9 +199,9 @@ def _dask(tasks: Sequence[Task], workers: int, scheduler: str | None) -> Iterato
     else:
         client = Client(scheduler, timeout=30)
     try:
-        futures = client.map(run_replication, list(tasks), pure=False)
+        futures = client.map(run_task, list(tasks), pure=False)
         for future in as_completed(futures):
-            yield future.result()
+            yield from future.result()
     finally:
         client.close()
         if cluster is not None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from laplace_lab._checks import integer, positive_int
 from laplace_lab._progress import progress_bar
-from laplace_lab.studies.executors import Task, check_executor, execute, run_replication
+from laplace_lab.studies.executors import Task, check_executor, execute, run_task
 from laplace_lab.studies.results import StudyResults
 from laplace_lab.studies.seeding import params_key
 from laplace_lab.studies.spec import Params, Study, expand_grid
@@ -105,10 +105,29 @@ def replicate(
     seed = integer(seed, "seed", low=0)
     out = []
     with progress_bar(total=len(todo), desc=study.name, unit="rep", enabled=progress) as bar:
-        for point, rep in todo:
-            out.append(run_replication(Task(study, point, rep, seed)).metrics)
-            bar.update(1)
+        for task in _tasks(study, todo, seed):
+            for result in run_task(task):
+                out.append(result.metrics)
+                bar.update(1)
     return out
+
+
+def _tasks(study: Study, todo: list[tuple[Params, int]], seed: int) -> list[Task]:
+    """One task per replication, or per run of up to ``study.batch_size`` consecutive
+    replications of one grid point when the study runs batches."""
+    tasks: list[Task] = []
+    for params, rep in todo:
+        last = tasks[-1] if tasks else None
+        if (
+            last is not None
+            and study.batch_size > 1
+            and last.params == params
+            and len(last.reps) < study.batch_size
+        ):
+            tasks[-1] = Task(study, params, (*last.reps, rep), seed)
+        else:
+            tasks.append(Task(study, params, (rep,) if study.batch_size > 1 else rep, seed))
+    return tasks
 
 
 def run_study(
@@ -172,15 +191,14 @@ def run_study(
     try:
         db.record_run(merged, reps)
         done = db.done()
-        tasks = [
-            Task(study, params, rep, seed)
-            for params, rep in todo
-            if (params_key(params), rep) not in done
-        ]
+        tasks = _tasks(
+            study, [(p, rep) for p, rep in todo if (params_key(p), rep) not in done], seed
+        )
+        pending = sum(len(t.reps) for t in tasks)
         ran = 0
         with progress_bar(
             total=len(todo),
-            initial=len(todo) - len(tasks),
+            initial=len(todo) - pending,
             desc=study.name,
             unit="rep",
             enabled=progress,
@@ -196,7 +214,7 @@ def run_study(
         study=study.name,
         store=path,
         planned=len(todo),
-        already_done=len(todo) - len(tasks),
+        already_done=len(todo) - pending,
         ran=ran,
         seconds=time.perf_counter() - start,
         results=StudyResults(study, path),

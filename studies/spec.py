@@ -84,6 +84,13 @@ class Study:
     run_one : callable
         ``run_one(params, rng)`` → metrics. Pure: all randomness from ``rng``
         (a ``numpy.random.Generator``); a module-level function (it is pickled to workers).
+    run_batch : callable, optional
+        ``run_batch(params, rngs)`` → one metrics dict per generator: several replications of
+        one grid point at once (e.g. seeds trained in lockstep). It must return exactly
+        ``[run_one(params, rng=r) for r in rngs]``; the runner then hands each worker up to
+        ``batch_size`` pending replications of a grid point as one task.
+    batch_size : int
+        Replications per task when ``run_batch`` is given (1 otherwise).
     version : str
         The study's code version; bump it whenever ``run_one`` changes its numbers.
         A store written by another version is refused (see :mod:`laplace_lab.studies.store`).
@@ -112,6 +119,8 @@ class Study:
     replications: int
     full_replications: int
     run_one: Callable[[Params, np.random.Generator], Mapping[str, float]]
+    run_batch: Callable[..., Sequence[Mapping[str, float]]] | None = None
+    batch_size: int = 1
     version: str = "1"
     probabilities: tuple[str, ...] = ()
     x: str | None = None
@@ -138,6 +147,11 @@ class Study:
             raise TypeError("run_one must be callable: run_one(params, *, rng) -> dict")
         if self.check_params is not None and not callable(self.check_params):
             raise TypeError("check_params must be callable: check_params(params) -> None")
+        if self.run_batch is not None and not callable(self.run_batch):
+            raise TypeError("run_batch must be callable: run_batch(params, *, rngs) -> list")
+        positive_int(self.batch_size, "batch_size")
+        if self.batch_size > 1 and self.run_batch is None:
+            raise ValueError(f"batch_size > 1 needs run_batch; got batch_size={self.batch_size}")
         object.__setattr__(self, "probabilities", tuple(self.probabilities))
         object.__setattr__(self, "plot_metrics", tuple(self.plot_metrics))
         if self.x is not None and self.x not in grid:

@@ -1,9 +1,8 @@
 """Neural Thompson sampling on the Wheel Bandit with sub-network Laplace posteriors.
 
 Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2605.09075,
-§5.2 and App. D.2. The reward model f_θ(x, a) is the 2×100
-ReLU MLP on the context and a one-hot arm (:func:`laplace_lab.studies.models.bandit_net`, p =
-11,001). One run:
+§5.2 and App. D.2. The reward model f_θ(x, a) is the 2×100 ReLU MLP on the context and a
+one-hot arm (:func:`laplace_lab.studies.models.bandit_net`, p = 11,001). One run:
 
 1. warm start: three pulls of every arm at fresh contexts (15 rounds, in a random order);
 2. then alternately 100 Adam updates (lr 3e-3, gradient-norm clip 1.0, replay batches of 512
@@ -13,52 +12,59 @@ ReLU MLP on the context and a one-hot arm (:func:`laplace_lab.studies.models.ban
 At the end of each training phase the posterior is refitted once: σ0² is the mean squared
 residual of the last 200 replay entries (floored), S is re-selected on the replay inputs, and
 Ω_SS = J_SᵀJ_S/σ0² + αI_k (α = 1) is factorised. In each round, for every arm a,
-r̃_a ~ N(f(x, a), σ0² + g_S(x, a)ᵀ Ω_SS⁻¹ g_S(x, a)) (App. D.2) and the arm with the largest
-r̃_a is pulled; MAP pulls argmax_a f(x, a) (App. B). The model and Ω_SS are fixed within a
-phase and contexts do not depend on actions, so a phase's 20 rounds are evaluated as one
-batch — identical to the sequential loop.
+r̃_a ~ N(f(x, a), σ0² + g_S(x, a)ᵀ Ω_SS⁻¹ g_S(x, a)) and the arm with the largest r̃_a is
+pulled; MAP pulls argmax_a f(x, a) (App. B). The model and Ω_SS are fixed within a phase and
+contexts do not depend on actions, so a phase's 20 rounds are evaluated as one batch —
+identical to the sequential loop. Any registered selection method
+(:mod:`laplace_lab.numerics.selection_registry`) can be an agent
+(:mod:`laplace_lab.studies.wheel_posterior`).
 
-Any registered selection method (:mod:`laplace_lab.numerics.selection_registry`) can be an
-agent; it runs on the replay inputs X_R (n rows) through a lazy
-:class:`~laplace_lab.numerics.network_ggn.NetworkGGN`, never the p × p matrix nor the n × p
-Jacobian: Gradient-Laplace = top-k streamed scores s_i = (1/n) Σ g_i(x)² (Alg. 1);
-Subnet-Diagonal = the k smallest diag Ω = n·s/σ0² + α (App. B); Greedy-Laplace = Alg. 2 on
-the 2k Gradient-Laplace candidates (App. C.3's default m = 2k), from their Jacobian columns
-only; Last-k and NeuralLinear by position (App. B).
+:func:`run_bandits` runs B seeds of one agent in lockstep: their networks are trained
+together (:mod:`laplace_lab.studies.wheel_ensemble`), each with its own generator, buffer
+and Adam state, and each run is bit for bit the run of that seed alone (:func:`run_bandit`).
 
-Regret is the expected regret of :meth:`laplace_lab.studies.wheel_env.WheelBandit.regret`.
+App. D leaves details open; the fields of :class:`BanditConfig` after ``noise_floor`` choose
+among the readings (defaults: the text as written, above): which σ0² enters Ω_SS and the
+Thompson variance, joint or per-arm Thompson draws, the replay sampling, keeping or resetting
+Adam's state or the network each phase, reward and input scaling, the refit and re-selection
+cadence, and the regret definition. ``variant`` chooses the arm means (App. D.1 or Riquelme
+et al.'s).
+
+Regret is the expected regret of :meth:`laplace_lab.studies.wheel_env.WheelBandit.regret`
+(or, with ``regret="realised"``, the realised reward difference).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
+from threadpoolctl import threadpool_limits
 
 from laplace_lab._checks import one_of, optional_positive_int, positive_float, positive_int
 from laplace_lab._random import as_generator
-from laplace_lab.numerics.ggn import GGN
-from laplace_lab.numerics.jacobians import per_sample_jacobian
-from laplace_lab.numerics.network_ggn import NetworkGGN
-from laplace_lab.numerics.predictive import subnetwork_variance
-from laplace_lab.numerics.selection_registry import SubnetProblem, select, selection_methods
-from laplace_lab.studies.models import bandit_net
-from laplace_lab.studies.training import build_seeded, torch_threads
+from laplace_lab.numerics.selection_registry import selection_methods
+from laplace_lab.studies.training import torch_threads
 from laplace_lab.studies.wheel_env import NUM_ARMS, WheelBandit
 
-__all__ = [
-    "BanditConfig",
-    "BanditResult",
-    "SubnetPosterior",
-    "arm_inputs",
-    "choose_arms",
-    "methods",
-    "run_bandit",
-    "select_subnetwork",
-    "thompson_variance",
-]
+__all__ = ["READINGS", "BanditConfig", "BanditResult", "methods", "run_bandit", "run_bandits"]
+
+#: The readings of App. D a run can take: field → its values, the first being the default
+#: (the text as written).
+READINGS: dict[str, tuple[str, ...]] = {
+    "posterior_noise": ("estimate", "true"),
+    "thompson_noise": ("estimate", "true", "none"),
+    "sampling": ("per_arm", "joint"),
+    "replay": ("with_replacement", "without_replacement", "whole_when_smaller"),
+    "optimizer_state": ("keep", "reset"),
+    "network": ("continue", "reinit"),
+    "reward_scaling": ("raw", "standardised"),
+    "input_scaling": ("raw", "standardised"),
+    "refit": ("phase", "round"),
+    "regret": ("expected", "realised"),
+}
 
 
 def methods() -> tuple[str, ...]:
@@ -75,7 +81,28 @@ class BanditConfig:
     ``torch_threads`` bounds torch's intra-op threads during the run (restored afterwards;
     None leaves them alone): the small batches run an order of magnitude faster on one
     thread on a shared machine (docs/performance.md, "One torch thread for the Wheel
-    Bandit").
+    Bandit"); the BLAS pools run on one thread too.
+
+    The readings of App. D (values in :data:`READINGS`, first = default):
+
+    - ``posterior_noise``: σ0² in Ω_SS — the residual ``"estimate"`` or the environment's
+      ``"true"`` reward-noise variance;
+    - ``thompson_noise``: σ0² added to the Thompson variance — ``"estimate"``, ``"true"`` or
+      ``"none"`` (epistemic only);
+    - ``sampling``: ``"per_arm"`` independent draws r̃_a (App. D.2), or ``"joint"``: one
+      draw δ ~ N(0, Ω_SS⁻¹) per round shared by the arms, r̃_a = f + g_Sᵀδ + noise;
+    - ``replay``: batches ``"with_replacement"``, ``"without_replacement"`` (min(512, t)
+      distinct rows), or ``"whole_when_smaller"`` (the whole buffer while t ≤ 512);
+    - ``optimizer_state``: Adam's moments ``"keep"`` or ``"reset"`` at every phase;
+    - ``network``: ``"continue"`` training, or ``"reinit"`` θ (and Adam) at every phase;
+    - ``reward_scaling``: ``"raw"`` rewards, or ``"standardised"`` by the buffer's mean and
+      standard deviation at each phase (σ0² then in those units);
+    - ``input_scaling``: ``"raw"`` contexts, or ``"standardised"`` (each coordinate of a
+      context uniform on the unit disk has standard deviation 1/2, so x ↦ 2x);
+    - ``refit``: σ0² and Ω_SS refitted once per ``"phase"`` or every ``"round"`` (the rows
+      of the phase added, θ fixed);
+    - ``reselect_every``: S re-selected every this many phases;
+    - ``regret``: ``"expected"`` or ``"realised"`` (r(x, a*) − r(x, a_t), both sampled).
     """
 
     method: str = "gradient_laplace"
@@ -92,6 +119,17 @@ class BanditConfig:
     prior_precision: float = 1.0
     noise_window: int = 200
     noise_floor: float = 1e-4
+    posterior_noise: str = "estimate"
+    thompson_noise: str = "estimate"
+    sampling: str = "per_arm"
+    replay: str = "with_replacement"
+    optimizer_state: str = "keep"
+    network: str = "continue"
+    reward_scaling: str = "raw"
+    input_scaling: str = "raw"
+    refit: str = "phase"
+    reselect_every: int = 1
+    regret: str = "expected"
     torch_threads: int | None = 1
 
     def __post_init__(self) -> None:
@@ -104,6 +142,7 @@ class BanditConfig:
             "updates_per_phase",
             "batch_size",
             "noise_window",
+            "reselect_every",
         ):
             positive_int(getattr(self, name), name)
         if self.horizon < NUM_ARMS * self.warm_pulls:
@@ -114,12 +153,31 @@ class BanditConfig:
         optional_positive_int(self.torch_threads, "torch_threads")
         for name in ("lr", "grad_clip", "prior_precision", "noise_floor"):
             positive_float(getattr(self, name), name)
+        for name, values in READINGS.items():
+            one_of(getattr(self, name), name, values)
         WheelBandit(self.delta, self.variant)  # validates delta and variant
+
+    def readings(self) -> dict[str, object]:
+        """The readings that differ from the text as written (``variant`` included)."""
+        out: dict[str, object] = {
+            name: getattr(self, name)
+            for name, values in READINGS.items()
+            if getattr(self, name) != values[0]
+        }
+        if self.variant != "paper":
+            out["variant"] = self.variant
+        if self.reselect_every != 1:
+            out["reselect_every"] = self.reselect_every
+        return out
 
 
 @dataclass(frozen=True)
 class BanditResult:
-    """Per-round expected regret and pulled arms of one run, and its wall time (s)."""
+    """Per-round regret and pulled arms of one run, and the run's wall time (s).
+
+    In a lockstep batch (:func:`run_bandits`) ``seconds`` is the batch's wall time divided
+    by its number of runs.
+    """
 
     config: BanditConfig
     regret: np.ndarray
@@ -132,103 +190,10 @@ class BanditResult:
         return np.cumsum(self.regret)
 
 
-@dataclass(frozen=True)
-class SubnetPosterior:
-    """The sub-network Laplace posterior of one phase: S, Ω_SS (as a GGN on J_S) and σ0²."""
-
-    S: np.ndarray
-    ggn: GGN
-    noise_var: float
-
-
-def arm_inputs(x: np.ndarray) -> np.ndarray:
-    """Network inputs [x, onehot(a)] for every context and arm: (n·5, 7), arm fastest."""
-    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
-    if x.ndim != 2 or x.shape[1] != 2:
-        raise ValueError(f"x must have shape (n, 2); got {x.shape}")
-    n = x.shape[0]
-    ctx = np.repeat(x, NUM_ARMS, axis=0)
-    onehot = np.tile(np.eye(NUM_ARMS), (n, 1))
-    return np.concatenate([ctx, onehot], axis=1)
-
-
-def _inputs(model: torch.nn.Module, X: np.ndarray) -> torch.Tensor:
-    return torch.as_tensor(X, dtype=next(model.parameters()).dtype)
-
-
-def _forward(model: torch.nn.Module, X: np.ndarray) -> np.ndarray:
-    with torch.no_grad():
-        return model(_inputs(model, X)).reshape(-1).double().numpy()
-
-
-def select_subnetwork(
-    model: torch.nn.Module,
-    X: np.ndarray,
-    method: str,
-    k: int,
-    *,
-    noise_var: float,
-    prior_precision: float = 1.0,
-) -> SubnetPosterior:
-    """S of ``method`` (a registered selection method) on the replay inputs ``X``, and Ω_SS.
-
-    Ω = J_wᵀJ_w + αI of the network on ``X`` is a :class:`NetworkGGN`: the selection streams
-    the scores and computes only the Jacobian columns it needs (Greedy-Laplace: its m = 2k
-    candidates, App. C.3's default), and Ω_SS = J_SᵀJ_S/σ0² + αI_k is built from the columns
-    of S (App. D.2).
-    """
-    if method == "map":
-        raise ValueError("method 'map' has no sub-network")
-    net = NetworkGGN(model, X, noise_var=noise_var, prior_precision=prior_precision)
-    S = select(method, SubnetProblem(net), k, shared={"candidates": "2k"})
-    return SubnetPosterior(np.asarray(S, dtype=np.int64), net.columns_ggn(S), float(noise_var))
-
-
-def thompson_variance(
-    model: torch.nn.Module, posterior: SubnetPosterior, X: np.ndarray
-) -> np.ndarray:
-    """Var[r̂(x*, a)] = σ0² + g_S(x*, a)ᵀ Ω_SS⁻¹ g_S(x*, a) for every row of ``X`` (App. D.2)."""
-    G = per_sample_jacobian(model, _inputs(model, X), subset=posterior.S).double().numpy()
-    k = posterior.S.size
-    return posterior.noise_var + np.asarray(subnetwork_variance(posterior.ggn, G, np.arange(k)))
-
-
-def choose_arms(
-    mean: np.ndarray, var: np.ndarray | None, *, rng: np.random.Generator
-) -> np.ndarray:
-    """Thompson arms argmax_a r̃_a, r̃_a ~ N(mean_a, var_a); MAP (``var=None``): argmax mean.
-
-    ``mean`` and ``var`` have shape (n, 5); ties go to the lowest arm.
-    """
-    mean = np.asarray(mean, dtype=np.float64)
-    if mean.ndim != 2 or mean.shape[1] != NUM_ARMS:
-        raise ValueError(f"mean must have shape (n, {NUM_ARMS}); got {mean.shape}")
-    if var is None:
-        return np.argmax(mean, axis=1)
-    var = np.asarray(var, dtype=np.float64)
-    if var.shape != mean.shape or np.any(~(var >= 0)):
-        raise ValueError(f"var must be non-negative with shape {mean.shape}")
-    return np.argmax(mean + np.sqrt(var) * rng.standard_normal(mean.shape), axis=1)
-
-
-def _train_phase(
-    model: torch.nn.Module,
-    opt: torch.optim.Optimizer,
-    X: torch.Tensor,
-    y: torch.Tensor,
-    cfg: BanditConfig,
-    rng: np.random.Generator,
-) -> None:
-    model.train()
-    params = [t for t in model.parameters() if t.requires_grad]
-    for _ in range(cfg.updates_per_phase):
-        idx = torch.as_tensor(rng.integers(0, X.shape[0], size=cfg.batch_size))
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.mse_loss(model(X[idx]).reshape(-1), y[idx])
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-        opt.step()
-    model.eval()
+def _check_config(config: object) -> BanditConfig:
+    if not isinstance(config, BanditConfig):
+        raise TypeError(f"config must be a BanditConfig; got {type(config).__name__}")
+    return config
 
 
 def run_bandit(config: BanditConfig, *, rng: np.random.Generator | int) -> BanditResult:
@@ -237,57 +202,27 @@ def run_bandit(config: BanditConfig, *, rng: np.random.Generator | int) -> Bandi
     All randomness comes from ``rng``: the network initialisation (``torch.manual_seed`` of a
     draw of ``rng``, in a forked torch RNG), contexts, rewards, Thompson noise, replay batches.
     """
-    if not isinstance(config, BanditConfig):
-        raise TypeError(f"config must be a BanditConfig; got {type(config).__name__}")
-    rng = as_generator(rng)
-    with torch_threads(config.torch_threads):
-        return _run(config, rng)
+    return run_bandits(_check_config(config), rngs=[as_generator(rng)])[0]
 
 
-def _run(cfg: BanditConfig, rng: np.random.Generator) -> BanditResult:
+def run_bandits(
+    config: BanditConfig, *, rngs: Sequence[np.random.Generator | int]
+) -> list[BanditResult]:
+    """Runs of one agent for several generators, trained in lockstep.
+
+    Run b uses only ``rngs[b]`` and equals ``run_bandit(config, rng=rngs[b])`` bit for bit
+    (same arms, same regrets); the networks share the work of their training steps.
+    """
+    from laplace_lab.studies.wheel_lockstep import Lockstep
+
+    config = _check_config(config)
+    if isinstance(rngs, np.random.Generator | int) or len(rngs) == 0:
+        raise ValueError("rngs must be a non-empty sequence of generators or seeds")
+    gens = [as_generator(r, "rngs") for r in rngs]
+    if len({id(g) for g in gens}) != len(gens):
+        raise ValueError("rngs must not repeat a generator (each run owns its stream)")
     t0 = time.perf_counter()
-    env = WheelBandit(cfg.delta, cfg.variant)
-    model = build_seeded(bandit_net, rng=rng)
-    model.eval()
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    T = cfg.horizon
-    regret = np.empty(T)
-    arms = np.empty(T, dtype=np.int64)
-    X_buf = np.empty((T, 7), dtype=np.float32)
-    y_buf = np.empty(T, dtype=np.float32)
-    onehot = np.eye(NUM_ARMS)
-
-    def record(t: int, x: np.ndarray, a: np.ndarray) -> None:
-        n = x.shape[0]
-        arms[t : t + n] = a
-        regret[t : t + n] = env.regret(x, a)
-        X_buf[t : t + n] = np.concatenate([x, onehot[a]], axis=1)
-        y_buf[t : t + n] = env.reward(x, a, rng=rng)
-
-    n_warm = NUM_ARMS * cfg.warm_pulls
-    record(
-        0,
-        env.contexts(n_warm, rng=rng),
-        rng.permutation(np.repeat(np.arange(NUM_ARMS), cfg.warm_pulls)),
-    )
-    t = n_warm
-    Xt, yt = torch.from_numpy(X_buf), torch.from_numpy(y_buf)
-    while t < T:
-        _train_phase(model, opt, Xt[:t], yt[:t], cfg, rng)
-        n = min(cfg.steps_per_phase, T - t)
-        x = env.contexts(n, rng=rng)
-        inputs = arm_inputs(x)
-        mean = _forward(model, inputs).reshape(n, NUM_ARMS)
-        var = None
-        if cfg.method != "map":
-            Xr = X_buf[:t].astype(np.float64)
-            tail = Xr[-cfg.noise_window :]
-            resid = _forward(model, tail) - y_buf[t - tail.shape[0] : t]
-            s2 = max(float(np.mean(resid**2)), cfg.noise_floor)
-            post = select_subnetwork(
-                model, Xr, cfg.method, cfg.k, noise_var=s2, prior_precision=cfg.prior_precision
-            )
-            var = thompson_variance(model, post, inputs).reshape(n, NUM_ARMS)
-        record(t, x, choose_arms(mean, var, rng=rng))
-        t += n
-    return BanditResult(cfg, regret, arms, time.perf_counter() - t0)
+    with torch_threads(config.torch_threads), threadpool_limits(limits=1, user_api="blas"):
+        regret, arms = Lockstep(config, gens).run()
+    seconds = (time.perf_counter() - t0) / len(gens)
+    return [BanditResult(config, regret[b], arms[b], seconds) for b in range(len(gens))]

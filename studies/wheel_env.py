@@ -44,6 +44,15 @@ class WheelBandit:
             raise ValueError(f"variant must be 'paper' or 'riquelme'; got {self.variant!r}")
 
     @property
+    def noise_var(self) -> float:
+        """σ0², the reward-noise variance of the base arms (App. D.1: 0.01² = 1e-4)."""
+        return float(self._base[1][0] ** 2)
+
+    def optimal_arms(self, x: np.ndarray) -> np.ndarray:
+        """argmax_a E[r | x, a] per context (ties: the lowest arm)."""
+        return np.argmax(self.mean_rewards(x), axis=1)
+
+    @property
     def _base(self) -> tuple[np.ndarray, np.ndarray]:
         if self.variant == "paper":
             return np.full(NUM_ARMS, 1.0), np.full(NUM_ARMS, 0.01)

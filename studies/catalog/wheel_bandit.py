@@ -5,7 +5,9 @@ Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2
 :func:`laplace_lab.studies.wheel_bandit.run_bandit` for one agent — ``"map"``, ``"neural_linear"``
 or a sub-network method with its size, ``"<method>-k<k>"`` (e.g. ``"greedy_laplace-k100"``).
 Metrics: ``regret`` (final cumulative expected regret), ``regret_half`` (at T/2), and
-``seconds`` (wall time of the run).
+``seconds`` (wall time of the run). The replications of an agent run in lockstep batches
+of up to 25 seeds (:func:`laplace_lab.studies.wheel_bandit.run_bandits`), each identical to
+the seed run alone.
 
 The default grid is reduced (T = 600, k ∈ {20, 100}, δ = 0.95, 2 seeds) so that it runs
 within the default-grid budget; ``--full`` is the paper's setting (T = 16,000,
@@ -23,7 +25,7 @@ from laplace_lab.studies.registry import register
 from laplace_lab.studies.spec import Study
 from laplace_lab.studies.summary import SummaryRow
 
-__all__ = ["STUDY", "agents", "check_params", "parse_agent", "report", "run_one"]
+__all__ = ["STUDY", "agents", "check_params", "parse_agent", "report", "run_batch", "run_one"]
 
 
 #: The sub-network agents of Tables 1–2 whose size k is set per agent (App. D.2).
@@ -64,25 +66,37 @@ def parse_agent(agent: str) -> tuple[str, int]:
 def check_params(params: dict[str, Any]) -> None:
     """Refuse a grid point ``run_one`` cannot run (the agent, δ and T as BanditConfig
     validates them)."""
+    _config(params)
+
+
+def _metrics(res: Any) -> dict[str, float]:
+    cum = res.cumulative_regret
+    return {
+        "regret": float(cum[-1]),
+        "regret_half": float(cum[res.config.horizon // 2 - 1]),
+        "seconds": res.seconds,
+    }
+
+
+def _config(params: dict[str, Any]) -> Any:
     from laplace_lab.studies.wheel_bandit import BanditConfig
 
     method, k = parse_agent(params["agent"])
-    BanditConfig(method=method, k=k, delta=params["delta"], horizon=params["horizon"])
+    return BanditConfig(method=method, k=k, delta=params["delta"], horizon=params["horizon"])
 
 
 def run_one(params: dict[str, Any], *, rng: np.random.Generator) -> dict[str, float]:
     """One Neural-Thompson-sampling run of one agent (module docstring)."""
-    from laplace_lab.studies.wheel_bandit import BanditConfig, run_bandit
+    from laplace_lab.studies.wheel_bandit import run_bandit
 
-    method, k = parse_agent(params["agent"])
-    cfg = BanditConfig(method=method, k=k, delta=params["delta"], horizon=params["horizon"])
-    res = run_bandit(cfg, rng=rng)
-    cum = res.cumulative_regret
-    return {
-        "regret": float(cum[-1]),
-        "regret_half": float(cum[cfg.horizon // 2 - 1]),
-        "seconds": res.seconds,
-    }
+    return _metrics(run_bandit(_config(params), rng=rng))
+
+
+def run_batch(params: dict[str, Any], *, rngs: list[np.random.Generator]) -> list[dict]:
+    """Several seeds of one agent in lockstep (equal to :func:`run_one` for each)."""
+    from laplace_lab.studies.wheel_bandit import run_bandits
+
+    return [_metrics(res) for res in run_bandits(_config(params), rngs=rngs)]
 
 
 def report(summary: list[SummaryRow]) -> str:
@@ -113,6 +127,8 @@ STUDY = register(
         replications=2,
         full_replications=25,
         run_one=run_one,
+        run_batch=run_batch,
+        batch_size=25,
         plot_metrics=("regret",),
         report=report,
         check_params=check_params,

@@ -348,3 +348,33 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+def test_batched_replications_store_the_rows_of_single_ones(tmp_path):
+    import dataclasses
+
+    from laplace_lab.studies.executors import Task, run_task
+    from laplace_lab.studies.runner import replicate
+    from tests.studies.toy import TOY_BATCHED
+
+    def rows(path):
+        with Store(path, study=TOY_BATCHED.name, create=False) as db:
+            return {(params_key(r.params), r.rep): r.metrics for r in db.rows()}
+
+    single = dataclasses.replace(TOY_BATCHED, run_batch=None, batch_size=1)
+    a, b = tmp_path / "batched.sqlite", tmp_path / "single.sqlite"
+    report = run_study(TOY_BATCHED, store=a, grid=GRID, progress=False)
+    assert (report.planned, report.ran) == (48, 48)
+    run_study(single, store=b, grid=GRID, progress=False)
+    assert rows(a) == rows(b)
+    # resume: 7 of 12 done per point → one batch of 5 per point
+    c = tmp_path / "resumed.sqlite"
+    run_study(TOY_BATCHED, store=c, grid=GRID, replications=7, progress=False)
+    again = run_study(TOY_BATCHED, store=c, grid=GRID, replications=12, progress=False)
+    assert (again.ran, again.already_done) == (20, 28) and rows(c) == rows(a)
+    point = {"n": 100, "scale": 0.5, "pause": 0.0}
+    assert replicate(TOY_BATCHED, point, 7) == replicate(single, point, 7)
+    results = run_task(Task(TOY_BATCHED, point, (0, 1, 2), 0))
+    assert [r.rep for r in results] == [0, 1, 2]
+    with pytest.raises(ValueError, match="batch_size > 1 needs run_batch"):
+        dataclasses.replace(TOY_BATCHED, run_batch=None)

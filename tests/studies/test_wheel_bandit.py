@@ -8,19 +8,17 @@ import torch
 
 from laplace_lab.numerics import GGN, greedy_laplace_reference
 from laplace_lab.numerics import subnet_diagonal as dense_subnet_diagonal
-from laplace_lab.numerics.network_ggn import NetworkGGN
 from laplace_lab.studies.catalog import wheel_bandit as catalog
 from laplace_lab.studies.models import bandit_net, mlp
 from laplace_lab.studies.registry import get_study
 from laplace_lab.studies.training import build_seeded, torch_threads
-from laplace_lab.studies.wheel_bandit import (
-    BanditConfig,
+from laplace_lab.studies.wheel_bandit import BanditConfig, run_bandit
+from laplace_lab.studies.wheel_posterior import (
     SubnetPosterior,
     arm_inputs,
     choose_arms,
-    run_bandit,
     select_subnetwork,
-    thompson_variance,
+    subset_jacobian,
 )
 
 
@@ -41,22 +39,41 @@ def _buffer(rng, n):
     return np.concatenate([x, np.eye(5)[a]], axis=1)
 
 
-@pytest.mark.parametrize("k", [15, 60])  # k < n: Cholesky of Ω_SS; k > n: Woodbury
+@pytest.mark.parametrize("k", [15, 60])  # k < n and k > n (Ω_SS rank-deficient Gram)
 def test_thompson_variance_equals_dense_formula(k):
     rng = np.random.default_rng(0)
     model = build_seeded(bandit_net, dtype=torch.float64, rng=3)
     X, Xs = _buffer(rng, 30), arm_inputs(rng.uniform(-1, 1, size=(4, 2)))
     S = rng.choice(11001, size=k, replace=False)
     s2, alpha = 0.3, 1.0
-    net = NetworkGGN(model, X, noise_var=s2, prior_precision=alpha)
-    post = SubnetPosterior(S, net.columns_ggn(S), s2)
-    var = thompson_variance(model, post, Xs)
+    post = SubnetPosterior.from_rows(
+        S, subset_jacobian(model, X, S), noise_var=s2, prior_precision=alpha
+    )
+    var = s2 + post.epistemic(subset_jacobian(model, Xs, S))
     J, G = _dense_jacobian(model, X)[:, S], _dense_jacobian(model, Xs)[:, S]
     omega = J.T @ J / s2 + alpha * np.eye(k)  # App. D.2
     expected = s2 + np.einsum("ij,ij->i", G, np.linalg.solve(omega, G.T).T)
     assert var.shape == (20,)
     np.testing.assert_allclose(var, expected, rtol=1e-9)
     assert np.all(var > s2)  # the epistemic part is positive for generic gradients
+
+
+def test_posterior_refit_adds_rows_and_joint_draws_have_the_epistemic_variance():
+    rng = np.random.default_rng(4)
+    J = rng.standard_normal((40, 12))
+    S = np.arange(12)
+    whole = SubnetPosterior.from_rows(S, J, noise_var=0.5, prior_precision=2.0)
+    part = SubnetPosterior.from_rows(S, J[:30], noise_var=0.1, prior_precision=2.0)
+    grown = part.refit(J[30:], noise_var=0.5)
+    G = rng.standard_normal((3, 12))
+    # float64 roundoff of a 12 × 12 Cholesky: 1e-12 relative
+    np.testing.assert_allclose(grown.epistemic(G), whole.epistemic(G), rtol=1e-12)
+    draws = np.array([whole.draw(G, rng=rng) for _ in range(20000)])
+    # Var[g_Sᵀδ] = g_Sᵀ Ω_SS⁻¹ g_S; the sample variance of 20,000 normal draws has s.e.
+    # √(2/20000) ≈ 1%: 5 s.e. = 5%
+    np.testing.assert_allclose(draws.var(axis=0), whole.epistemic(G), rtol=0.05)
+    sd_of_mean = np.sqrt(whole.epistemic(G) / draws.shape[0])
+    assert np.all(np.abs(draws.mean(axis=0)) < 5 * sd_of_mean)
 
 
 def test_selection_rules_match_dense_references():
@@ -76,11 +93,16 @@ def test_selection_rules_match_dense_references():
         ("last_k", np.arange(p - 1, p - 1 - k, -1)),
         ("neural_linear", np.arange(p - 9, p)),
     ]:
-        post = select_subnetwork(model, X, method, k, noise_var=s2, prior_precision=alpha)
-        np.testing.assert_array_equal(post.S, expected, err_msg=method)
-        JS = J[:, post.S]  # Ω_SS of the selected columns (App. D.2)
+        S = select_subnetwork(model, X, method, k, noise_var=s2, prior_precision=alpha)
+        np.testing.assert_array_equal(S, expected, err_msg=method)
+        post = SubnetPosterior.from_rows(
+            S, subset_jacobian(model, X, S), noise_var=s2, prior_precision=alpha
+        )
+        JS = J[:, S]  # Ω_SS of the selected columns (App. D.2)
+        L, omega_SS = post.chol, JS.T @ JS / s2 + alpha * np.eye(S.size)
+        # float64 roundoff relative to ‖Ω_SS‖ (exact zeros off the diagonal stay ~1e-17)
         np.testing.assert_allclose(
-            post.ggn.dense(), JS.T @ JS / s2 + alpha * np.eye(post.S.size), rtol=1e-12
+            L @ L.T, omega_SS, rtol=1e-12, atol=1e-13 * np.abs(omega_SS).max()
         )
 
 
@@ -182,3 +204,108 @@ def test_oracle_thompson_sampling_beats_uniform_random():
     q = 0.8 * (1 - 0.9**2)
     assert oracle.sum() == 0.0
     assert uniform.mean() == pytest.approx(49 * q, abs=4 * 49 * np.sqrt(q * (1 - q) / n))
+
+
+@pytest.mark.parametrize(
+    ("method", "k"),
+    [
+        ("map", 1),
+        ("neural_linear", 1),
+        ("last_k", 30),
+        ("subnet_diagonal", 30),
+        ("gradient_laplace", 60),
+        ("greedy_laplace", 40),
+    ],
+)
+def test_lockstep_runs_equal_the_plain_single_seed_loop(method, k):
+    # The lockstep engine (stacked networks, one Adam step for all seeds) against the loop
+    # written with nn.Sequential, autograd, clip_grad_norm_ and torch.optim.Adam: the same
+    # arms and regrets, bit for bit, for every seed of a batch and for a seed run alone.
+    from laplace_lab.studies.wheel_bandit import run_bandits
+    from laplace_lab.studies.wheel_reference import run_bandit_reference
+
+    cfg = BanditConfig(method=method, k=k, horizon=115, updates_per_phase=10)
+    seeds = (11, 12, 13)
+    batch = run_bandits(cfg, rngs=[np.random.default_rng(s) for s in seeds])
+    alone = run_bandit(cfg, rng=np.random.default_rng(seeds[1]))
+    for s, res in zip(seeds, batch, strict=True):
+        ref = run_bandit_reference(cfg, rng=np.random.default_rng(s))
+        np.testing.assert_array_equal(res.arms, ref.arms)
+        np.testing.assert_array_equal(res.regret, ref.regret)
+    np.testing.assert_array_equal(alone.arms, batch[1].arms)
+    assert len({tuple(r.arms) for r in batch}) == 3  # the seeds' runs differ
+
+
+def test_readings_are_options_of_the_config():
+    cfg = BanditConfig(thompson_noise="none", variant="riquelme", reselect_every=10)
+    assert cfg.readings() == {
+        "thompson_noise": "none",
+        "variant": "riquelme",
+        "reselect_every": 10,
+    }
+    assert BanditConfig().readings() == {}
+    for field, bad in [
+        ("posterior_noise", "none"),
+        ("thompson_noise", "zero"),
+        ("sampling", "shared"),
+        ("replay", "fifo"),
+        ("optimizer_state", "fresh"),
+        ("network", "reset"),
+        ("reward_scaling", "minmax"),
+        ("input_scaling", "minmax"),
+        ("refit", "step"),
+        ("regret", "pseudo"),
+    ]:
+        with pytest.raises(ValueError, match=field):
+            BanditConfig(**{field: bad})
+    with pytest.raises(ValueError, match="reselect_every"):
+        BanditConfig(reselect_every=0)
+    from laplace_lab.studies.wheel_reference import run_bandit_reference
+
+    with pytest.raises(ValueError, match="as written"):
+        run_bandit_reference(cfg, rng=0)
+
+
+def test_refit_every_round_is_the_phase_refit_when_a_phase_has_one_round():
+    base = BanditConfig(
+        method="gradient_laplace", k=20, horizon=40, steps_per_phase=1, updates_per_phase=5
+    )
+    by_round = BanditConfig(**{**base.__dict__, "refit": "round"})
+    a, b = run_bandit(base, rng=5), run_bandit(by_round, rng=5)
+    np.testing.assert_array_equal(a.arms, b.arms)
+
+
+def test_replay_batches_and_scalings():
+    from laplace_lab.studies.wheel_lockstep import Lockstep
+
+    rng = np.random.default_rng(0)
+    cfg = BanditConfig(
+        horizon=40,
+        updates_per_phase=5,
+        replay="without_replacement",
+        reward_scaling="standardised",
+        input_scaling="standardised",
+    )
+    run = Lockstep(cfg, [rng])
+    assert np.unique(run._batch(rng, 300)).size == 300  # min(512, t) distinct rows
+    whole = Lockstep(BanditConfig(horizon=40, replay="whole_when_smaller"), [rng])
+    np.testing.assert_array_equal(whole._batch(rng, 300), np.arange(300))
+    assert whole._batch(rng, 600).size == 512
+    run.run()
+    # contexts are stored as 2x (standard deviation 1/2 per coordinate on the unit disk)
+    assert 1.0 < np.abs(run.X[0, :, :2]).max() <= 2.0
+    z = run._targets()
+    assert abs(float(z.mean())) < 1e-5 and float(z.std()) == pytest.approx(1.0, rel=1e-5)
+
+
+def test_realised_regret_is_the_sampled_reward_gap():
+    cfg = BanditConfig(method="map", horizon=300, regret="realised", updates_per_phase=5)
+    res = run_bandit(cfg, rng=3)
+    exp = run_bandit(BanditConfig(**{**cfg.__dict__, "regret": "expected"}), rng=3)
+    # Inside the disk every arm has mean 1 (App. D.1): the realised gap is noise of sd
+    # 0.01·√2, or exactly 0 when the pulled arm is the lowest optimal one; in the annulus
+    # it is 49 + noise when the agent misses.
+    assert np.all(np.abs(res.regret[res.regret < 10]) < 0.1)
+    missed = res.regret > 10
+    np.testing.assert_allclose(res.regret[missed], 49.0, atol=0.1)
+    assert res.regret.shape == exp.regret.shape

@@ -45,3 +45,22 @@ TOY = register(
         x="n",
     )
 )
+
+
+def run_batch(params: dict, *, rngs: list[np.random.Generator]) -> list[dict[str, float]]:
+    """Several replications at once (what a lockstep study does, here one after another)."""
+    return [run_one(params, rng=rng) for rng in rngs]
+
+
+#: The toy with batches of 5 replications per task (not registered).
+TOY_BATCHED = Study(
+    name="toy-exponential-mean-batched",
+    description="The toy study, replications run in batches of 5.",
+    grid=TOY.grid,
+    full_grid=TOY.full_grid,
+    replications=12,
+    full_replications=12,
+    run_one=run_one,
+    run_batch=run_batch,
+    batch_size=5,
+)
