@@ -1,4 +1,5 @@
-"""FSP-Laplace on torch models (Algorithm 2 at w*) against exact GP posteriors and dense references."""
+"""FSP-Laplace on torch models (Algorithm 2 at w*) against exact GP posteriors and dense
+references."""
 
 from __future__ import annotations
 
@@ -189,9 +190,7 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="noise_var"):
         network_fsp_laplace(model, C, likelihood="regression", kernel=RBF(), context=C)
     with pytest.raises(ValueError, match="noise_var"):
-        network_fsp_laplace(
-            model, C, likelihood="binary", kernel=RBF(), context=C, noise_var=1.0
-        )
+        network_fsp_laplace(model, C, likelihood="binary", kernel=RBF(), context=C, noise_var=1.0)
     with pytest.raises(ValueError, match="likelihood"):
         network_fsp_laplace(model, C, likelihood="poisson", kernel=RBF(), context=C)
     with pytest.raises(ValueError, match="multiclass"):
