@@ -32,7 +32,8 @@ def plugin(tmp_path, monkeypatch):
 
 
 def test_shipped_benchmarks_are_registered():
-    assert {"greedy", "jacobians", "lanczos", "predictive"} <= set(benchmarks())
+    shipped = {"bandit", "gpu", "greedy", "jacobians", "lanczos", "predictive", "subnet-pipeline"}
+    assert shipped <= set(benchmarks())
 
 
 def test_ratio_is_always_baseline_over_ours():

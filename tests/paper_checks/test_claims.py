@@ -41,3 +41,12 @@ def test_every_mutant_changes_the_verdict(item, mutant):
         f"{item.key} under mutant {mutant.name!r} ({mutant.description}) earned "
         f"{outcome.status.value}; it must earn {mutant.expect}"
     )
+
+
+def test_every_claim_carries_a_light_mutant_that_changes_its_verdict():
+    """No claim without measured power: each has at least one mutant that the default run
+    (and this suite) executes, and every mutant expects a verdict other than the claim's."""
+    unarmed = [c.key for c in CLAIMS if not any(not m.heavy for m in c.mutants)]
+    assert not unarmed, f"claims without a light mutant: {unarmed}"
+    same = [f"{c.key}:{m.name}" for c, m in MUTANTS if m.expect == c.expected.value]
+    assert not same, f"mutants that expect the claim's own verdict: {same}"
