@@ -390,7 +390,7 @@ def train_surrogate(
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(steps, 1), eta_min=0.0)
     scale, losses = None, []
     surrogate.train()
-    for _ in tqdm(range(steps), desc="ScaLLA surrogate", disable=not progress, leave=False):
+    for _ in tqdm(range(steps), desc="ScaLLA surrogate", disable=not progress):
         X, n_first = X_train[train_batches.next()], None
         if ctx_batches is not None:  # X_batch = [X_train^(b); X_context^(b)] (eq. 7)
             n_first = int(X.shape[0]) * C  # rows (input, output) of the training inputs
