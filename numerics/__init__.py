@@ -20,6 +20,13 @@ from laplace_lab.numerics.backend import (
     to_numpy,
     weighted_gram,
 )
+from laplace_lab.numerics.classification_metrics import (
+    accuracy,
+    auroc,
+    entropy,
+    expected_calibration_error,
+    negative_log_likelihood,
+)
 from laplace_lab.numerics.fsp import (
     DroppedTerms,
     FSPLaplace,
@@ -48,6 +55,12 @@ from laplace_lab.numerics.jacobians import (
 )
 from laplace_lab.numerics.kernels import RBF, KernelGram, Matern12, Matern32, Matern52, Periodic
 from laplace_lab.numerics.krylov import LanczosResult, lanczos, lanczos_inverse_sqrt
+from laplace_lab.numerics.lla import (
+    FeatureLaplace,
+    GaussianPredictive,
+    LinearizedLaplace,
+    feature_laplace,
+)
 from laplace_lab.numerics.lowrank import LowRankLaplace
 from laplace_lab.numerics.network_fsp import (
     FunctionPredictive,
@@ -78,6 +91,7 @@ from laplace_lab.numerics.predictive import (
     subnetwork_variance_path,
     wasserstein_gap,
 )
+from laplace_lab.numerics.scalla import ScaLLA
 from laplace_lab.numerics.selection import (
     gradient_laplace,
     greedy_laplace,
@@ -97,6 +111,14 @@ from laplace_lab.numerics.selection_registry import (
     select,
     selection_method,
     selection_methods,
+)
+from laplace_lab.numerics.surrogate_kernel import (
+    SurrogateFit,
+    draw_probes,
+    kernel_matching_loss,
+    model_jvp,
+    surrogate_like,
+    train_surrogate,
 )
 from laplace_lab.numerics.thick_restart import EigshResult, eigsh
 
@@ -183,6 +205,24 @@ __all__ = [
     "jvp_ntk_estimate",
     "ntk_estimate_variance",
     "paper_ntk_variance",
+    # ScaLLA: surrogate kernel by JVP matching, and the linearized Laplace predictive
+    "FeatureLaplace",
+    "GaussianPredictive",
+    "LinearizedLaplace",
+    "ScaLLA",
+    "SurrogateFit",
+    "draw_probes",
+    "feature_laplace",
+    "kernel_matching_loss",
+    "model_jvp",
+    "surrogate_like",
+    "train_surrogate",
+    # classification metrics
+    "accuracy",
+    "auroc",
+    "entropy",
+    "expected_calibration_error",
+    "negative_log_likelihood",
     # real networks
     "ParameterLayout",
     "assla_log_density",

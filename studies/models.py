@@ -232,21 +232,25 @@ def resnet18(
     return model
 
 
-def digits_cnn(n_classes: int = 10) -> Any:
+def digits_cnn(n_classes: int = 10, *, channels: tuple[int, int] = (8, 16)) -> Any:
     """A small CNN for the 8×8 scikit-learn digits: two 3×3 conv + max-pool stages, linear head.
 
-    1×8×8 → conv(8) → ReLU → pool → conv(16) → ReLU → pool → 16·2·2 → Linear(64, n_classes);
-    p = 80 + 1,168 + 65·n_classes (1,898 for 10 classes).
+    1×8×8 → conv(c1) → ReLU → pool → conv(c2) → ReLU → pool → c2·2·2 → Linear(4·c2, n_classes);
+    p = 10·c1 + (9·c1 + 1)·c2 + (4·c2 + 1)·n_classes (1,898 for the default (8, 16) and 10
+    classes).
     """
     positive_int(n_classes, "n_classes")
+    if not isinstance(channels, tuple | list) or len(channels) != 2:
+        raise TypeError(f"channels must be a pair of positive integers; got channels={channels!r}")
+    c1, c2 = (positive_int(c, "channels") for c in channels)
     return nn.Sequential(
         nn.Unflatten(1, (1, 8, 8)),
-        nn.Conv2d(1, 8, 3, padding=1),
+        nn.Conv2d(1, c1, 3, padding=1),
         nn.ReLU(),
         nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1),
+        nn.Conv2d(c1, c2, 3, padding=1),
         nn.ReLU(),
         nn.MaxPool2d(2),
         nn.Flatten(),
-        nn.Linear(64, n_classes),
+        nn.Linear(4 * c2, n_classes),
     )

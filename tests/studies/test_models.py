@@ -41,6 +41,7 @@ def test_named_mlps():
     assert count_parameters(mlp_3x200(90)) == 98801
     assert count_parameters(bandit_net()) == 11001
     assert count_parameters(digits_cnn()) == 80 + 1168 + 650
+    assert count_parameters(digits_cnn(3, channels=(4, 8))) == 40 + 296 + 33 * 3
     assert mlp(3, [4], 2, activation="tanh")(torch.zeros(5, 3)).shape == (5, 2)
 
 
