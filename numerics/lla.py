@@ -14,7 +14,7 @@ the kernel Φ(x) Φ(x')ᵀ (the NTK when Φ = J), so the same code serves
 :class:`FeatureLaplace` holds one eigendecomposition of the smaller of the two Grams,
 ΦᵀΛΦ (k × k) or Λ^{½}ΦΦᵀΛ^{½} (N·C × N·C), so that any isotropic prior precision α, and the
 Laplace evidence over a grid of α, cost no further factorisation
-(docs/mathematics.md, "ScaLLA"). Arrays are NumPy float64 on the host.
+(docs/mathematics.md, "7.6 ScaLLA"). Arrays are NumPy float64 on the host.
 """
 
 from __future__ import annotations
