@@ -225,7 +225,7 @@ ERRATA: tuple[Erratum, ...] = (
         "§3 and Table 1",
         "The full LLA (and LLA-KFAC) is intractable for the FMNIST network, so last-layer LLA "
         "(LLLA) is among the compared methods.",
-        "Table 1 prints an \"LLA\" row and no LLLA row; by the text's own argument the row "
+        'Table 1 prints an "LLA" row and no LLLA row; by the text\'s own argument the row '
         "can only be the last-layer LLA, mislabelled.",
         ("table1-lla-row",),
     ),

@@ -68,4 +68,3 @@ def test_wheel_geometry_check(delta):
     assert f"δ = {delta}" in require_wheel_geometry(delta, np.random.default_rng(2))
     with applied(WHEEL_PAYS_INNER_DISK), pytest.raises(ImplementationError, match="1 − δ²"):
         require_wheel_geometry(delta, np.random.default_rng(2))
-
