@@ -35,7 +35,7 @@ def _check(args: argparse.Namespace) -> int:
     clock = time.perf_counter()
     for module in args.plugin or ():
         load_plugin(module, "claim plugin")
-    claims = all_claims(args.paper)
+    claims = _selected(all_claims(args.paper), args.claim)
     out_dir = Path(args.out)
     ctx = Context(full=args.full, seed=args.seed, figure_dir=out_dir / "figures")
     verdicts = []
@@ -85,11 +85,26 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def _selected(claims: list, names: list[str] | None) -> list:
+    """The claims named by ``--claim`` (a name or a ``paper/name`` key), in registry order."""
+    if not names:
+        return claims
+    unknown = [n for n in names if not any(n in (c.name, c.key) for c in claims)]
+    if unknown:
+        raise ValueError(
+            f"claim must name a registered claim (see the report, or --paper); got "
+            f"claim={unknown[0]!r}"
+        )
+    return [c for c in claims if c.name in names or c.key in names]
+
+
 def _command(args: argparse.Namespace) -> str:
     """The command line that reproduces this run."""
     parts = ["laplace-lab", "check", "--full" if args.full else "--quick"]
     parts += ["--seed", str(args.seed), "--mutants", args.mutants, "--out", str(args.out)]
     parts += ["--paper", args.paper] if args.paper else []
+    for name in args.claim or ():
+        parts += ["--claim", name]
     for module in args.plugin or ():
         parts += ["--plugin", module]
     return " ".join(parts)
@@ -99,6 +114,12 @@ def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     """Add the ``check`` command to ``subparsers`` (claims are imported only when it runs)."""
     check = subparsers.add_parser("check", help="run the paper claims and write the report")
     check.add_argument("--paper", help="only the claims of this paper (e.g. fsp-laplace)")
+    check.add_argument(
+        "--claim",
+        action="append",
+        metavar="NAME",
+        help="only this claim (its name or paper/name key; repeatable)",
+    )
     mode = check.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="full", action="store_false", help="quick mode (default)")
     mode.add_argument("--full", dest="full", action="store_true", help="the papers' full sizes")

@@ -195,12 +195,17 @@ def test_a_crashing_claim_is_an_error_verdict():
 
 def test_cli_check_writes_a_schema_valid_report(tmp_path):
     argv = ["check", "--paper", "surrogate-ntk-lla", "--out", str(tmp_path), "--seed", "3"]
+    argv += ["--claim", "jvp-variance-multi-output"]
+    argv += ["--claim", "surrogate-ntk-lla/cost-linear-in-parameters"]
     assert main(argv) == 0
     data = json.loads((tmp_path / "verdicts.json").read_text())
     jsonschema.validate(data, VERDICT_SCHEMA)
     assert data["meta"]["seed"] == 3 and data["meta"]["mutants"] == "light"
     assert data["meta"]["command"].startswith("laplace-lab check --quick --seed 3")
-    assert {d["paper"] for d in data["claims"]} == {"surrogate-ntk-lla"}
+    assert [d["claim"] for d in data["claims"]] == [
+        "jvp-variance-multi-output",
+        "cost-linear-in-parameters",
+    ]
     for d in data["claims"]:
         assert d["status"] == d["expected_status"]
         assert d["mutants"] and all(m["caught"] for m in d["mutants"])
