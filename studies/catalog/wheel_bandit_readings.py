@@ -231,9 +231,7 @@ def report(summary: list[SummaryRow]) -> str:
             scaled = TABLES.get(delta, {}).get(s.params["agent"])
             paper = f"  table × T/16000: {scaled * horizon / PAPER_T:9.1f}" if scaled else ""
             spread = f"± {1.96 * s.se:7.1f}" if s.n > 1 else "(one run)"
-            lines.append(
-                f"  {s.params['agent']:24s} {s.mean:9.1f} {spread} (n={s.n}){paper}"
-            )
+            lines.append(f"  {s.params['agent']:24s} {s.mean:9.1f} {spread} (n={s.n}){paper}")
         stats = _stats(group)
         order = table_ordering(stats)
         if order is None:
