@@ -6,7 +6,7 @@ several times below Table 1's and Last-k-500 beats Gradient-Laplace-500 (the rec
 :mod:`.bandit`). App. D leaves details open; the study ``wheel-bandit-readings``
 (:mod:`laplace_lab.studies.catalog.wheel_bandit_readings`) runs the agents under each
 reading. Its runs take far longer than a check may (hours at T = 16,000), so the runs made
-are recorded in ``recorded/wheel_bandit_readings_*.json`` with their per-seed regrets, and
+are recorded in ``recorded/readings_wheel_bandit_*.json`` with their per-seed regrets, and
 the claim judges them:
 
 - per reading, Table 1's ordering (Gradient- and Greedy-Laplace-500 below every other agent;
@@ -57,7 +57,7 @@ PROBE_T = 100
 
 def reading_records() -> tuple[Recorded, ...]:
     """The recorded reading-sensitivity runs at δ = 0.95, longest horizon first."""
-    records = [load_recorded(f) for f in sorted(RECORDED.glob("wheel_bandit_readings_*.json"))]
+    records = [load_recorded(f) for f in sorted(RECORDED.glob("readings_wheel_bandit_*.json"))]
     chosen = [r for r in records if r.data.get("delta") == DELTA]
     return tuple(sorted(chosen, key=lambda r: -int(r.data["horizon"])))
 
