@@ -52,6 +52,9 @@ class Lockstep:
         self.arms = np.empty((B, T), dtype=np.int64)
         self.scale = np.ones((B, 2))  # reward standardisation (mean, sd) per seed
         self.subsets: list[np.ndarray | None] = [None] * B
+        # The optimal arm's reward of a realised regret comes from a spawned stream, so that
+        # the regret definition does not shift the draws of the agent and its environment.
+        self.regret_rngs = [r.spawn(1)[0] for r in rngs] if config.regret == "realised" else []
         self.t, self.phase = 0, 0
 
     # ------------------------------------------------------------------ the environment
@@ -73,7 +76,8 @@ class Lockstep:
         self.y[b, t : t + n] = reward
         if self.cfg.regret == "realised":
             best = self.env.optimal_arms(x)
-            best_reward = np.where(best == a, reward, self.env.reward(x, best, rng=rng))
+            best_reward = self.env.reward(x, best, rng=self.regret_rngs[b])
+            best_reward = np.where(best == a, reward, best_reward)
             self.regret[b, t : t + n] = best_reward - reward
         else:
             self.regret[b, t : t + n] = expected

@@ -336,6 +336,7 @@ BAD_VALUES = {
     "gradient-vs-greedy": ({"p": [40], "k": [20]}, r"C\(p=40, k=20\)"),
     "network-subnet-w2": ({"dataset": ["mnist"]}, "dataset must be one of"),
     "wheel-bandit": ({"agent": ["greedy_laplace"]}, "needs a size"),
+    "wheel-bandit-readings": ({"reading": ["thompson_noise=zero"]}, "thompson_noise must be"),
 }
 
 
