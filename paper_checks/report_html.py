@@ -46,7 +46,7 @@ ul.errata li{margin:.35rem 0}
 figcaption{font-size:.85rem;color:#3d444d;max-width:60rem}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;font-size:.8rem}
 ul.evidence li{margin:.15rem 0}nav a{margin-right:.8rem}
-.warn{color:#b42318;font-weight:600}code{font-size:.85em}
+.warn{color:#b42318;font-weight:600}code{font-size:.85em;overflow-wrap:anywhere}
 """
 
 _LEGEND = (
