@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from laplace_lab._random import keyed_generator, spawn
+from laplace_lab._random import keyed_generator, keyed_seed, spawn
 from laplace_lab.numerics import (
     GaussianPredictive,
     LinearizedLaplace,
@@ -44,9 +44,18 @@ ALPHA_GRID = np.logspace(-2, 3, 41)
 M = 100
 STEPS = {False: 500, True: 3000}
 TRAINING = {"batch_size": 64, "num_probes": 4, "lr": 3e-3}
+#: Training seeds (data split, MAP, surrogate) a comparison is pooled over, by mode.
+TRAINING_SEEDS = {False: 3, True: 5}
 #: Monte Carlo draws of the logits per input.
 SAMPLES = 1000
 METHODS = ("MAP", "LLA", "LLLA", "ScaLLA", "ScaLLA biased")
+
+
+def training_seeds(seed: int, full: bool) -> tuple[int, ...]:
+    """The base seed, then further training seeds drawn from a stream named by it."""
+    more = keyed_seed("surrogate-ntk-lla", "digits-training-seeds", seed=seed)
+    extra = more.generate_state(TRAINING_SEEDS[full] - 1, dtype=np.uint32)
+    return (seed, *(int(x) for x in extra))
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,7 @@ def _transpose(X: np.ndarray) -> np.ndarray:
     return X.reshape(-1, 8, 8).transpose(0, 2, 1).reshape(-1, 64).copy()
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=8)
 @one_thread
 def digits_map(seed: int) -> tuple[DigitsData, Any]:
     """The data and the MAP network of one seed."""
@@ -100,7 +109,7 @@ def _tuned(lla: LinearizedLaplace, y: np.ndarray) -> LinearizedLaplace:
     return lla.with_prior_precision(float(ALPHA_GRID[np.argmax(lla.log_evidence(y, ALPHA_GRID))]))
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=8)
 @one_thread
 def digits_lla(seed: int, subset: str | None = None) -> LinearizedLaplace:
     """The exact (``subset=None``) or last-layer LLA, α by the Laplace evidence."""
@@ -111,7 +120,7 @@ def digits_lla(seed: int, subset: str | None = None) -> LinearizedLaplace:
     return _tuned(lla, data.y_train)
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=8)
 @one_thread
 def digits_scalla(seed: int, full: bool, biased: bool) -> ScaLLA:
     """ScaLLA (context points; biased or not) with the exact LLA's α."""
@@ -171,7 +180,7 @@ def _gaussian_scores(method: Any, data: DigitsData, rng: np.random.Generator) ->
     )
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=8)
 @one_thread
 def digits_scores(seed: int, full: bool, methods: tuple[str, ...] = METHODS) -> dict[str, Scores]:
     """Scores of the requested methods on the test and OOD inputs."""
