@@ -122,6 +122,8 @@ def _in_fresh_process(side: str, n: int, k: int, m: int, threads: int) -> tuple:
 
 def pipeline(n: int, k: int, m: int, *, threads: int = 2) -> list[Row]:
     """Three rows (time, peak memory, peak memory above the set-up) of one pair of runs."""
+    if not Path("/proc/self/status").is_file():
+        raise BenchmarkSkipped("peak memory is read from /proc/self/status (Linux only)")
     try:
         import laplace  # noqa: F401
     except ImportError as exc:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from laplace_lab._checks import one_of
+from laplace_lab._checks import integer, one_of
 from laplace_lab._random import keyed_generator
 from laplace_lab.theory import BayesianLinearRegression
 
@@ -129,8 +129,7 @@ def build_problem(name: str, *, seed: int = 0) -> Problem:
     import torch
 
     one_of(name, "problem", problem_names())
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer; got seed={seed!r}")
+    seed = integer(seed, "seed", low=0)
     spec = copy.deepcopy(_float64_spec(name.removesuffix("-float32"), seed))
     dtype = torch.float32 if name.endswith("-float32") else torch.float64
     model = spec.pop("model").to(dtype).eval()

@@ -17,8 +17,8 @@ module per capability, auto-discovered); a new case is one decorated function::
         ...
         return Check(passed, summary, details, reproducer)
 
-``tests/conformance/test_cases.py`` runs every registered case on laplace-lab's own adapter
-and on deliberately wrong targets.
+``tests/conformance/test_suite.py`` runs every registered case on laplace-lab's own adapter
+and ``tests/conformance/test_injected_bugs.py`` on deliberately wrong targets.
 """
 
 from __future__ import annotations

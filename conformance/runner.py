@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from laplace_lab._checks import integer
 from laplace_lab.conformance.contract import Target, load_target
 from laplace_lab.conformance.oracle import DenseOracle
 from laplace_lab.conformance.problems import Problem, build_problem
@@ -192,7 +193,8 @@ def validate(
         ``"MODULE:CALLABLE"``, a callable following the contract
         (:mod:`laplace_lab.conformance.contract`), or a :class:`Target`.
     only : iterable of str, optional
-        Case names or name prefixes (``"predictive/"``); all cases when None.
+        Case names or name prefixes (``"predictive/"``; a single string is one name); all
+        cases when None.
     seed : int
         ≥ 0: rebuilds every problem (data, model, MAP, subsets) and the sampling seeds.
     progress : callable, optional
@@ -207,8 +209,7 @@ def validate(
         target = load_target(target)
     elif not isinstance(target, Target):
         target = Target.from_callable(target)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer; got seed={seed!r}")
+    seed = integer(seed, "seed", low=0)
     selected = _select(only)
     results = []
     for case in selected:
@@ -223,6 +224,8 @@ def _select(only: Iterable[str] | None) -> Sequence[Case]:
     known = cases()
     if only is None:
         return list(known.values())
+    if isinstance(only, str):
+        only = [only]
     chosen: dict[str, Case] = {}
     for name in only:
         exact = [known[name]] if name in known else []

@@ -69,6 +69,8 @@ def entropy(probs: Any) -> np.ndarray:
     P = np.asarray(probs, dtype=np.float64)
     if P.ndim != 2:
         raise ValueError(f"probs must be an (n, C) array; got shape {P.shape}")
+    if not np.all(np.isfinite(P)) or np.any(P < 0):
+        raise ValueError("probs must be finite and non-negative")
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(P > 0, P * np.log(P), 0.0)
     return -terms.sum(axis=1)

@@ -128,7 +128,7 @@ class SpectralLaplace:
         self._gram = J.shape[0] < self.p
         if self._gram:  # J Jᵀ = U diag(s²) Uᵀ; B = Jᵀ U (p × N′)
             mu, U = np.linalg.eigh(gram_blocks(J.T))
-            self._J, self._B = J, J.T @ U
+            self._B = J.T @ U
         else:  # Jᵀ J = Q diag(μ) Qᵀ
             mu, self._B = np.linalg.eigh(gram_blocks(J))
         self._mu = np.clip(mu, 0.0, None)

@@ -66,6 +66,8 @@ def probit_probability(mean: Any, variance: Any) -> np.ndarray:
     """
     mu = np.asarray(mean, dtype=np.float64)
     v = np.asarray(variance, dtype=np.float64)
+    if mu.ndim not in (1, 2):
+        raise ValueError(f"mean must have shape (n,) or (n, d'); got shape {mu.shape}")
     if mu.shape != v.shape:
         raise ValueError(f"variance must have the shape of mean {mu.shape}; got {v.shape}")
     if np.any(v < 0) or not np.all(np.isfinite(v)):

@@ -361,7 +361,9 @@ def train_surrogate(
     m = positive_int(m, "m")
     steps = integer(steps, "steps", low=0)
     batch_size = positive_int(batch_size, "batch_size")
-    context_batch_size = positive_int(context_batch_size or batch_size, "context_batch_size")
+    context_batch_size = positive_int(
+        batch_size if context_batch_size is None else context_batch_size, "context_batch_size"
+    )
     num_probes = positive_int(num_probes, "num_probes")
     one_of(dist, "dist", _DISTS)
     lr = positive_float(lr, "lr")
@@ -411,10 +413,10 @@ def train_surrogate(
         sched.step()
         losses.append(float(loss.detach()))
     surrogate.eval()
-    if scale is None:  # no training: features are taken as given
+    if scale is None:  # no training: features are taken as given, their shape checked here
         scale = 1.0
-    else:
-        _features(surrogate, X_train[:2], C, m)  # validates the output shape once more
+        with torch.no_grad():
+            _features(surrogate, X_train[:2], C, m)
     return SurrogateFit(surrogate, C, m, scale, tuple(losses))
 
 

@@ -285,10 +285,8 @@ def _markdown_claim(o: Outcome) -> list[str]:
     ]
     if v.status is Status.ERROR:
         lines.append(f"```\n{v.evidence_text}\n```")
-    elif isinstance(v.evidence, str):
-        lines.append(v.evidence_text)
     else:
-        lines += [f"- {p}" for p in v.points]
+        lines.append(v.evidence_text)
     for r in v.recorded:
         lines += ["", f"*Recorded* ({r.date}, commit {r.commit[:10]}, `{r.command}`): {r.summary}"]
     for fig in v.figures:

@@ -42,6 +42,7 @@ from scipy import ndimage
 
 from laplace_lab._checks import positive_int
 from laplace_lab._random import spawn
+from laplace_lab.numerics.classification_metrics import expected_calibration_error
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.jacobians import per_sample_jacobian
 from laplace_lab.numerics.laplace_variants import (
@@ -68,7 +69,6 @@ __all__ = [
     "LAPLACE_METHODS",
     "RotationShift",
     "ensemble_rotation_shift",
-    "expected_calibration_error",
     "rotate_digits",
     "rotation_shift",
     "wasserstein_subnetwork",
@@ -112,27 +112,6 @@ def _unit_scale(ds: Dataset) -> Dataset:
         x_mean=np.zeros(64),
         x_std=np.full(64, 16.0),
     )
-
-
-def expected_calibration_error(probs: Any, labels: Any, *, n_bins: int = 15) -> float:
-    """Top-label ECE: Σ_b (|B_b|/n) |acc(B_b) − conf(B_b)| over ``n_bins`` equal-width bins.
-
-    Guo et al. (2017), the calibration metric of Daxberger et al. App. A / Fig. 4.
-    """
-    P = np.asarray(probs, dtype=np.float64)
-    y = np.asarray(labels)
-    if P.ndim != 2 or y.shape != (P.shape[0],) or P.shape[0] == 0:
-        raise ValueError(f"probs must be (n, C) and labels (n,); got {P.shape} and {y.shape}")
-    n_bins = positive_int(n_bins, "n_bins")
-    conf = P.max(axis=1)
-    correct = (P.argmax(axis=1) == y).astype(np.float64)
-    bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
-    total = 0.0
-    for b in range(n_bins):
-        inside = bins == b
-        if inside.any():
-            total += inside.mean() * abs(correct[inside].mean() - conf[inside].mean())
-    return float(total)
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,7 @@ def run_study(
         raise TypeError(f"study must be a Study; got {type(study).__name__}")
     path = Path(store) if store is not None else default_store_path(study, full=full)
     merged = study.grid_with(grid, full=full)
-    todo = plan(study, grid=merged, replications=replications)
+    todo = plan(study, grid=merged, replications=replications, full=full)
     reps = len(todo) // len(expand_grid(merged))
     seed = integer(seed, "seed", low=0)
     workers = check_executor(executor, workers, scheduler)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from laplace_lab._checks import integer, positive_float
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.laplace_variants import SpectralLaplace, diagonal_laplace_variance
 from laplace_lab.numerics.network_ssla import (
@@ -99,6 +100,9 @@ def curvature_comparison(
        Approximation for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §5.1
        and Table 1.
     """
+    grid_points = integer(grid_points, "grid_points", low=2)
+    if prior_precision is not None:
+        prior_precision = positive_float(prior_precision, "prior_precision")
     fit = fit_heteroscedastic(rng=rng, n_train=n_train, n_test=n_test, config=config)
     s2, f, y = fit.noise_var, fit.f_test, fit.data.y_test
     if prior_precision is None:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from laplace_lab._checks import one_of, positive_float, positive_int
+from laplace_lab._checks import nonnegative_float, one_of, positive_float, positive_int
 from laplace_lab._random import as_generator
 from laplace_lab.studies.training import _nll, _targets
 
@@ -69,7 +69,7 @@ def swag_diagonal_variance(
     Xt = torch.as_tensor(np.asarray(X), dtype=dtype)
     yt = _targets(y, likelihood, dtype)
     n = Xt.shape[0]
-    penalty = float(prior_precision) / (2.0 * n)
+    penalty = nonnegative_float(prior_precision, "prior_precision") / (2.0 * n)
     opt = torch.optim.SGD(params, lr=lr)
     first = torch.zeros(sum(t.numel() for t in params), dtype=torch.float64)
     second = torch.zeros_like(first)

@@ -68,6 +68,7 @@ def _bad_command_lines(tmp: Path, store: Path) -> list[tuple[list[str], int, str
         (["bench", "--threads", "-1"], 2, "--threads must be a non-negative integer"),
         (["bench", "--plugin", "no.such.module"], 2, "cannot import benchmark plugin"),
         (["check", "--paper", "nope"], 2, "paper must be one of"),
+        (["check", "--claim", "no-such-claim"], 2, "claim must name a registered claim"),
         (["check", "--plugin", "no.such.module"], 2, "cannot import claim plugin module"),
         (["check", "--mutants", "some"], 2, "argument --mutants: invalid choice"),
         (["frobnicate"], 2, "invalid choice: 'frobnicate'"),

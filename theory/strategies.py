@@ -64,5 +64,3 @@ __all__ = [
     "subsets",
     "supersets",
 ]
-
-#: Positive values in the order Hypothesis shrinks them (towards 1).

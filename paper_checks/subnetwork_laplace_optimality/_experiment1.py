@@ -126,7 +126,7 @@ def neural_linear_match(res: Any) -> dict[str, float]:
     w_nl = res.reference_mean["neural_linear"]["w2"]
     best = np.minimum(res.w2_mean[PROPOSED[0]], res.w2_mean[PROPOSED[1]])
     inside = ks.min() <= k_nl <= ks.max()
-    at = float(np.interp(np.log(k_nl), np.log(ks), best)) if inside else float("nan")
+    at = _at_k(ks, best, k_nl) if inside else float("nan")
     below = np.flatnonzero(best <= w_nl)
     k_match = float("nan")
     if below.size:

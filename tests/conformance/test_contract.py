@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from laplace_lab.conformance import Outcome, Target, load_target, validate
+from laplace_lab.conformance import Outcome, Target, build_problem, load_target, validate
 from laplace_lab.conformance.adapters import numerics as ours
 
 
@@ -102,5 +102,14 @@ def test_an_exception_in_the_target_is_an_error_not_a_crash():
 def test_validate_refuses_bad_arguments():
     with pytest.raises(ValueError, match="seed must be a non-negative integer"):
         validate(ours.predictive_variance, seed=-1)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        validate(ours.predictive_variance, seed=1.5)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer; got seed=-1"):
+        build_problem("linear-gaussian", seed=-1)
     with pytest.raises(ValueError, match="case must be one of"):
         validate(ours.predictive_variance, only=["nothing/here"])
+
+
+def test_a_single_string_selects_one_case_not_its_characters():
+    names = _results(ours.predictive_variance, "predictive/linear-gaussian")
+    assert list(names) == ["predictive/linear-gaussian"]

@@ -153,6 +153,8 @@ def test_classification_metrics_against_hand_computed_values():
     assert auroc(a, b) == pytest.approx(want, abs=1e-12)
     with pytest.raises(ValueError, match="sum to 1"):
         accuracy(P * 2, y)
+    with pytest.raises(ValueError, match="probs must be finite"):
+        entropy(np.array([[np.nan, 1.0]]))
     with pytest.raises(ValueError, match="labels"):
         accuracy(P, np.array([0, 1, 2, 1]))
 

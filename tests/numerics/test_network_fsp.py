@@ -182,6 +182,8 @@ def test_probit_probability_matches_monte_carlo_within_the_known_approximation_e
     np.testing.assert_allclose(probit_probability(mu, v), mc, atol=0.02)
     assert probit_probability(np.zeros((2, 3)), np.ones((2, 3))).sum(1) == pytest.approx(1.0)
     assert probit_probability(np.array([0.0]), np.array([5.0]))[0] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="mean must have shape"):
+        probit_probability(np.float64(0.0), np.float64(1.0))
 
 
 def test_bad_inputs_name_the_argument():

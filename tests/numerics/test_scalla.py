@@ -240,6 +240,11 @@ def test_bad_arguments_name_the_argument():
     wrong = torch.nn.Linear(3, 5).double()
     with pytest.raises(ValueError, match="surrogate must return"):
         train_surrogate(model, X, m=2, surrogate=wrong, steps=1, rng=0, progress=False)
+    wider = torch.nn.Linear(3, 12).double()  # (n, 2·C·m): reshapes silently unless checked
+    with pytest.raises(ValueError, match="surrogate must return"):
+        train_surrogate(model, X, m=2, surrogate=wider, steps=0, rng=0, progress=False)
+    with pytest.raises(ValueError, match="context_batch_size must be"):
+        train_surrogate(model, X, m=2, context=X, context_batch_size=0, rng=0, progress=False)
     with pytest.raises(ValueError, match="likelihood"):
         ScaLLA.fit(model, X, likelihood="poisson", prior_precision=1.0, m=2, rng=0)
     with pytest.raises(ValueError, match="X_train must be finite"):

@@ -247,6 +247,15 @@ def test_grid_overrides_merge_into_the_default_grid_as_the_cli_does(tmp_path):
     )
 
 
+def test_a_full_run_plans_the_full_replication_count(tmp_path):
+    from dataclasses import replace
+
+    study = replace(TOY, replications=2, full_replications=3)
+    one = {"n": [100], "scale": [0.5]}
+    report = run_study(study, store=tmp_path / "f.sqlite", grid=one, full=True, progress=False)
+    assert (report.planned, report.ran) == (3, 3)
+
+
 def test_a_run_report_gives_its_summary_table_plot_and_csv(tmp_path, capsys):
     report = run_study(
         TOY, store=tmp_path / "toy.sqlite", grid={"n": [400]}, replications=8, progress=False

@@ -39,3 +39,15 @@ def test_assla_is_the_same_for_every_curvature_and_ssla_is_not():
     # SSLA in the linearised network is LA: the same coverage up to the grid
     for c in CURVATURES:
         np.testing.assert_allclose(r.coverage["SSLA"][c], r.coverage["LA"][c], atol=2 / 60)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"grid_points": 1}, r"grid_points must be in \[2, inf\]; got grid_points=1"),
+        ({"prior_precision": -1.0}, r"prior_precision must be positive and finite"),
+    ],
+)
+def test_bad_grid_or_prior_is_refused_before_training(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        curvature_comparison(rng=0, **kwargs)

@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from laplace_lab.numerics.classification_metrics import expected_calibration_error  # noqa: E402
 from laplace_lab.studies.models import count_parameters, mlp, resnet18, weight_indices  # noqa: E402
 from laplace_lab.studies.rotated_digits import (  # noqa: E402
-    expected_calibration_error,
     rotate_digits,
     wasserstein_subnetwork,
 )
@@ -72,6 +72,15 @@ def test_swag_gives_dead_parameters_zero_variance_and_leaves_the_model():
     assert np.all(var[[3, 4, 5]] > 0)
     for a, b in zip(before, model.parameters(), strict=True):
         assert torch.equal(a, b)
+
+
+def test_swag_refuses_a_negative_prior_precision():
+    model = torch.nn.Linear(3, 1)
+    X = np.zeros((4, 3))
+    with pytest.raises(ValueError, match="prior_precision must be >= 0; got prior_precision=-1"):
+        swag_diagonal_variance(
+            model, X, X.sum(1), likelihood="regression", rng=0, prior_precision=-1.0
+        )
 
 
 def test_toy_regression_small_run():
