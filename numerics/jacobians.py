@@ -10,6 +10,8 @@ conventions").
   ``subset`` it returns only the columns S, slicing each chunk as it is computed, so the peak
   memory is O(N·k + chunk·C·p) — never the full N×p Jacobian (laplace-torch computes the
   full Jacobian and slices it afterwards, its issues #217 and #232).
+- :func:`subset_gram` streams the Gram Σ_n J_n[:, S]ᵀ H_n J_n[:, S] of a column subset in
+  float64 (the data term of Ω_SS) without storing J[:, S].
 - :func:`gradient_scores` streams s_i = (1/N) Σ_n w_n g_i(x_n)² (the Gradient-Laplace scores)
   without storing J.
 - :func:`parameter_layout` names the slice and layer of every parameter tensor (NeuralLinear,
@@ -45,6 +47,7 @@ __all__ = [
     "jacobian_chunks",
     "parameter_layout",
     "per_sample_jacobian",
+    "subset_gram",
     "to_cupy",
 ]
 
@@ -293,6 +296,94 @@ def per_sample_jacobian(
         dest.copy_(J)
         del J
     return given if given is not None else (buf[:, 0] if buf.shape[1] == 1 else buf)
+
+
+#: Rows of J[:, S] converted to float64 at a time by :func:`subset_gram` (cache-sized blocks).
+_GRAM_ROWS = 1024
+
+
+def subset_gram(
+    model: Any,
+    X: Any,
+    subset: Any,
+    *,
+    likelihood: str = "regression",
+    chunk_size: int | None = None,
+    eps: float = 1e-6,
+    method: str = "auto",
+) -> np.ndarray:
+    """G = Σ_n J_n[:, S]ᵀ H_n J_n[:, S] (k × k, float64 on the host), streamed over rows.
+
+    The data term of the sub-network precision Ω_SS = G + V_S (for regression Ω_SS uses
+    G/σ0²) with H_n = 1 (regression), p_n(1 − p_n) (binary) or diag(π_n) − π_nπ_nᵀ + εI
+    (multiclass), the weights of :func:`gradient_scores`. J[:, S] is never stored: each
+    chunk of rows gives its columns in the model's precision (the values
+    :func:`per_sample_jacobian` returns), which are weighted, converted to float64 in blocks
+    of rows and accumulated by a symmetric rank-b update (BLAS ``dsyrk``: half the flops
+    of a general product) — memory O(chunk·k + k²). On a CUDA model the blocks are
+    accumulated on the device by ``mm``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    X : (N, ...) tensor or array
+    subset : sequence of int
+        Distinct flat parameter indices S, in the order of G's rows.
+    likelihood : {"regression", "binary", "multiclass"}
+    chunk_size : int, optional
+        Rows per Jacobian chunk (:func:`per_sample_jacobian`).
+    eps : float
+        Multiclass Hessian jitter ε ≥ 0.
+    method : {"auto", "vmap", "linear"}
+        See :func:`jacobian_chunks`.
+
+    Returns
+    -------
+    numpy.ndarray
+        (k, k) symmetric float64.
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+       Results and Methods", arXiv:2605.09075 (2026), §2.1 eq. (2) and App. D.2 (Ω_SS).
+    """
+    import scipy.linalg.blas
+
+    torch = _torch()
+    _check_model(model)
+    one_of(likelihood, "likelihood", _LIKELIHOODS)
+    eps = nonnegative_float(eps, "eps")
+    idx = check_subset(subset, parameter_layout(model).p, "subset", nonempty=True)
+    k, tidx, G = idx.size, None, None
+    for _, fb, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
+        if (fb.shape[1] > 1) != (likelihood == "multiclass"):
+            raise ValueError(
+                f"likelihood={likelihood!r} does not match the model's output of shape "
+                f"{tuple(fb.shape)}"
+            )
+        if sig is not None:
+            cols = sig.columns(idx)
+        else:
+            if tidx is None:
+                tidx = torch.as_tensor(idx, device=J.device)
+            cols = J.index_select(-1, tidx)
+        if likelihood != "regression":
+            cols = _weights(fb, likelihood, float(eps)).transpose(1, 2) @ cols
+        cols = cols.reshape(-1, k)
+        if cols.device.type != "cpu":
+            part = cols.double().T @ cols.double()
+            G = part if G is None else G + part
+            continue
+        if G is None:
+            G = np.zeros((k, k), dtype=np.float64, order="F")
+        for a in range(0, cols.shape[0], _GRAM_ROWS):
+            block = cols[a : a + _GRAM_ROWS].double().numpy()
+            # Fortran view of blockᵀ (k × b): syrk(trans=0) adds blockᵀblock to G's upper half
+            G = scipy.linalg.blas.dsyrk(1.0, block.T, beta=1.0, c=G, overwrite_c=1)
+    if not isinstance(G, np.ndarray):
+        return G.cpu().numpy()
+    upper = np.triu(G)
+    return upper + np.triu(upper, 1).T
 
 
 def _output_view(out: Any, shape: tuple[int, int, int], ref: Any) -> Any:

@@ -5,7 +5,10 @@
 ``weighted_columns(idx)`` — for a model and a reference set, streaming the scores through
 :func:`~.jacobians.gradient_scores` and computing only the columns a method asks for
 (:func:`~.jacobians.per_sample_jacobian` with ``subset=``). Greedy-Laplace on a network thus
-costs O(N·m) Jacobian entries for its m candidates instead of O(N·p).
+costs O(N·m) Jacobian entries for its m candidates instead of O(N·p). ``subset_gram(idx)``
+streams J_w[:, idx]ᵀJ_w[:, idx] without the columns and keeps the last one (up to
+:data:`GRAM_CACHE_BYTES`), so the Ω_SS of a sub-network chosen among Greedy-Laplace's
+candidates is a sub-block of the candidates' Gram, not a second pass over the data.
 
 Arrays are NumPy float64 on the host.
 """
@@ -19,9 +22,17 @@ import numpy as np
 
 from laplace_lab._checks import one_of, positive_float, subset
 from laplace_lab.numerics.ggn import GGN, prior_vector
-from laplace_lab.numerics.jacobians import gradient_scores, parameter_layout, per_sample_jacobian
+from laplace_lab.numerics.jacobians import (
+    gradient_scores,
+    parameter_layout,
+    per_sample_jacobian,
+    subset_gram,
+)
 
-__all__ = ["NetworkGGN"]
+__all__ = ["GRAM_CACHE_BYTES", "NetworkGGN"]
+
+#: Largest Gram (bytes) :meth:`NetworkGGN.subset_gram` keeps for later sub-blocks: 64 MiB.
+GRAM_CACHE_BYTES = 1 << 26
 
 _LIKELIHOODS = ("regression", "binary", "multiclass")
 
@@ -81,6 +92,7 @@ class NetworkGGN:
         self.prior_precision = np.asarray(
             prior_vector(prior_precision, self.layout.p, np.zeros(1)), dtype=np.float64
         )
+        self._gram: tuple[dict[int, int], np.ndarray] | None = None
 
     # ----------------------------------------------------------------------------- shapes
     @property
@@ -92,6 +104,13 @@ class NetworkGGN:
     def n_data(self) -> int:
         """N, the number of reference inputs."""
         return int(self.X.shape[0])
+
+    @property
+    def n_rows(self) -> int:
+        """N′, the rows of J_w: N, or N·C for C classes."""
+        if self.likelihood != "multiclass":
+            return self.n_data
+        return self.n_data * int(self._logits.shape[1])
 
     @property
     def xp(self) -> Any:
@@ -159,3 +178,28 @@ class NetworkGGN:
     def weighted_columns(self, idx: Any) -> np.ndarray:
         """J_w[:, idx] (N′ × |idx|)."""
         return self.columns_ggn(idx).Jw
+
+    def subset_gram(self, idx: Any) -> np.ndarray:
+        """J_w[:, idx]ᵀ J_w[:, idx] (|idx| × |idx|, float64; a new array).
+
+        Streamed by :func:`~.jacobians.subset_gram` (the columns are never stored); when every
+        index of ``idx`` was in the last Gram computed (kept up to :data:`GRAM_CACHE_BYTES`),
+        the result is its sub-block and costs no pass over the data.
+        """
+        idx = subset(idx, self.p, "idx", nonempty=True)
+        if self._gram is not None and all(int(i) in self._gram[0] for i in idx):
+            pos = np.fromiter((self._gram[0][int(i)] for i in idx), np.int64, idx.size)
+            return self._gram[1][np.ix_(pos, pos)]
+        G = subset_gram(
+            self.model,
+            self.X,
+            idx,
+            likelihood=self.likelihood,
+            chunk_size=self.chunk_size,
+            method=self.method,
+        )
+        if self.likelihood == "regression":
+            G /= self.noise_var
+        if G.nbytes <= GRAM_CACHE_BYTES:
+            self._gram = ({int(i): n for n, i in enumerate(idx)}, G.copy())
+        return G

@@ -270,6 +270,11 @@ def greedy_laplace(
         raise ValueError(f"scores must have length p={p}; got {s.size}")
     m = _n_candidates(n_candidates, k, p)
     K = _top(s, m)
+    if isinstance(ggn, NetworkGGN) and pivoted_cholesky.store_omega(ggn.n_rows, m, k, 8):
+        # Ω_KK streamed from the network: the N′ × m columns are never stored
+        A = ggn.subset_gram(K)
+        d = np.diagonal(A) + ggn.prior_precision[K]
+        return K[pivoted_cholesky.stored_pivots(A, d, k)]
     JK = ggn.weighted_columns(K)
     xp = array_api_compat.array_namespace(JK)
     dev = array_api_compat.device(JK)

@@ -25,8 +25,8 @@ from laplace_lab.studies.wheel_posterior import (
     SubnetPosterior,
     arm_inputs,
     choose_arms,
+    replay_posterior,
     residual_noise,
-    select_subnetwork,
     subset_jacobian,
 )
 
@@ -141,22 +141,19 @@ class Lockstep:
         return omega, ts
 
     def _posterior(self, b: int, noise_var: float) -> SubnetPosterior:
-        cfg, t = self.cfg, self.t
-        X = torch.from_numpy(self.X[b, :t])
-        if self.subsets[b] is None or self.phase % cfg.reselect_every == 0:
-            self.subsets[b] = select_subnetwork(
-                self.views[b],
-                X,
-                cfg.method,
-                cfg.k,
-                noise_var=noise_var,
-                prior_precision=cfg.prior_precision,
-            )
-        S = self.subsets[b]
-        J = subset_jacobian(self.views[b], X, S)
-        return SubnetPosterior.from_rows(
-            S, J, noise_var=noise_var, prior_precision=cfg.prior_precision
+        cfg = self.cfg
+        reselect = self.subsets[b] is None or self.phase % cfg.reselect_every == 0
+        post = replay_posterior(
+            self.views[b],
+            torch.from_numpy(self.X[b, : self.t]),
+            cfg.method,
+            cfg.k,
+            noise_var=noise_var,
+            prior_precision=cfg.prior_precision,
+            S=None if reselect else self.subsets[b],
         )
+        self.subsets[b] = post.S
+        return post
 
     def _thompson(
         self, b: int, post: SubnetPosterior, mean: np.ndarray, inputs: np.ndarray, ts: float

@@ -35,7 +35,14 @@ from laplace_lab.numerics.network_ggn import NetworkGGN
 from laplace_lab.numerics.selection_registry import SubnetProblem, select
 from laplace_lab.studies.wheel_env import NUM_ARMS
 
-__all__ = ["SubnetPosterior", "arm_inputs", "choose_arms", "select_subnetwork", "subset_jacobian"]
+__all__ = [
+    "SubnetPosterior",
+    "arm_inputs",
+    "choose_arms",
+    "replay_posterior",
+    "select_subnetwork",
+    "subset_jacobian",
+]
 
 
 def arm_inputs(x: np.ndarray) -> np.ndarray:
@@ -120,6 +127,18 @@ class SubnetPosterior:
         return G_S @ delta
 
 
+def _replay_ggn(model: Any, X: Any, method: str, noise_var: float, prior_precision: float):
+    if method == "map":
+        raise ValueError("method 'map' has no sub-network")
+    return NetworkGGN(
+        model, X, noise_var=noise_var, prior_precision=prior_precision, method="linear"
+    )
+
+
+def _select(net: NetworkGGN, method: str, k: int) -> np.ndarray:
+    return np.asarray(select(method, SubnetProblem(net), k, shared={"candidates": "2k"}))
+
+
 def select_subnetwork(
     model: Any, X: Any, method: str, k: int, *, noise_var: float, prior_precision: float = 1.0
 ) -> np.ndarray:
@@ -129,12 +148,31 @@ def select_subnetwork(
     the scores and computes only the Jacobian columns it needs (Greedy-Laplace: its
     m = 2k candidates, App. C.3's default).
     """
-    if method == "map":
-        raise ValueError("method 'map' has no sub-network")
-    net = NetworkGGN(
-        model, X, noise_var=noise_var, prior_precision=prior_precision, method="linear"
-    )
-    return np.asarray(select(method, SubnetProblem(net), k, shared={"candidates": "2k"}))
+    return _select(_replay_ggn(model, X, method, noise_var, prior_precision), method, k)
+
+
+def replay_posterior(
+    model: Any,
+    X: Any,
+    method: str,
+    k: int,
+    *,
+    noise_var: float,
+    prior_precision: float = 1.0,
+    S: np.ndarray | None = None,
+) -> SubnetPosterior:
+    """S selected on the replay inputs ``X`` (or the given ``S``) and its Ω_SS on them.
+
+    The same posterior as :func:`select_subnetwork` followed by
+    :meth:`SubnetPosterior.from_rows` on ``subset_jacobian(model, X, S)``, up to the
+    summation order of the Gram: J_SᵀJ_S is streamed (:meth:`NetworkGGN.subset_gram`, no
+    N × k columns) and, for Greedy-Laplace, is the sub-block of its candidates' Gram, which
+    the selection has just formed.
+    """
+    net = _replay_ggn(model, X, method, noise_var, prior_precision)
+    S = _select(net, method, k) if S is None else np.asarray(S, dtype=np.int64)
+    gram = net.subset_gram(S) * net.noise_var
+    return SubnetPosterior.fit(S, gram, noise_var=noise_var, prior_precision=prior_precision)
 
 
 def choose_arms(

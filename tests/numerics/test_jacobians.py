@@ -13,6 +13,7 @@ from laplace_lab.numerics.jacobians import (  # noqa: E402
     jacobian_chunks,
     parameter_layout,
     per_sample_jacobian,
+    subset_gram,
     to_cupy,
 )
 
@@ -195,6 +196,63 @@ def test_ggn_of_real_model_equals_dense_jt_h_j_plus_v(likelihood):
         Jflat = Jt.reshape(8 * C, -1)
         dense = Jflat.T @ hess @ Jflat
     np.testing.assert_allclose(ggn.dense(), dense.numpy() + np.diag(V), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["vmap", "linear"])
+@pytest.mark.parametrize("likelihood", ["regression", "binary", "multiclass"])
+def test_subset_gram_equals_dense_jt_h_j_block(likelihood, method, monkeypatch):
+    """Σ_n J_n[:, S]ᵀ H_n J_n[:, S] streamed in chunks (3 rows) and float64 blocks (2 rows)
+    equals the S block of Jᵀ H J from autograd's Jacobian and the loss Hessian."""
+    import laplace_lab.numerics.jacobians as jac
+
+    monkeypatch.setattr(jac, "_GRAM_ROWS", 2)
+    C = 3 if likelihood == "multiclass" else 1
+    model = _mlp(3, C, seed=7)
+    X = torch.randn(8, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    f = model(X).detach()
+    Jt = torch.as_tensor(_loop_jacobian(model, X)).reshape(8 * C, -1)
+    loss = {
+        "regression": lambda z: 0.5 * (z**2).sum(),
+        "binary": lambda z: torch.nn.functional.binary_cross_entropy_with_logits(
+            z, torch.zeros(8, dtype=torch.float64), reduction="sum"
+        ),
+        "multiclass": lambda z: torch.nn.functional.cross_entropy(
+            z.reshape(8, C), torch.zeros(8, dtype=torch.long), reduction="sum"
+        ),
+    }[likelihood]
+    H = torch.autograd.functional.hessian(loss, f.reshape(-1))
+    S = np.array([40, 2, 17, 33, 5])  # out of order, across the three layers
+    ref = (Jt.T @ H @ Jt).numpy()[np.ix_(S, S)]
+    G = subset_gram(model, X, S, likelihood=likelihood, chunk_size=3, eps=0.0, method=method)
+    assert G.dtype == np.float64 and G.shape == (5, 5)
+    np.testing.assert_allclose(G, ref, rtol=1e-10, atol=1e-13)
+    np.testing.assert_array_equal(G, G.T)
+
+
+def test_subset_gram_of_a_float32_model_is_float64_of_its_columns():
+    """The columns are the model's float32 values; only their Gram is accumulated in
+    float64 (so it matches J[:, S] of per_sample_jacobian to float64 roundoff)."""
+    model = _mlp(3, 1, seed=9).float()
+    X = torch.randn(3000, 3, generator=torch.Generator().manual_seed(10))
+    S = np.arange(0, 49, 3)
+    J = per_sample_jacobian(model, X, subset=S).double().numpy()
+    G = subset_gram(model, X, S)
+    np.testing.assert_allclose(G, J.T @ J, rtol=1e-12, atol=1e-12 * np.abs(J.T @ J).max())
+    with pytest.raises(ValueError, match="likelihood='binary' does not match"):
+        subset_gram(_mlp(3, 2, seed=9), X.double(), S, likelihood="binary")
+    with pytest.raises(ValueError, match="subset"):
+        subset_gram(model, X, [1, 1])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_subset_gram_on_a_cuda_model_equals_the_host_one():
+    model = _mlp(3, 1, seed=11)
+    X = torch.randn(50, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(12))
+    S = np.array([30, 1, 12])
+    host = subset_gram(model, X, S, chunk_size=7)
+    np.testing.assert_allclose(
+        subset_gram(model.cuda(), X.cuda(), S, chunk_size=7), host, rtol=1e-12
+    )
 
 
 class _Shared(torch.nn.Module):

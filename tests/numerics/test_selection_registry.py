@@ -152,3 +152,12 @@ def test_network_ggn_selects_what_the_dense_ggn_selects(likelihood):
         got = select(name, lazy, 8, rng=np.random.default_rng(1))
         ref = select(name, full, 8, rng=np.random.default_rng(1))
         np.testing.assert_array_equal(got, ref, err_msg=name)
+    # the streamed Gram of any subset is J_w[:, idx]ᵀ J_w[:, idx]; after Greedy-Laplace
+    # (which forms its candidates' Gram) a subset of the candidates is a sub-block of it
+    Jw = dense.weighted_columns(idx)
+    np.testing.assert_allclose(net.subset_gram(idx), Jw.T @ Jw, rtol=1e-10, atol=1e-13)
+    S = select("greedy_laplace", lazy, 8)
+    assert len(net._gram[0]) == 16  # the m = 2k candidates' Gram is kept
+    Jw = dense.weighted_columns(S)
+    np.testing.assert_allclose(net.subset_gram(S), Jw.T @ Jw, rtol=1e-10, atol=1e-13)
+    assert len(net._gram[0]) == 16  # S came from the kept Gram

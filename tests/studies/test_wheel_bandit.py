@@ -17,6 +17,7 @@ from laplace_lab.studies.wheel_posterior import (
     SubnetPosterior,
     arm_inputs,
     choose_arms,
+    replay_posterior,
     select_subnetwork,
     subset_jacobian,
 )
@@ -56,6 +57,25 @@ def test_thompson_variance_equals_dense_formula(k):
     assert var.shape == (20,)
     np.testing.assert_allclose(var, expected, rtol=1e-9)
     assert np.all(var > s2)  # the epistemic part is positive for generic gradients
+
+
+@pytest.mark.parametrize("method", ["gradient_laplace", "greedy_laplace", "last_k"])
+def test_replay_posterior_equals_selection_then_rows(method):
+    """The streamed Ω_SS (for Greedy-Laplace a sub-block of its candidates' Gram) is the
+    posterior of select_subnetwork + from_rows up to float64 summation order."""
+    rng = np.random.default_rng(5)
+    model = build_seeded(bandit_net, rng=6)  # float32, as in the runs
+    X = torch.from_numpy(_buffer(rng, 700).astype(np.float32))
+    kw = {"noise_var": 0.02, "prior_precision": 1.0}
+    S = select_subnetwork(model, X, method, 40, **kw)
+    ref = SubnetPosterior.from_rows(S, subset_jacobian(model, X, S), **kw)
+    got = replay_posterior(model, X, method, 40, **kw)
+    np.testing.assert_array_equal(got.S, S)
+    np.testing.assert_allclose(got.gram, ref.gram, rtol=1e-12, atol=1e-12 * ref.gram.max())
+    G = subset_jacobian(model, torch.from_numpy(arm_inputs(rng.uniform(-1, 1, (3, 2)))), S)
+    np.testing.assert_allclose(got.epistemic(G), ref.epistemic(G), rtol=1e-9)
+    kept = replay_posterior(model, X[:300], method, 40, S=S[::-1], **kw)
+    np.testing.assert_array_equal(kept.S, S[::-1])  # a given S is used as it is
 
 
 def test_posterior_refit_adds_rows_and_joint_draws_have_the_epistemic_variance():

@@ -44,13 +44,14 @@ def test_reselect_every_keeps_the_subnetwork_between_selections(monkeypatch):
     from laplace_lab.studies import wheel_lockstep
 
     calls = []
-    original = wheel_lockstep.select_subnetwork
+    original = wheel_lockstep.replay_posterior
 
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
+    def counting(*args, S=None, **kwargs):
+        if S is None:
+            calls.append(1)
+        return original(*args, S=S, **kwargs)
 
-    monkeypatch.setattr(wheel_lockstep, "select_subnetwork", counting)
+    monkeypatch.setattr(wheel_lockstep, "replay_posterior", counting)
     for every, expected in ((1, 5), (2, 3), (10, 1)):  # phases 0-4: every phase, 0/2/4, 0
         calls.clear()
         run_bandit(BanditConfig(**_SHORT, reselect_every=every), rng=11)
