@@ -6,11 +6,11 @@ Quick mode cannot run it: it is NOT_REPRODUCIBLE_HERE, probes the cost with one 
 agents at T = 150 (a linear-in-T extrapolation of the paper's cost, a lower bound since
 per-phase costs grow with the replay buffer; the probe's regrets are not evidence), and shows
 the runs recorded at longer horizons (``recorded/``) with what the full-mode rule makes of
-them. Full mode runs the paper's horizon T = 16,000 for all ten agents (k ∈ {100, 500})
-with 3 seeds: it CONFIRMs when every stated ordering holds with non-overlapping ±1.96 s.e.
-intervals, REFUTEs when a stated ordering is reversed with non-overlapping intervals (the
-counterexample), and is NOT_REPRODUCIBLE_HERE otherwise (3 seeds may not separate what 25
-do). Both modes first check that the environment pays the high reward on the annulus.
+them. Full mode runs the paper's setting — T = 16,000, all ten agents (k ∈ {100, 500}),
+25 seeds, each agent's seeds in lockstep (:func:`~laplace_lab.studies.wheel_bandit.run_bandits`,
+each seed's run identical to its run alone): it CONFIRMs when every stated ordering holds
+with non-overlapping ±1.96 s.e. intervals, REFUTEs when a stated ordering is reversed with
+non-overlapping intervals (the counterexample), and is NOT_REPRODUCIBLE_HERE otherwise. Both modes first check that the environment pays the high reward on the annulus.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _setting(full: bool) -> tuple[int, int, tuple[str, ...]]:
     from laplace_lab.studies.catalog.wheel_bandit import agents
 
     if full:
-        return PAPER_T, 3, agents((100, 500))
+        return PAPER_T, PAPER_SEEDS, agents((100, 500))
     return 150, 1, ("map", "neural_linear", *agents((100,))[2:])
 
 
@@ -68,7 +68,7 @@ def _runs(delta: float, full: bool, seed: int) -> dict[str, object]:
     """Final regret (per seed) and mean cumulative-regret traces of every agent."""
     from laplace_lab.studies.catalog.wheel_bandit import parse_agent
     from laplace_lab.studies.seeding import replication_rng
-    from laplace_lab.studies.wheel_bandit import BanditConfig, run_bandit
+    from laplace_lab.studies.wheel_bandit import BanditConfig, run_bandits
 
     horizon, seeds, names = _setting(full)
     final: dict[str, list[float]] = {}
@@ -79,10 +79,8 @@ def _runs(delta: float, full: bool, seed: int) -> dict[str, object]:
         cfg = BanditConfig(method=method, k=k, delta=delta, horizon=horizon)
         # the wheel-bandit study's replications of this grid point (same seeds)
         params = {"agent": name, "delta": delta, "horizon": horizon}
-        res = [
-            run_bandit(cfg, rng=replication_rng("wheel-bandit", params, r, seed=seed))
-            for r in range(seeds)
-        ]
+        rngs = [replication_rng("wheel-bandit", params, r, seed=seed) for r in range(seeds)]
+        res = run_bandits(cfg, rngs=rngs)
         final[name] = [float(r.cumulative_regret[-1]) for r in res]
         traces[name] = np.mean([r.cumulative_regret for r in res], axis=0)
     seconds = time.perf_counter() - t0
