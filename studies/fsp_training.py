@@ -37,7 +37,7 @@ from laplace_lab._checks import (
 )
 from laplace_lab._random import as_generator
 
-__all__ = ["ContextBox", "MapFit", "train_fsp_map", "train_weight_space_map"]
+__all__ = ["ContextBox", "EarlyStopping", "MapFit", "train_fsp_map", "train_weight_space_map"]
 
 _LIKELIHOODS = ("regression", "binary", "multiclass")
 
@@ -103,11 +103,50 @@ class ContextBox:
 
 
 @dataclass(frozen=True)
+class EarlyStopping:
+    """Stop Adam when the validation loss stops decreasing, and keep the best weights.
+
+    Every ``every`` steps the validation negative log-likelihood −Σ log p(y_val | f(X_val, w))
+    (with the current noise scale, regression) is evaluated; training stops after ``patience``
+    evaluations without improvement and the weights (and noise scale) of the lowest validation
+    loss are restored — "we stop training early when the validation loss stops decreasing"
+    (Cinquin et al., arXiv:2407.13711, App. B.2).
+
+    Parameters
+    ----------
+    X, y : arrays
+        Validation inputs (n_val, d) and targets.
+    every : int
+        Adam steps between evaluations.
+    patience : int
+        Evaluations without improvement before stopping.
+    """
+
+    X: Any
+    y: Any
+    every: int = 25
+    patience: int = 4
+
+    def __post_init__(self) -> None:
+        X = np.asarray(self.X, dtype=np.float64)
+        y = np.asarray(self.y)
+        if X.ndim != 2 or X.shape[0] == 0 or y.shape[:1] != X.shape[:1]:
+            raise ValueError(
+                f"X and y must be a non-empty (n_val, d) array and n_val targets; got X.shape="
+                f"{X.shape}, y.shape={y.shape}"
+            )
+        positive_int(self.every, "every")
+        positive_int(self.patience, "patience")
+
+
+@dataclass(frozen=True)
 class MapFit:
-    """The outcome of MAP training: learned noise scale (regression) and the loss per step."""
+    """The outcome of MAP training: learned noise scale (regression), the loss per step and,
+    under early stopping, the step whose weights were kept."""
 
     noise_std: float | None
     losses: tuple[float, ...]
+    best_step: int | None = None
 
 
 def _tensor(a: Any, dtype: Any) -> torch.Tensor:
@@ -142,6 +181,7 @@ def _train(
     desc: str,
     optimizer: str,
     deterministic: bool,
+    early_stopping: EarlyStopping | None = None,
 ) -> MapFit:
     """Minimise (n/b)·NLL(batch) + penalty(rng) in place (Adam steps, or one L-BFGS run of at
     most ``steps`` evaluations); the model ends in eval mode."""
@@ -184,7 +224,10 @@ def _train(
     losses: list[float] = []
     model.train()
     bar = tqdm(total=steps, desc=desc, disable=not progress, leave=False)
+    best_step = None
     if optimizer == "lbfgs":
+        if early_stopping is not None:
+            raise ValueError("early_stopping applies to optimizer='adam' only")
         if not deterministic or b < n:
             raise ValueError(
                 "optimizer='lbfgs' needs a deterministic objective: full batch "
@@ -204,11 +247,18 @@ def _train(
             return loss
 
         opt.step(closure)
+    elif early_stopping is not None:
+        if not isinstance(early_stopping, EarlyStopping):
+            raise TypeError(
+                "early_stopping must be an EarlyStopping or None; got "
+                f"{type(early_stopping).__name__}"
+            )
+        best_step = _adam_early_stopped(
+            params, lr, steps, objective, losses, bar, early_stopping,
+            lambda Xv, yv: _nll_sum(model(Xv), yv, likelihood, log_std), dtype, likelihood,
+        )  # fmt: skip
     else:
-        try:
-            opt = torch.optim.Adam(params, lr=lr, fused=True)
-        except (RuntimeError, TypeError):  # fused Adam is unavailable for this device/dtype
-            opt = torch.optim.Adam(params, lr=lr)
+        opt = _adam(params, lr)
         for _ in range(steps):
             opt.zero_grad(set_to_none=True)
             loss = objective()
@@ -219,7 +269,63 @@ def _train(
     bar.close()
     model.eval()
     std = None if log_std is None else float(torch.exp(log_std.detach()))
-    return MapFit(std, tuple(losses))
+    return MapFit(std, tuple(losses), best_step)
+
+
+def _adam(params: list[torch.Tensor], lr: float) -> Any:
+    try:
+        return torch.optim.Adam(params, lr=lr, fused=True)
+    except (RuntimeError, TypeError):  # fused Adam is unavailable for this device/dtype
+        return torch.optim.Adam(params, lr=lr)
+
+
+def _adam_early_stopped(
+    params: list[torch.Tensor],
+    lr: float,
+    steps: int,
+    objective: Callable[[], torch.Tensor],
+    losses: list[float],
+    bar: Any,
+    stop: EarlyStopping,
+    val_nll: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    dtype: Any,
+    likelihood: str,
+) -> int:
+    """Adam steps with :class:`EarlyStopping`; restores the best parameters, returns their step."""
+    Xv = _tensor(stop.X, dtype)
+    yv = (
+        torch.as_tensor(np.asarray(stop.y)).long()
+        if likelihood == "multiclass"
+        else _tensor(stop.y, dtype)
+    )
+    opt = _adam(params, lr)
+
+    def validate() -> float:
+        with torch.no_grad():
+            return float(val_nll(Xv, yv))
+
+    best, best_step, waited = validate(), 0, 0
+    kept = [t.detach().clone() for t in params]
+    for step in range(1, steps + 1):
+        opt.zero_grad(set_to_none=True)
+        loss = objective()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+        bar.update()
+        if step % stop.every == 0:
+            current = validate()
+            if current < best:
+                best, best_step, waited = current, step, 0
+                kept = [t.detach().clone() for t in params]
+            else:
+                waited += 1
+                if waited >= stop.patience:
+                    break
+    with torch.no_grad():
+        for t, k in zip(params, kept, strict=True):
+            t.copy_(k)
+    return best_step
 
 
 def _context_source(context: Any, n_context: int | None) -> Callable[[np.random.Generator], Any]:
@@ -271,6 +377,7 @@ def train_fsp_map(
     rng: Any,
     progress: bool = True,
     optimizer: str = "adam",
+    early_stopping: EarlyStopping | None = None,
 ) -> MapFit:
     """Algorithm 1 of [1]_: train ``model`` in place to the FSP MAP of eq. (3.5).
 
@@ -306,6 +413,8 @@ def train_fsp_map(
         (``lr`` = 1 is its usual step) when the objective is deterministic: full batch and a
         fixed set of context points. It reaches the MAP of small full-batch problems in far
         fewer evaluations.
+    early_stopping : EarlyStopping, optional
+        Stop Adam when the validation loss stops decreasing and keep the best weights.
 
     Returns
     -------
@@ -367,6 +476,7 @@ def train_fsp_map(
         desc="FSP MAP",
         optimizer=optimizer,
         deterministic=fixed_context,
+        early_stopping=early_stopping,
     )
 
 
@@ -384,6 +494,7 @@ def train_weight_space_map(
     rng: Any,
     progress: bool = True,
     optimizer: str = "adam",
+    early_stopping: EarlyStopping | None = None,
 ) -> MapFit:
     """MAP under the isotropic prior w ~ N(0, α⁻¹I): eq. (2.1) of [1]_ with ½α‖w‖².
 
@@ -418,4 +529,5 @@ def train_weight_space_map(
         desc="weight-space MAP",
         optimizer=optimizer,
         deterministic=True,
+        early_stopping=early_stopping,
     )
