@@ -92,7 +92,7 @@ def uci_fold(
     max_steps: int = 3000,
     lr: float = 1e-2,
     n_context: int = 100,
-    methods: tuple[str, ...] = ("FSP-Laplace", "Laplace", "MAP"),
+    methods: tuple[str, ...] = METHODS,
 ) -> dict[str, dict[str, float]]:
     """One test fold of the cross-validation: scores per method.
 
