@@ -247,85 +247,81 @@ def _train(
             return loss
 
         opt.step(closure)
-    elif early_stopping is not None:
-        if not isinstance(early_stopping, EarlyStopping):
-            raise TypeError(
-                "early_stopping must be an EarlyStopping or None; got "
-                f"{type(early_stopping).__name__}"
-            )
-        best_step = _adam_early_stopped(
-            params, lr, steps, objective, losses, bar, early_stopping,
-            lambda Xv, yv: _nll_sum(model(Xv), yv, likelihood, log_std), dtype, likelihood,
-        )  # fmt: skip
     else:
-        opt = _adam(params, lr)
-        for _ in range(steps):
+
+        def val_nll(Xv: torch.Tensor, yv: torch.Tensor) -> torch.Tensor:
+            return _nll_sum(model(Xv), yv, likelihood, log_std)
+
+        monitor = None
+        if early_stopping is not None:
+            monitor = _Monitor(early_stopping, params, dtype, likelihood, val_nll)
+        try:
+            opt = torch.optim.Adam(params, lr=lr, fused=True)
+        except (RuntimeError, TypeError):  # fused Adam is unavailable for this device/dtype
+            opt = torch.optim.Adam(params, lr=lr)
+        for step in range(1, steps + 1):
             opt.zero_grad(set_to_none=True)
             loss = objective()
             loss.backward()
             opt.step()
             losses.append(float(loss.detach()))
             bar.update()
+            if monitor is not None and monitor.stop_after(step):
+                break
+        if monitor is not None:
+            best_step = monitor.restore()
     bar.close()
     model.eval()
     std = None if log_std is None else float(torch.exp(log_std.detach()))
     return MapFit(std, tuple(losses), best_step)
 
 
-def _adam(params: list[torch.Tensor], lr: float) -> Any:
-    try:
-        return torch.optim.Adam(params, lr=lr, fused=True)
-    except (RuntimeError, TypeError):  # fused Adam is unavailable for this device/dtype
-        return torch.optim.Adam(params, lr=lr)
+class _Monitor:
+    """:class:`EarlyStopping` during Adam: the validation loss every ``every`` steps, the best
+    parameters so far, and the decision to stop."""
 
+    def __init__(
+        self,
+        stop: Any,
+        params: list[torch.Tensor],
+        dtype: Any,
+        likelihood: str,
+        val_nll: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    ) -> None:
+        if not isinstance(stop, EarlyStopping):
+            raise TypeError(f"early_stopping must be an EarlyStopping; got {type(stop).__name__}")
+        self.stop, self.params = stop, params
+        self.X = _tensor(stop.X, dtype)
+        multiclass = likelihood == "multiclass"
+        self.y = (
+            torch.as_tensor(np.asarray(stop.y)).long() if multiclass else _tensor(stop.y, dtype)
+        )
+        self.val_nll = val_nll
+        self.best, self.best_step, self.waited = self._loss(), 0, 0
+        self.kept = [t.detach().clone() for t in params]
 
-def _adam_early_stopped(
-    params: list[torch.Tensor],
-    lr: float,
-    steps: int,
-    objective: Callable[[], torch.Tensor],
-    losses: list[float],
-    bar: Any,
-    stop: EarlyStopping,
-    val_nll: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    dtype: Any,
-    likelihood: str,
-) -> int:
-    """Adam steps with :class:`EarlyStopping`; restores the best parameters, returns their step."""
-    Xv = _tensor(stop.X, dtype)
-    yv = (
-        torch.as_tensor(np.asarray(stop.y)).long()
-        if likelihood == "multiclass"
-        else _tensor(stop.y, dtype)
-    )
-    opt = _adam(params, lr)
-
-    def validate() -> float:
+    def _loss(self) -> float:
         with torch.no_grad():
-            return float(val_nll(Xv, yv))
+            return float(self.val_nll(self.X, self.y))
 
-    best, best_step, waited = validate(), 0, 0
-    kept = [t.detach().clone() for t in params]
-    for step in range(1, steps + 1):
-        opt.zero_grad(set_to_none=True)
-        loss = objective()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
-        bar.update()
-        if step % stop.every == 0:
-            current = validate()
-            if current < best:
-                best, best_step, waited = current, step, 0
-                kept = [t.detach().clone() for t in params]
-            else:
-                waited += 1
-                if waited >= stop.patience:
-                    break
-    with torch.no_grad():
-        for t, k in zip(params, kept, strict=True):
-            t.copy_(k)
-    return best_step
+    def stop_after(self, step: int) -> bool:
+        """Check the validation loss after ``step`` (every ``every`` steps); True: stop."""
+        if step % self.stop.every:
+            return False
+        current = self._loss()
+        if current < self.best:
+            self.best, self.best_step, self.waited = current, step, 0
+            self.kept = [t.detach().clone() for t in self.params]
+            return False
+        self.waited += 1
+        return self.waited >= self.stop.patience
+
+    def restore(self) -> int:
+        """Put the best parameters back; their step."""
+        with torch.no_grad():
+            for t, k in zip(self.params, self.kept, strict=True):
+                t.copy_(k)
+        return self.best_step
 
 
 def _context_source(context: Any, n_context: int | None) -> Callable[[np.random.Generator], Any]:

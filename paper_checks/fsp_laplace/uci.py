@@ -64,6 +64,12 @@ def _row(name: str, s: dict) -> str:
     )
 
 
+def _per_fold(diff: dict) -> str:
+    return "Per fold FSP − Laplace: " + "; ".join(
+        f"{n} " + ", ".join(f"{v:+.3f}" for v in d.values) for n, d in diff.items()
+    )
+
+
 @claim(
     paper=PAPER,
     name="uci-fsp-beats-laplace-ell",
@@ -102,10 +108,7 @@ def _fsp_beats_laplace(ctx: Context) -> Verdict:
             "Decision fixed before measuring: mean paired difference over the test folds "
             "beyond one standard error (the paper's bolding rule).",
             *(_row(n, s) for n, s in scores.items()),
-            "Per fold FSP − Laplace: "
-            + "; ".join(
-                f"{n} " + ", ".join(f"{v:+.3f}" for v in d.values) for n, d in diff.items()
-            ),
+            _per_fold(diff),
             "Out of distribution: the first d breast-cancer features (scikit-learn), each "
             "standardised, as many rows as the test fold; accuracy of the best single threshold "
             "on Var f(x*) (0.5 is chance).",
@@ -161,10 +164,7 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
             "standard error — the paper's two sets show FSP-Laplace 0.010 and 0.055 above the "
             "Laplace, and its mean over the 11 sets of Table C.1 is 0.002 above.",
             *(_row(n, s) for n, s in scores.items()),
-            "Per fold FSP − Laplace: "
-            + "; ".join(
-                f"{n} " + ", ".join(f"{v:+.3f}" for v in d.values) for n, d in diff.items()
-            ),
+            _per_fold(diff),
         ],
         details={n: d._asdict() for n, d in diff.items()},
     )
