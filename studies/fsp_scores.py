@@ -12,7 +12,7 @@ arXiv:2407.13711, Table 1, Table C.1 and App. B.2:
   2006, eqs. 2.25–2.26) by one Cholesky factorisation;
 - :func:`threshold_accuracy` — the accuracy of the best single threshold on a predictive
   uncertainty separating in-distribution from out-of-distribution inputs (the decision stump of
-  Malinin et al. 2020, as in App. B.2 "Out-of-distribution detection with regression data").
+  Malinin et al. 2021, as in App. B.2 "Out-of-distribution detection with regression data").
 """
 
 from __future__ import annotations
@@ -56,6 +56,12 @@ def regression_scores(
         ``ell`` (mean over test points), ``ell_sum``, ``mse``, ``noise_std`` (σ, standardised)
         and ``ell_optimal_noise_std``, the σ that maximises this ELL,
         √mean((y − μ)² + v).
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, Table 1 and Table C.1.
     """
     y = _vector(y, "y")
     mu = _vector(mean, "mean")
@@ -83,6 +89,11 @@ def gp_predictive(
 
     ``kernel(X1, X2)`` is the prior covariance of f (a scikit-learn kernel or one of
     :mod:`laplace_lab.numerics.kernels`), without the noise term.
+
+    References
+    ----------
+    .. [1] C. E. Rasmussen, C. K. I. Williams, "Gaussian Processes for Machine Learning", MIT
+       Press 2006, §2.2, eqs. (2.25)–(2.26).
     """
     s2 = positive_float(noise_var, "noise_var")
     X = np.asarray(X, dtype=np.float64)
@@ -107,6 +118,14 @@ def threshold_accuracy(score_in: Any, score_out: Any) -> float:
     The decision stump of one feature (the predictive uncertainty) fitted to the pooled
     in-distribution and out-of-distribution scores; ties of equal scores fall on one side.
     With equally many inputs of each kind, 0.5 is chance and 1 a perfect separation.
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, App. B.2 "Out-of-distribution detection with regression data".
+    .. [2] A. Malinin, L. Prokhorenkova, A. Ustimenko, "Uncertainty in Gradient Boosting via
+       Ensembles", ICLR 2021.
     """
     a, b = _vector(score_in, "score_in"), _vector(score_out, "score_out")
     scores = np.concatenate([a, b])

@@ -110,7 +110,7 @@ class EarlyStopping:
     (with the current noise scale, regression) is evaluated; training stops after ``patience``
     evaluations without improvement and the weights (and noise scale) of the lowest validation
     loss are restored — "we stop training early when the validation loss stops decreasing"
-    (Cinquin et al., arXiv:2407.13711, App. B.2).
+    ([1]_).
 
     Parameters
     ----------
@@ -120,6 +120,12 @@ class EarlyStopping:
         Adam steps between evaluations.
     patience : int
         Evaluations without improvement before stopping.
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, App. B.2 "Regression with UCI datasets".
     """
 
     X: Any

@@ -122,6 +122,13 @@ def uci_fold(
     dict
         method → ``ell`` (per test point, standardised), ``ell_sum``, ``mse`` (standardised),
         ``noise_std`` and ``ood_accuracy`` (not for MAP, which has no epistemic variance).
+
+    References
+    ----------
+    .. [1] T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
+       Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
+       arXiv:2407.13711, App. B.2 "Regression with UCI datasets" and "Out-of-distribution
+       detection with regression data", App. C, Table C.1.
     """
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process import kernels as skk

@@ -17,7 +17,12 @@ from typing import NamedTuple
 import numpy as np
 
 from laplace_lab.paper_checks.registry import Context
-from laplace_lab.studies.fsp_mauna_loa import fit_co2_gp, load_mauna_loa, mauna_loa_experiment
+from laplace_lab.studies.fsp_mauna_loa import (
+    co2_gp_scores,
+    fit_co2_gp,
+    load_mauna_loa,
+    mauna_loa_experiment,
+)
 from laplace_lab.studies.fsp_uci import uci_fold
 
 #: Training seeds of the Mauna Loa networks and their L-BFGS evaluations (quick, full).
@@ -56,8 +61,7 @@ def co2_gp(full: bool) -> tuple:
     """The Mauna Loa split, the fitted CO₂ prior (kernel, noise variance) and the GP's scores."""
     data = load_mauna_loa()
     gp = fit_co2_gp(data)
-    scores = mauna_loa_experiment(rng=0, data=data, gp=gp, methods=("GP",))["GP"]
-    return data, gp, scores
+    return data, gp, co2_gp_scores(data, gp)
 
 
 @functools.cache
