@@ -12,10 +12,12 @@ scores whose standard-error bars overlap" (Cinquin et al., arXiv:2407.13711, §4
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from laplace_lab.paper_checks.recorded import Recorded, load_recorded
 from laplace_lab.paper_checks.registry import Context
 from laplace_lab.studies.fsp_mauna_loa import (
     co2_gp_scores,
@@ -30,6 +32,20 @@ ML_SEEDS = {False: 3, True: 10}
 ML_STEPS = {False: 300, True: 1000}
 #: Data sets and test folds of the 5-fold cross-validation (quick: three folds of Boston).
 UCI_RUNS = {False: (("boston",), (0, 1, 2)), True: (("boston", "concrete"), (0, 1, 2, 3, 4))}
+
+
+#: The full-mode run of the real-data claims (10 seeds, both UCI sets, all folds).
+FULL_RECORD = Path(__file__).parent / "recorded" / "real_data_full.json"
+
+
+def full_mode_record(claim: str) -> tuple[tuple[Recorded, ...], list[str]]:
+    """The recorded full-mode run and one evidence line with ``claim``'s verdict in it."""
+    rec = load_recorded(FULL_RECORD)
+    got = rec.data["claims"][claim]
+    return (rec,), [
+        f"Full mode (recorded {rec.date}, commit {rec.commit[:7]}): {got['status']} — "
+        f"{got['reason']}"
+    ]
 
 
 class Difference(NamedTuple):

@@ -37,6 +37,7 @@ from laplace_lab.paper_checks.fsp_laplace._real_data import (
     ML_STEPS,
     co2_scores,
     difference,
+    full_mode_record,
 )
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.studies import fsp_mauna_loa
@@ -91,6 +92,7 @@ def _fsp_beats_laplace(ctx: Context) -> Verdict:
     )
     ok = mse.positive and ell.positive
     failed = [n for n, d in (("MSE", mse), ("ELL", ell)) if not d.positive]
+    recorded, full = full_mode_record("mauna-loa-fsp-beats-laplace")
     return Verdict(
         Status.CONFIRMED if ok else Status.REFUTED,
         measured={"MSE Laplace − FSP (ppm²)": mse.text(), "ELL FSP − Laplace": ell.text()},
@@ -106,7 +108,9 @@ def _fsp_beats_laplace(ctx: Context) -> Verdict:
             _table(ctx, "ell", NETWORKS),
             "Laplace's MAP extrapolates the trend poorly; FSP-Laplace's GP prior at the context "
             "points beyond the training months holds it to the prior's trend.",
+            *full,
         ],
+        recorded=recorded,
         details={"mse_laplace_minus_fsp": mse._asdict(), "ell_fsp_minus_laplace": ell._asdict()},
     )
 
@@ -134,6 +138,7 @@ def _fsp_beats_gp(ctx: Context) -> Verdict:
     fsp = co2_scores("FSP-Laplace", "mse", ctx.full, ctx.seed)
     gp = co2_scores("GP", "mse", ctx.full, ctx.seed)[0]
     d = difference(gp, fsp)
+    recorded, full = full_mode_record("mauna-loa-fsp-beats-gp-mse")
     return Verdict(
         Status.CONFIRMED if d.positive else Status.REFUTED,
         measured={"MSE GP − FSP (ppm²)": d.text(), "MSE GP (ppm²)": round(gp, 3)},
@@ -147,7 +152,9 @@ def _fsp_beats_gp(ctx: Context) -> Verdict:
             _setup(ctx.full),
             _table(ctx, "mse", ("FSP-Laplace",), " ppm²") + f"; GP {gp:.4g} ppm²",
             "The GP is deterministic given the data: the standard error is that of the networks.",
+            *full,
         ],
+        recorded=recorded,
         details={"mse_gp_minus_fsp": d._asdict(), "mse_gp": gp},
     )
 
@@ -187,6 +194,7 @@ def _networks_underestimate(ctx: Context) -> Verdict:
             f"{m}: test-optimal σ − learned σ {under.text()} (standardised), "
             f"GP − network ELL {below.text()}"
         )
+    recorded, full = full_mode_record("mauna-loa-networks-underestimate-noise")
     return Verdict(
         Status.REFUTED if failing else Status.CONFIRMED,
         measured={
@@ -215,6 +223,8 @@ def _networks_underestimate(ctx: Context) -> Verdict:
             f"{co2_scores('GP', 'ell_optimal_noise_std', ctx.full, ctx.seed)[0]:.3g} "
             "(standardised): a GP whose σ is further below its test-optimal value than a "
             "network's can score below that network.",
+            *full,
         ],
+        recorded=recorded,
         details={"gp_ell": gp, **per},
     )

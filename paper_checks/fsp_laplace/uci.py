@@ -33,7 +33,12 @@ import sys
 import numpy as np
 
 from laplace_lab.paper_checks.fsp_laplace import _mutants as wrong
-from laplace_lab.paper_checks.fsp_laplace._real_data import UCI_RUNS, difference, uci_scores
+from laplace_lab.paper_checks.fsp_laplace._real_data import (
+    UCI_RUNS,
+    difference,
+    full_mode_record,
+    uci_scores,
+)
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.studies.fsp_laplace import expected_log_likelihood
 
@@ -94,6 +99,7 @@ def _fsp_beats_laplace(ctx: Context) -> Verdict:
     scores = {n: uci_scores(n, ctx.full, ctx.seed) for n in names}
     diff = {n: difference(s["FSP-Laplace"]["ell"], s["Laplace"]["ell"]) for n, s in scores.items()}
     failing = [n for n, d in diff.items() if not d.positive]
+    recorded, full = full_mode_record("uci-fsp-beats-laplace-ell")
     return Verdict(
         Status.REFUTED if failing else Status.CONFIRMED,
         measured={f"{n}: ELL FSP − Laplace": d.text() for n, d in diff.items()},
@@ -112,7 +118,9 @@ def _fsp_beats_laplace(ctx: Context) -> Verdict:
             "Out of distribution: the first d breast-cancer features (scikit-learn), each "
             "standardised, as many rows as the test fold; accuracy of the best single threshold "
             "on Var f(x*) (0.5 is chance).",
+            *full,
         ],
+        recorded=recorded,
         details={n: {"diff": d._asdict(), "scores": scores[n]} for n, d in diff.items()},
     )
 
@@ -145,6 +153,7 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
         for n, s in scores.items()
     }
     failing = [n for n, d in diff.items() if d.mean + d.se < -margin]
+    recorded, full = full_mode_record("uci-fsp-ood-near-laplace")
     return Verdict(
         Status.REFUTED if failing else Status.CONFIRMED,
         measured={f"{n}: OOD accuracy FSP − Laplace": d.text() for n, d in diff.items()},
@@ -165,6 +174,8 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
             "Laplace, and its mean over the 11 sets of Table C.1 is 0.002 above.",
             *(_row(n, s) for n, s in scores.items()),
             _per_fold(diff),
+            *full,
         ],
+        recorded=recorded,
         details={n: d._asdict() for n, d in diff.items()},
     )
