@@ -128,6 +128,7 @@ class FSPLaplaceModel:
         rng: Any,
         progress: bool = True,
         optimizer: str = "adam",
+        early_stopping: Any = None,
     ) -> FSPLaplaceModel:
         """Train ``model`` to the FSP MAP and compute its FSP-Laplace posterior.
 
@@ -162,6 +163,9 @@ class FSPLaplaceModel:
             Show a tqdm bar during training.
         optimizer : {"adam", "lbfgs"}
             See :func:`~laplace_lab.studies.fsp_training.train_fsp_map`.
+        early_stopping : EarlyStopping, optional
+            Stop Adam when the validation loss stops decreasing
+            (:class:`~laplace_lab.studies.fsp_training.EarlyStopping`).
         """
         rng = as_generator(rng)
         one_of(likelihood, "likelihood", ("regression", "binary", "multiclass"))
@@ -169,6 +173,7 @@ class FSPLaplaceModel:
             model, X, y, likelihood=likelihood, kernel=kernel, context=context,
             n_context=n_context, prior_mean=prior_mean, noise_std=noise_std, steps=steps, lr=lr,
             batch_size=batch_size, jitter=jitter, rng=rng, progress=progress, optimizer=optimizer,
+            early_stopping=early_stopping,
         )  # fmt: skip
         C = _covariance_context(context, covariance_context)
         noise_var = None if fit.noise_std is None else fit.noise_std**2
@@ -268,6 +273,7 @@ class LinearizedLaplaceModel:
         rng: Any,
         progress: bool = True,
         optimizer: str = "adam",
+        early_stopping: Any = None,
     ) -> LinearizedLaplaceModel:
         """Train the weight-space MAP (prior precision ``map_prior_precision``, σ_p = 1 by
         default as in App. B.1) and build the linearised Laplace posterior.
@@ -280,7 +286,7 @@ class LinearizedLaplaceModel:
         fit = train_weight_space_map(
             model, X, y, likelihood=likelihood, prior_precision=map_prior_precision,
             noise_std=noise_std, steps=steps, lr=lr, batch_size=batch_size, rng=rng,
-            progress=progress, optimizer=optimizer,
+            progress=progress, optimizer=optimizer, early_stopping=early_stopping,
         )  # fmt: skip
         noise_var = None if fit.noise_std is None else fit.noise_std**2
         J = to_numpy(per_sample_jacobian(model, np.asarray(X))).astype(np.float64)

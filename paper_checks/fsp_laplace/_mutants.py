@@ -33,3 +33,34 @@ WRONG_TABLE_C2 = {
     **TABLE_C2,
     ("Matern-1/2", "classification"): TABLE_C2[("Matern-1/2", "classification")] / 100,
 }
+
+
+# --- Real-data experiments (Mauna Loa CO₂, UCI regression) -----------------------------------
+
+from laplace_lab.paper_checks.fsp_laplace._real_data import ML_SEEDS, co2_scores  # noqa: E402
+from laplace_lab.studies.fsp_laplace import expected_log_likelihood  # noqa: E402
+from laplace_lab.studies.fsp_mauna_loa import fit_co2_gp  # noqa: E402
+from laplace_lab.studies.fsp_training import ContextBox  # noqa: E402
+
+
+def unwidened_box(cls, X, *, widen=0.5, _true=ContextBox.around.__func__):
+    """The context box of the data without its widening: [v_min, v_max] per feature."""
+    return _true(cls, X, widen=0.0)
+
+
+def co2_gp_with_inflated_noise(data, *, periodic=True, _true=fit_co2_gp):
+    """The fitted CO₂ prior with a noise variance a hundred times the fitted one."""
+    kernel, noise = _true(data, periodic=periodic)
+    return kernel, 100.0 * noise
+
+
+def ell_without_variance(y, mean, variance, noise_var, _true=expected_log_likelihood):
+    """log N(y; μ, σ²): the expected log-likelihood with its −v/(2σ²) term dropped."""
+    return _true(y, mean, 0.0 * variance, noise_var)
+
+
+def co2_scores_with_paper_gp(method, metric, full, seed, _true=co2_scores):
+    """Scores of the Mauna Loa runs with the GP's MSE replaced by Table 1's 35.66 ppm²."""
+    if method == "GP" and metric == "mse":
+        return [35.66] * ML_SEEDS[full]
+    return _true(method, metric, full, seed)

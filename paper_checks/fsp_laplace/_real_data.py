@@ -1,0 +1,110 @@
+"""Shared runs of the real-data claims (Mauna Loa CO₂, UCI regression) and their decision rule.
+
+Every run is cached per (mode, base seed) so that the claims that read it share one fit; the
+mutant runner clears these caches around each mutant run.
+
+Decision rule, fixed before measuring: a method "beats" another when the mean over training
+seeds (or folds) of their paired difference exceeds one standard error of that mean — the
+paper's own reading of "better": "we bold the score with the highest mean as well as any
+scores whose standard-error bars overlap" (Cinquin et al., arXiv:2407.13711, §4.1).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from laplace_lab.paper_checks.recorded import Recorded, load_recorded
+from laplace_lab.paper_checks.registry import Context
+from laplace_lab.studies.fsp_mauna_loa import (
+    co2_gp_scores,
+    fit_co2_gp,
+    load_mauna_loa,
+    mauna_loa_experiment,
+)
+from laplace_lab.studies.fsp_uci import uci_fold
+
+#: Training seeds of the Mauna Loa networks and their L-BFGS evaluations (quick, full).
+ML_SEEDS = {False: 3, True: 10}
+ML_STEPS = {False: 300, True: 1000}
+#: Data sets and test folds of the 5-fold cross-validation (quick: three folds of Boston).
+UCI_RUNS = {False: (("boston",), (0, 1, 2)), True: (("boston", "concrete"), (0, 1, 2, 3, 4))}
+
+
+#: The full-mode run of the real-data claims (10 seeds, both UCI sets, all folds).
+FULL_RECORD = Path(__file__).parent / "recorded" / "real_data_full.json"
+
+
+def full_mode_record(claim: str) -> tuple[tuple[Recorded, ...], list[str]]:
+    """The recorded full-mode run and one evidence line with ``claim``'s verdict in it."""
+    rec = load_recorded(FULL_RECORD)
+    got = rec.data["claims"][claim]
+    return (rec,), [
+        f"Full mode (recorded {rec.date}, commit {rec.commit[:7]}): {got['status']} — "
+        f"{got['reason']}"
+    ]
+
+
+class Difference(NamedTuple):
+    """Mean and standard error over seeds (or folds) of a paired difference a − b."""
+
+    mean: float
+    se: float
+    values: tuple[float, ...]
+
+    @property
+    def positive(self) -> bool:
+        """Mean − one standard error > 0: a beats b under the paper's reading."""
+        return self.mean - self.se > 0
+
+    def text(self, unit: str = "") -> str:
+        """ "+m ± se" with the unit."""
+        return f"{self.mean:+.3g} ± {self.se:.2g}{unit}"
+
+
+def difference(a: list[float] | np.ndarray, b: list[float] | np.ndarray | float) -> Difference:
+    """The paired difference a − b (b may be one number, e.g. the deterministic GP)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("inf")
+    return Difference(float(d.mean()), se, tuple(float(x) for x in d))
+
+
+@functools.cache
+def co2_gp(full: bool) -> tuple:
+    """The Mauna Loa split, the fitted CO₂ prior (kernel, noise variance) and the GP's scores."""
+    data = load_mauna_loa()
+    gp = fit_co2_gp(data)
+    return data, gp, co2_gp_scores(data, gp)
+
+
+@functools.cache
+def co2_network(method: str, full: bool, seed: int, i: int) -> dict:
+    """Scores of one network (``"FSP-Laplace"``, or ``"Laplace"`` with its ``"MAP"``) at
+    training seed i."""
+    data, gp, _ = co2_gp(full)
+    rng = Context(full=full, seed=seed).rng(f"fsp-mauna-loa/{method}/{i}")
+    methods = (method,) if method == "FSP-Laplace" else ("Laplace", "MAP")
+    return mauna_loa_experiment(rng=rng, steps=ML_STEPS[full], data=data, gp=gp, methods=methods)
+
+
+def co2_scores(method: str, metric: str, full: bool, seed: int) -> list[float]:
+    """``metric`` of ``method`` per training seed (the GP: one value per seed, all equal)."""
+    if method == "GP":
+        return [co2_gp(full)[2][metric]] * ML_SEEDS[full]
+    run = "FSP-Laplace" if method == "FSP-Laplace" else "Laplace"
+    return [co2_network(run, full, seed, i)[method][metric] for i in range(ML_SEEDS[full])]
+
+
+@functools.cache
+def uci_scores(name: str, full: bool, seed: int) -> dict[str, dict[str, list[float]]]:
+    """method → metric → values over the test folds of one 5-fold cross-validation."""
+    cv_seed = int(Context(full=full, seed=seed).rng(f"fsp-uci/{name}").integers(2**31))
+    out: dict[str, dict[str, list[float]]] = {}
+    for fold in UCI_RUNS[full][1]:
+        for method, scores in uci_fold(name, fold, rng=cv_seed).items():
+            for metric, value in scores.items():
+                out.setdefault(method, {}).setdefault(metric, []).append(value)
+    return out
