@@ -33,3 +33,18 @@ WRONG_TABLE_C2 = {
     **TABLE_C2,
     ("Matern-1/2", "classification"): TABLE_C2[("Matern-1/2", "classification")] / 100,
 }
+
+
+# --- Bayesian optimisation (§4, Fig. 3) -------------------------------------------------------
+
+
+def prior_variance_times_100(self, X, y, *, rng):
+    """The marginal-likelihood Matérn-5/2 prior with a variance 100× too large (standard
+    deviation 10×): a surrogate's ``prior`` method."""
+    import dataclasses
+
+    from laplace_lab.studies.bayes_opt import fit_matern52
+
+    prior = fit_matern52(X, y, rng=rng, restarts=self.restarts)
+    kernel = dataclasses.replace(prior.kernel, variance=100.0 * prior.kernel.variance)
+    return dataclasses.replace(prior, kernel=kernel)
