@@ -54,6 +54,7 @@ from laplace_lab.studies.bo_objectives import Objective
 __all__ = [
     "BOTrace",
     "FSPLaplaceSurrogate",
+    "Fitted",
     "GPSurrogate",
     "LaplaceSurrogate",
     "MaternPrior",
