@@ -64,3 +64,30 @@ def co2_scores_with_paper_gp(method, metric, full, seed, _true=co2_scores):
     if method == "GP" and metric == "mse":
         return [35.66] * ML_SEEDS[full]
     return _true(method, metric, full, seed)
+
+
+# --- Bayesian optimisation (§4, Fig. 3) -------------------------------------------------------
+
+
+def _rescaled_prior(self, X, y, rng, variance: float = 1.0, lengthscale: float = 1.0):
+    """The marginal-likelihood Matérn-5/2 prior with its variance and length scale scaled."""
+    import dataclasses
+
+    from laplace_lab.studies.bayes_opt import fit_matern52
+
+    prior = fit_matern52(X, y, rng=rng, restarts=self.restarts)
+    k = prior.kernel
+    kernel = dataclasses.replace(
+        k, variance=variance * k.variance, lengthscale=lengthscale * k.lengthscale
+    )
+    return dataclasses.replace(prior, kernel=kernel)
+
+
+def prior_variance_times_100(self, X, y, *, rng):
+    """A surrogate's ``prior`` with a variance 100× too large (standard deviation 10×)."""
+    return _rescaled_prior(self, X, y, rng, variance=100.0)
+
+
+def prior_lengthscale_over_100(self, X, y, *, rng):
+    """A surrogate's ``prior`` with a length scale 100× too short."""
+    return _rescaled_prior(self, X, y, rng, lengthscale=0.01)
