@@ -10,7 +10,8 @@ them. Full mode runs the paper's setting — T = 16,000, all ten agents (k ∈ {
 25 seeds, each agent's seeds in lockstep (:func:`~laplace_lab.studies.wheel_bandit.run_bandits`,
 each seed's run identical to its run alone): it CONFIRMs when every stated ordering holds
 with non-overlapping ±1.96 s.e. intervals, REFUTEs when a stated ordering is reversed with
-non-overlapping intervals (the counterexample), and is NOT_REPRODUCIBLE_HERE otherwise. Both modes first check that the environment pays the high reward on the annulus.
+non-overlapping intervals (the counterexample), and is NOT_REPRODUCIBLE_HERE otherwise.
+Both modes first check that the environment pays the high reward on the annulus.
 """
 
 from __future__ import annotations
