@@ -132,6 +132,17 @@ def fit_matern52(X: Any, y: Any, *, rng: Any, restarts: int = 2) -> MaternPrior:
     return MaternPrior(matern, float(p["k2__noise_level"]))
 
 
+def _data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(X, y) as float64 arrays: X finite (n, d), y finite (n,), n ≥ 1."""
+    X = np.asarray(real_array(X, "X"), dtype=np.float64)
+    y = np.asarray(real_array(y, "y"), dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] == 0 or not np.all(np.isfinite(X)):
+        raise ValueError(f"X must be a finite (n, d) array with n >= 1; got shape {X.shape}")
+    if y.shape != (X.shape[0],) or not np.all(np.isfinite(y)):
+        raise ValueError(f"y must be a finite ({X.shape[0]},) array; got shape {y.shape}")
+    return X, y
+
+
 @dataclass(frozen=True, kw_only=True)
 class _EvidencePrior:
     """A surrogate whose prior is :func:`fit_matern52` on the current data."""
@@ -143,7 +154,7 @@ class _EvidencePrior:
 
     def prior(self, X: np.ndarray, y: np.ndarray, *, rng: np.random.Generator) -> MaternPrior:
         """The marginal-likelihood Matérn-5/2 prior and noise variance on (X, y)."""
-        return fit_matern52(X, y, rng=rng, restarts=self.restarts)
+        return fit_matern52(*_data(X, y), rng=rng, restarts=self.restarts)
 
 
 @dataclass(frozen=True)
@@ -169,6 +180,8 @@ class GPSurrogate(_EvidencePrior):
         """Posterior of f given y = f(X) + ε, ε ~ N(0, σ²)."""
         from scipy.linalg import cho_solve
 
+        X, y = _data(X, y)
+        rng = as_generator(rng)
         prior = self.prior(X, y, rng=rng)
         K = prior.kernel(X, X) + prior.noise_var * np.eye(len(X))
         L = np.linalg.cholesky(K)
@@ -247,6 +260,8 @@ class FSPLaplaceSurrogate(_EvidencePrior):
         from laplace_lab.studies.fsp_laplace import FSPLaplaceModel
         from laplace_lab.studies.training import build_seeded
 
+        X, y = _data(X, y)
+        rng = as_generator(rng)
         d = X.shape[1]
         prior = self.prior(X, y, rng=rng)
         model = build_seeded(lambda: _tanh_mlp(d, self.width), rng=rng)
@@ -284,6 +299,8 @@ class LaplaceSurrogate(_EvidencePrior):
         from laplace_lab.studies.fsp_laplace import LinearizedLaplaceModel
         from laplace_lab.studies.training import build_seeded
 
+        X, y = _data(X, y)
+        rng = as_generator(rng)
         prior = self.prior(X, y, rng=rng)
         model = build_seeded(lambda: _tanh_mlp(X.shape[1], self.width), rng=rng)
         fitted = LinearizedLaplaceModel.fit(

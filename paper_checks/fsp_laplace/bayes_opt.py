@@ -10,7 +10,8 @@ best − f* per iteration (the paper plots the reward −best; the ordering is t
 
 - ``bo-fsp-beats-laplace-low-dim``: FSP-Laplace converges more quickly (smaller mean regret
   over the iterations) and to a better value (smaller final regret) than the Laplace;
-- ``bo-fsp-comparable-to-gp``: its final regret is comparable to the GP's.
+- ``bo-fsp-comparable-to-gp``: its final regret and its regret averaged over the iterations
+  are comparable to the GP's.
 
 Quick mode: 3 replicates, 5 initial points and 10 iterations, 100 Adam steps, 32 training
 and 64 covariance context points, 128 candidates. Full mode: the paper's 5 replicates, 30

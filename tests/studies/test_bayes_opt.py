@@ -146,3 +146,9 @@ def test_bad_inputs_are_named():
         LaplaceSurrogate(lr=-1.0)
     with pytest.raises(ValueError, match="restarts"):
         GPSurrogate(restarts=-1)
+    with pytest.raises(ValueError, match=r"y must be a finite \(3,\) array"):
+        gp.fit(np.zeros((3, 2)), np.zeros(2), rng=0)
+    with pytest.raises(ValueError, match="X must be a finite"):
+        LaplaceSurrogate().fit(np.zeros(3), np.zeros(3), rng=0)
+    with pytest.raises(TypeError, match="rng is required"):
+        FSPLaplaceSurrogate().fit(np.zeros((3, 1)), np.zeros(3), rng=None)
