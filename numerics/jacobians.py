@@ -371,7 +371,8 @@ def subset_gram(
             cols = _weights(fb, likelihood, float(eps)).transpose(1, 2) @ cols
         cols = cols.reshape(-1, k)
         if cols.device.type != "cpu":
-            part = cols.double().T @ cols.double()
+            block = cols.double()
+            part = block.T @ block
             G = part if G is None else G + part
             continue
         if G is None:

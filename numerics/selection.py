@@ -234,7 +234,9 @@ def greedy_laplace(
     J_w: O(N'mk + N'²(k + f)) flops, mostly BLAS-3 (f ≈ 1.5k fetched working-set columns
     on random Jacobians), memory O(N'm + N'² + 64·m + 512·N'), on one BLAS thread on NumPy
     (skinny panels). Exactly reproducible: the same S for either kernel and every block
-    size (up to roundoff at exact near-ties). In float32 the S is the exact greedy order of
+    size (up to roundoff at exact near-ties). On a :class:`NetworkGGN` the stored kernel takes
+    Ω_KK from :meth:`NetworkGGN.subset_gram` (streamed; the N′ × m columns are never stored).
+    In float32 the S is the exact greedy order of
     the float32-rounded Ω, which can leave the float64 order at near-ties.
 
     Parameters

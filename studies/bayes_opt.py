@@ -50,6 +50,7 @@ from laplace_lab._checks import integer, positive_float, positive_int, real_arra
 from laplace_lab._random import as_generator, spawn
 from laplace_lab.numerics.kernels import Matern52
 from laplace_lab.studies.bo_objectives import Objective
+from laplace_lab.studies.fsp_scores import tanh_mlp
 
 __all__ = [
     "BOTrace",
@@ -197,18 +198,6 @@ class _NetworkPosterior:
         return pred.mean, pred.variance
 
 
-def _tanh_mlp(d: int, width: int) -> Any:
-    import torch
-
-    return torch.nn.Sequential(
-        torch.nn.Linear(d, width),
-        torch.nn.Tanh(),
-        torch.nn.Linear(width, width),
-        torch.nn.Tanh(),
-        torch.nn.Linear(width, 1),
-    ).double()
-
-
 def _check_network(s: Any) -> None:
     positive_int(s.width, "width")
     positive_int(s.steps, "steps")
@@ -264,7 +253,7 @@ class FSPLaplaceSurrogate(_EvidencePrior):
         rng = as_generator(rng)
         d = X.shape[1]
         prior = self.prior(X, y, rng=rng)
-        model = build_seeded(lambda: _tanh_mlp(d, self.width), rng=rng)
+        model = build_seeded(lambda: tanh_mlp(d, self.width), rng=rng)
         fitted = FSPLaplaceModel.fit(
             model, X, y, likelihood="regression", kernel=prior.kernel,
             context=latin_hypercube(self.n_context, d, rng=rng),
@@ -302,7 +291,7 @@ class LaplaceSurrogate(_EvidencePrior):
         X, y = _data(X, y)
         rng = as_generator(rng)
         prior = self.prior(X, y, rng=rng)
-        model = build_seeded(lambda: _tanh_mlp(X.shape[1], self.width), rng=rng)
+        model = build_seeded(lambda: tanh_mlp(X.shape[1], self.width), rng=rng)
         fitted = LinearizedLaplaceModel.fit(
             model, X, y, likelihood="regression", noise_std=float(np.sqrt(prior.noise_var)),
             steps=self.steps, lr=self.lr, rng=rng, progress=False,

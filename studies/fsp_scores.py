@@ -141,15 +141,10 @@ def threshold_accuracy(score_in: Any, score_out: Any) -> float:
 
 def tanh_mlp(d_in: int, width: int = 50, *, features: Any = None) -> Any:
     """Two hidden tanh layers of ``width`` units and one output (float64), after an optional
-    fixed ``features`` module (App. B.2)."""
-    import torch
+    fixed ``features`` module (App. B.2): :func:`~laplace_lab.studies.models.mlp`."""
+    from torch import nn
 
-    layers = [] if features is None else [features]
-    return torch.nn.Sequential(
-        *layers,
-        torch.nn.Linear(d_in, width),
-        torch.nn.Tanh(),
-        torch.nn.Linear(width, width),
-        torch.nn.Tanh(),
-        torch.nn.Linear(width, 1),
-    ).double()
+    from laplace_lab.studies.models import mlp
+
+    net = mlp(d_in, [width, width], activation="tanh")
+    return (net if features is None else nn.Sequential(features, *net)).double()

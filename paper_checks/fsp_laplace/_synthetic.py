@@ -72,15 +72,9 @@ def task(name: str, *, full: bool, seed: int, rep: int = 0) -> Task:
 
 def tanh_mlp(d_in: int, width: int, d_out: int = 1) -> Any:
     """Two hidden tanh layers of ``width`` units (float64)."""
-    import torch
+    from laplace_lab.studies.models import mlp
 
-    return torch.nn.Sequential(
-        torch.nn.Linear(d_in, width),
-        torch.nn.Tanh(),
-        torch.nn.Linear(width, width),
-        torch.nn.Tanh(),
-        torch.nn.Linear(width, d_out),
-    ).double()
+    return mlp(d_in, [width, width], d_out, activation="tanh").double()
 
 
 def _sk_kernel(family: str) -> Any:
