@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     from laplace_lab.studies.catalog.wheel_bandit import agents, parse_agent
 
     args = sys.argv[1:] if argv is None else argv
+    if len(args) > 1 or (args and not args[0].isdigit()) or (args and int(args[0]) < 1):
+        print(f"usage: bandit_table_projection [seeds ≥ 1]; got {' '.join(args)}", file=sys.stderr)
+        return 2
     seeds = int(args[0]) if args else 2
     phases = np.arange(15, 16000, 20)  # buffer size at each phase of a T = 16,000 run
     total = 0.0
