@@ -50,8 +50,45 @@ TABLE_C1 = {
 }
 #: "Almost as accurate": at most 0.02 below the Laplace — two points of accuracy, the size of
 #: the larger standard errors of the out-of-distribution columns of Table C.1 (0.015–0.029 for
-#: FSP-Laplace and Laplace), where the paper's mean gap over its 11 sets is +0.002.
+#: FSP-Laplace and Laplace), where the paper's mean gap over its 11 sets is +0.002. This margin
+#: was fixed after a quick-mode gap on Boston (−0.043 ± 0.027) had been seen, so the verdict
+#: also states the smallest margin at which it would hold (:func:`break_even_margin`) beside the
+#: paper's own per-set gaps (:data:`TABLE_C1_OOD`).
 OOD_MARGIN = 0.02
+
+#: Table C.1's out-of-distribution accuracies (FSP-Laplace, Laplace) on all 11 data sets: the
+#: gaps the authors summarise as "almost as accurate" (their mean rank 1.818 vs 1.727).
+TABLE_C1_OOD = {
+    "boston": (0.923, 0.913),
+    "concrete": (0.914, 0.859),
+    "energy": (1.000, 1.000),
+    "kin8nm": (0.626, 0.609),
+    "navigator": (1.000, 1.000),
+    "power": (0.818, 0.821),
+    "protein": (0.917, 0.992),
+    "wine": (0.591, 0.761),
+    "yacht": (0.973, 0.851),
+    "wave": (0.912, 0.810),
+    "denmark": (0.677, 0.711),
+}
+
+
+def break_even_margin(diff: dict) -> float:
+    """The smallest margin m ≥ 0 with mean + se ≥ −m on every data set of ``diff``: the claim
+    is CONFIRMED for every OOD_MARGIN ≥ m and REFUTED below it."""
+    return max(0.0, *(-(d.mean + d.se) for d in diff.values()))
+
+
+def _paper_gaps() -> str:
+    gaps = {n: f - lap for n, (f, lap) in TABLE_C1_OOD.items()}
+    below = [n for n, g in gaps.items() if g < -OOD_MARGIN]
+    return (
+        "Table C.1's own FSP − Laplace gaps: "
+        + ", ".join(f"{n} {g:+.3f}" for n, g in gaps.items())
+        + f" (mean {np.mean(list(gaps.values())):+.3f}); {len(below)} of {len(gaps)} sets "
+        f"({', '.join(below)}) are more than {OOD_MARGIN} below, so a per-set reading at this "
+        "margin is stricter than the paper's own use of 'almost as accurate' (its mean rank)."
+    )
 
 
 def _row(name: str, s: dict) -> str:
@@ -153,6 +190,7 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
         for n, s in scores.items()
     }
     failing = [n for n, d in diff.items() if d.mean + d.se < -margin]
+    break_even = break_even_margin(diff)
     recorded, full = full_mode_record("uci-fsp-ood-near-laplace")
     return Verdict(
         Status.REFUTED if failing else Status.CONFIRMED,
@@ -172,10 +210,14 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
             f"'Almost as accurate': at most {margin} below the Laplace's accuracy within one "
             "standard error — the paper's two sets show FSP-Laplace 0.010 and 0.055 above the "
             "Laplace, and its mean over the 11 sets of Table C.1 is 0.002 above.",
+            f"CONFIRMED for every margin ≥ {break_even:.3f}, REFUTED below it "
+            f"(the margin {margin} was fixed after a quick-mode Boston gap of −0.043 ± 0.027 "
+            "had been seen).",
+            _paper_gaps(),
             *(_row(n, s) for n, s in scores.items()),
             _per_fold(diff),
             *full,
         ],
         recorded=recorded,
-        details={n: d._asdict() for n, d in diff.items()},
+        details={**{n: d._asdict() for n, d in diff.items()}, "break_even_margin": break_even},
     )

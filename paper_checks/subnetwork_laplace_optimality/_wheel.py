@@ -11,19 +11,23 @@ take hours here; those made are recorded as data in ``recorded/`` and loaded by
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from laplace_lab.paper_checks.mutants import Mutant
 from laplace_lab.paper_checks.recorded import Recorded, load_recorded
 from laplace_lab.paper_checks.registry import require
+from laplace_lab.studies.store import Row
 from laplace_lab.studies.wheel_env import WheelBandit
 
 __all__ = [
     "WHEEL_PAYS_INNER_DISK",
     "annulus_fraction",
     "bandit_records",
+    "regret_table",
     "require_wheel_geometry",
 ]
 
@@ -69,10 +73,11 @@ def require_wheel_geometry(delta: float, rng: np.random.Generator) -> str:
 
 
 def bandit_records(delta: float) -> tuple[Recorded, ...]:
-    """The recorded Wheel-bandit runs at sparsity ``delta``, longest horizon first."""
+    """The recorded Wheel-bandit runs at sparsity ``delta``, longest horizon first, then most
+    seeds first."""
     records = [load_recorded(f) for f in sorted(RECORDED.glob("wheel_bandit_*.json"))]
     chosen = [r for r in records if r.data.get("delta") == delta]
-    return tuple(sorted(chosen, key=lambda r: -int(r.data["horizon"])))
+    return tuple(sorted(chosen, key=lambda r: (-int(r.data["horizon"]), -int(r.data["seeds"]))))
 
 
 def _inner_disk_rewards(self: WheelBandit, x: np.ndarray) -> np.ndarray:
@@ -91,3 +96,35 @@ WHEEL_PAYS_INNER_DISK = Mutant(
     {(WheelBandit, "mean_rewards"): _inner_disk_rewards},
     expect="ERROR",
 )
+
+
+def regret_table(rows: Iterable[Row], delta: float, horizon: int) -> dict[str, Any]:
+    """The recorded form of a ``wheel-bandit`` study store's runs at (δ, T).
+
+    Final cumulative expected regret per agent: every seed's value (by replication index) and
+    [mean, 1.96 × standard error] over them, agents ordered by mean (Tables 1–2 layout). An
+    agent with one seed gets an infinite half-width (no interval).
+    """
+    per_seed: dict[str, dict[int, float]] = {}
+    for row in rows:
+        if row.params["delta"] == delta and row.params["horizon"] == horizon:
+            per_seed.setdefault(row.params["agent"], {})[row.rep] = row.metrics["regret"]
+    if not per_seed:
+        raise ValueError(f"rows hold no run at delta={delta}, horizon={horizon}")
+    regrets = {a: [v for _, v in sorted(seeds.items())] for a, seeds in per_seed.items()}
+    final = {}
+    for agent, values in sorted(regrets.items(), key=lambda kv: float(np.mean(kv[1]))):
+        x = np.asarray(values)
+        half = 1.96 * x.std(ddof=1) / math.sqrt(x.size) if x.size > 1 else math.inf
+        final[agent] = [round(float(x.mean()), 1), round(float(half), 1)]
+    counts = {a: len(v) for a, v in regrets.items()}
+    if len(set(counts.values())) > 1:
+        raise ValueError(f"agents have different numbers of seeds: {counts}")
+    return {
+        "horizon": horizon,
+        "delta": delta,
+        "seeds": next(iter(counts.values())),
+        "statistic": "final cumulative expected regret: [mean, 1.96 × standard error] over seeds",
+        "final_regret": final,
+        "per_seed": {a: [round(v, 2) for v in regrets[a]] for a in final},
+    }
