@@ -1,4 +1,4 @@
-"""The recorded form of Wheel-bandit study runs (regret_table) and the order records are read in."""
+"""regret_table (the recorded form of Wheel-bandit study runs) and the order records are read."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_regret_table_refuses_unequal_seed_counts_and_empty_selection():
     rows = [_row("map", 0, 1.0), _row("map", 1, 2.0), _row("last_k-k500", 0, 3.0)]
     with pytest.raises(ValueError, match="different numbers of seeds"):
         _wheel.regret_table(rows, 0.95, 16000)
-    with pytest.raises(ValueError, match="delta=0.9, horizon=16000"):
+    with pytest.raises(ValueError, match=r"delta=0\.9, horizon=16000"):
         _wheel.regret_table(rows, 0.9, 16000)
 
 
