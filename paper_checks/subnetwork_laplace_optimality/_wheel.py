@@ -102,13 +102,16 @@ def regret_table(rows: Iterable[Row], delta: float, horizon: int) -> dict[str, A
     """The recorded form of a ``wheel-bandit`` study store's runs at (δ, T).
 
     Final cumulative expected regret per agent: every seed's value (by replication index) and
-    [mean, 1.96 × standard error] over them, agents ordered by mean (Tables 1–2 layout). An
+    [mean, 1.96 × standard error] over them, agents ordered by mean (Tables 1–2 layout), with
+    the mean wall seconds per run (a lockstep batch's time shared by its seeds). An
     agent with one seed gets an infinite half-width (no interval).
     """
     per_seed: dict[str, dict[int, float]] = {}
+    seconds: dict[str, list[float]] = {}
     for row in rows:
         if row.params["delta"] == delta and row.params["horizon"] == horizon:
             per_seed.setdefault(row.params["agent"], {})[row.rep] = row.metrics["regret"]
+            seconds.setdefault(row.params["agent"], []).append(row.seconds)
     if not per_seed:
         raise ValueError(f"rows hold no run at delta={delta}, horizon={horizon}")
     regrets = {a: [v for _, v in sorted(seeds.items())] for a, seeds in per_seed.items()}
@@ -127,4 +130,5 @@ def regret_table(rows: Iterable[Row], delta: float, horizon: int) -> dict[str, A
         "statistic": "final cumulative expected regret: [mean, 1.96 × standard error] over seeds",
         "final_regret": final,
         "per_seed": {a: [round(v, 2) for v in regrets[a]] for a in final},
+        "wall_seconds_per_run": {a: round(float(np.mean(seconds[a])), 1) for a in final},
     }

@@ -10,9 +10,11 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality import _wheel
 from laplace_lab.studies.store import Row
 
 
-def _row(agent: str, rep: int, regret: float, delta: float = 0.95, horizon: int = 16000) -> Row:
+def _row(
+    agent: str, rep: int, regret: float, delta: float = 0.95, horizon: int = 16000, s: float = 1.0
+) -> Row:
     params = {"agent": agent, "delta": delta, "horizon": horizon}
-    return Row(params, rep, {"regret": regret, "seconds": 1.0}, 1.0)
+    return Row(params, rep, {"regret": regret, "seconds": s}, s)
 
 
 def test_regret_table_means_half_widths_and_seed_order():
@@ -22,7 +24,7 @@ def test_regret_table_means_half_widths_and_seed_order():
         _row("map", 2, 200.0),
         _row("gradient_laplace-k500", 2, 90.0),
         _row("gradient_laplace-k500", 0, 50.0),
-        _row("gradient_laplace-k500", 1, 70.0),
+        _row("gradient_laplace-k500", 1, 70.0, s=4.0),
         _row("map", 0, 9999.0, delta=0.9),  # another table: left out
     ]
     table = _wheel.regret_table(rows, 0.95, 16000)
@@ -31,6 +33,7 @@ def test_regret_table_means_half_widths_and_seed_order():
     assert list(table["final_regret"]) == ["gradient_laplace-k500", "map"]  # best first
     assert table["per_seed"]["map"] == [100.0, 300.0, 200.0]  # by replication index
     assert (table["seeds"], table["horizon"], table["delta"]) == (3, 16000, 0.95)
+    assert table["wall_seconds_per_run"] == {"gradient_laplace-k500": 2.0, "map": 1.0}
 
 
 def test_regret_table_refuses_unequal_seed_counts_and_empty_selection():
