@@ -71,15 +71,24 @@ def test_recorded_reversal_at_the_paper_horizon_refutes_and_a_short_one_is_conte
     assert status == "" and "shorter horizon" in line
 
 
-def test_the_recorded_paper_horizon_run_reverses_table1():
-    """The stored T = 16,000 run: Last-k-500's interval lies below Gradient-500's."""
-    (longest, *_) = bandit.bandit_records(0.95)
-    assert longest.data["horizon"] == bandit.PAPER_T and longest.data["seeds"] == 3
-    assert longest.commit.startswith("e14eb25")
-    lo_grad = longest.data["final_regret"]["gradient_laplace-k500"]
-    hi_last = longest.data["final_regret"]["last_k-k500"]
+def test_the_recorded_paper_horizon_runs_reverse_table1():
+    """The stored T = 16,000 runs: at 25 seeds MAP's interval lies below Gradient- and
+    Greedy-Laplace-500's; at 3 seeds Last-k-500's below Gradient-500's."""
+    paper_seeds, three_seeds, *_ = bandit.bandit_records(0.95)
+    assert (paper_seeds.data["horizon"], paper_seeds.data["seeds"]) == (bandit.PAPER_T, 25)
+    assert paper_seeds.commit.startswith("0a82622")
+    final = paper_seeds.data["final_regret"]
+    hi_map = final["map"][0] + final["map"][1]
+    for agent in ("gradient_laplace-k500", "greedy_laplace-k500"):
+        assert hi_map < final[agent][0] - final[agent][1]  # 5291 < 5392 (Greedy), 5668
+        assert len(paper_seeds.data["per_seed"][agent]) == 25
+    assert bandit._implication(paper_seeds, 0.95)[0] == "REFUTED"
+    assert (three_seeds.data["horizon"], three_seeds.data["seeds"]) == (bandit.PAPER_T, 3)
+    assert three_seeds.commit.startswith("e14eb25")
+    lo_grad = three_seeds.data["final_regret"]["gradient_laplace-k500"]
+    hi_last = three_seeds.data["final_regret"]["last_k-k500"]
     assert hi_last[0] + hi_last[1] < lo_grad[0] - lo_grad[1]  # 4836 < 4886
-    assert bandit._implication(longest, 0.95)[0] == "REFUTED"
+    assert bandit._implication(three_seeds, 0.95)[0] == "REFUTED"
     assert bandit.bandit_records(0.9) == ()
 
 
@@ -94,4 +103,4 @@ def test_quick_mode_is_not_reproducible_shows_the_record_and_no_one_seed_interva
     assert v.status is Status.NOT_REPRODUCIBLE_HERE
     assert "± 0" not in v.evidence and "650" not in v.evidence
     assert "recorded T = 16,000" in v.evidence and "REFUTES" in v.evidence
-    assert [r.data["horizon"] for r in v.recorded] == [16000, 4000]
+    assert [r.data["horizon"] for r in v.recorded] == [16000, 16000, 4000]
