@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -95,11 +96,14 @@ def projected_distance(
     return float(np.mean(np.abs(logs))), float(np.exp(np.mean(logs)))
 
 
-def _anchor() -> dict[str, float]:
-    """Mean final regret per agent of the recorded run as written at T = 16,000."""
+def _anchor(agents: Iterable[str]) -> dict[str, float]:
+    """Mean final regret per agent as written at T = 16,000: the first recorded run at that
+    horizon (most seeds first) that has every one of ``agents``; empty if none has."""
+    agents = set(agents)
     for record in bandit_records(DELTA):
-        if int(record.data["horizon"]) == 16000:
-            return {a: float(m) for a, (m, _) in record.data["final_regret"].items()}
+        final = record.data["final_regret"]
+        if int(record.data["horizon"]) == 16000 and agents <= set(final):
+            return {a: float(m) for a, (m, _) in final.items()}
     return {}
 
 
@@ -220,7 +224,7 @@ def _readings(ctx: Context) -> Verdict:
     records = reading_records()
     require(bool(records), "no recorded wheel-bandit-readings run")
     record = records[0]
-    judged = judge_record(record, _anchor())
+    judged = judge_record(record, _anchor(record.data["regrets"].get("default", {})))
     horizon, seeds = judged["horizon"], judged["seeds"]
     readings = judged["readings"]
     default, closest = readings["default"], judged["closest"]

@@ -66,7 +66,16 @@ def test_a_record_without_default_or_with_one_seed_is_an_implementation_error():
 def test_the_recorded_readings_run():
     (record, *_) = br.reading_records()
     assert record.data["horizon"] == 1000 and record.data["seeds"] == 3
-    judged = br.judge_record(record, br._anchor())
+    judged = br.judge_record(record, br._anchor(record.data["regrets"]["default"]))
     assert "default" in judged["readings"] and len(judged["readings"]) >= 10
     # As written at T = 1,000 the leaders are not below MAP (Table 1's ordering fails)
     assert not judged["readings"]["default"]["ordering_means"]
+
+
+def test_anchor_is_the_first_paper_horizon_record_with_every_agent():
+    # The 25-seed record holds MAP and Gradient/Greedy-Laplace-500 only; NeuralLinear and
+    # Last-k-500 are in the 3-seed record alone.
+    assert br._anchor(["map", "gradient_laplace-k500"])["map"] == pytest.approx(4327.7)
+    readings = br._anchor(["map", "neural_linear", "last_k-k500", "gradient_laplace-k500"])
+    assert readings["map"] == pytest.approx(4198) and readings["neural_linear"] == 3495
+    assert br._anchor(["no-such-agent"]) == {}
