@@ -72,15 +72,17 @@ def test_recorded_reversal_at_the_paper_horizon_refutes_and_a_short_one_is_conte
 
 
 def test_the_recorded_paper_horizon_runs_reverse_table1():
-    """The stored T = 16,000 runs: at 25 seeds MAP's interval lies below Gradient- and
-    Greedy-Laplace-500's; at 3 seeds Last-k-500's below Gradient-500's."""
+    """The stored T = 16,000 runs: at 25 seeds MAP's and Last-k-500's intervals lie below
+    Gradient- and Greedy-Laplace-500's; at 3 seeds Last-k-500's below Gradient-500's."""
     paper_seeds, three_seeds, *_ = bandit.bandit_records(0.95)
     assert (paper_seeds.data["horizon"], paper_seeds.data["seeds"]) == (bandit.PAPER_T, 25)
     assert paper_seeds.commit.startswith("0a82622")
     final = paper_seeds.data["final_regret"]
     hi_map = final["map"][0] + final["map"][1]
+    hi_last = final["last_k-k500"][0] + final["last_k-k500"][1]
     for agent in ("gradient_laplace-k500", "greedy_laplace-k500"):
         assert hi_map < final[agent][0] - final[agent][1]  # 5291 < 5392 (Greedy), 5668
+        assert hi_last < final[agent][0] - final[agent][1]  # 4295
         assert len(paper_seeds.data["per_seed"][agent]) == 25
     assert bandit._implication(paper_seeds, 0.95)[0] == "REFUTED"
     assert (three_seeds.data["horizon"], three_seeds.data["seeds"]) == (bandit.PAPER_T, 3)
