@@ -102,33 +102,38 @@ def regret_table(rows: Iterable[Row], delta: float, horizon: int) -> dict[str, A
     """The recorded form of a ``wheel-bandit`` study store's runs at (δ, T).
 
     Final cumulative expected regret per agent: every seed's value (by replication index) and
-    [mean, 1.96 × standard error] over them, agents ordered by mean (Tables 1–2 layout), with
-    the mean wall seconds per run (a lockstep batch's time shared by its seeds). An
-    agent with one seed gets an infinite half-width (no interval).
+    [mean, 1.96 × standard error] over them (:func:`laplace_lab.studies.summary.summarise`),
+    agents ordered by mean (Tables 1–2 layout), with the mean wall seconds per run (a lockstep
+    batch's time shared by its seeds). An agent with one seed gets an infinite half-width (no
+    interval); agents with different numbers of seeds are a ValueError.
     """
-    per_seed: dict[str, dict[int, float]] = {}
-    seconds: dict[str, list[float]] = {}
-    for row in rows:
-        if row.params["delta"] == delta and row.params["horizon"] == horizon:
-            per_seed.setdefault(row.params["agent"], {})[row.rep] = row.metrics["regret"]
-            seconds.setdefault(row.params["agent"], []).append(row.seconds)
-    if not per_seed:
+    from laplace_lab.studies.catalog.wheel_bandit import STUDY
+    from laplace_lab.studies.summary import summarise
+
+    chosen = [r for r in rows if (r.params["delta"], r.params["horizon"]) == (delta, horizon)]
+    if not chosen:
         raise ValueError(f"rows hold no run at delta={delta}, horizon={horizon}")
-    regrets = {a: [v for _, v in sorted(seeds.items())] for a, seeds in per_seed.items()}
-    final = {}
-    for agent, values in sorted(regrets.items(), key=lambda kv: float(np.mean(kv[1]))):
-        x = np.asarray(values)
-        half = 1.96 * x.std(ddof=1) / math.sqrt(x.size) if x.size > 1 else math.inf
-        final[agent] = [round(float(x.mean()), 1), round(float(half), 1)]
-    counts = {a: len(v) for a, v in regrets.items()}
+    summary = {(s.params["agent"], s.metric): s for s in summarise(STUDY, chosen)}
+    counts = {a: s.n for (a, metric), s in summary.items() if metric == "regret"}
     if len(set(counts.values())) > 1:
         raise ValueError(f"agents have different numbers of seeds: {counts}")
+    order = sorted(counts, key=lambda a: summary[a, "regret"].mean)
+    per_seed: dict[str, dict[int, float]] = {a: {} for a in order}
+    seconds: dict[str, list[float]] = {a: [] for a in order}
+    for r in chosen:
+        per_seed[r.params["agent"]][r.rep] = round(r.metrics["regret"], 2)
+        seconds[r.params["agent"]].append(r.seconds)
+    final = {}
+    for a in order:
+        s = summary[a, "regret"]
+        half = 1.96 * s.se if s.n > 1 else math.inf
+        final[a] = [round(s.mean, 1), round(half, 1)]
     return {
         "horizon": horizon,
         "delta": delta,
         "seeds": next(iter(counts.values())),
         "statistic": "final cumulative expected regret: [mean, 1.96 × standard error] over seeds",
         "final_regret": final,
-        "per_seed": {a: [round(v, 2) for v in regrets[a]] for a in final},
-        "wall_seconds_per_run": {a: round(float(np.mean(seconds[a])), 1) for a in final},
+        "per_seed": {a: [v for _, v in sorted(per_seed[a].items())] for a in order},
+        "wall_seconds_per_run": {a: round(float(np.mean(seconds[a])), 1) for a in order},
     }
