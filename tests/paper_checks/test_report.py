@@ -196,7 +196,7 @@ def test_a_crashing_claim_is_an_error_verdict():
 def test_cli_check_writes_a_schema_valid_report(tmp_path):
     argv = ["check", "--paper", "surrogate-ntk-lla", "--out", str(tmp_path), "--seed", "3"]
     argv += ["--claim", "jvp-variance-multi-output"]
-    argv += ["--claim", "surrogate-ntk-lla/cost-linear-in-parameters"]
+    argv += ["--claim", "surrogate-ntk-lla/lla-depends-only-on-ntk"]
     assert main(argv) == 0
     data = json.loads((tmp_path / "verdicts.json").read_text())
     jsonschema.validate(data, VERDICT_SCHEMA)
@@ -204,7 +204,7 @@ def test_cli_check_writes_a_schema_valid_report(tmp_path):
     assert data["meta"]["command"].startswith("laplace-lab check --quick --seed 3")
     assert [d["claim"] for d in data["claims"]] == [
         "jvp-variance-multi-output",
-        "cost-linear-in-parameters",
+        "lla-depends-only-on-ntk",
     ]
     for d in data["claims"]:
         assert d["status"] == d["expected_status"]
