@@ -72,10 +72,20 @@ def test_the_recorded_readings_run():
     assert not judged["readings"]["default"]["ordering_means"]
 
 
-def test_anchor_is_the_first_paper_horizon_record_with_every_agent():
-    # The 25-seed record holds MAP and Gradient/Greedy-Laplace-500 only; NeuralLinear and
-    # Last-k-500 are in the 3-seed record alone.
-    assert br._anchor(["map", "gradient_laplace-k500"])["map"] == pytest.approx(4327.7)
-    readings = br._anchor(["map", "neural_linear", "last_k-k500", "gradient_laplace-k500"])
-    assert readings["map"] == pytest.approx(4198) and readings["neural_linear"] == 3495
+def test_anchor_is_the_first_paper_horizon_record_with_every_agent(monkeypatch):
+    def rec(horizon: int, final: dict[str, float]) -> Recorded:
+        data = {"horizon": horizon, "final_regret": {a: [m, 1.0] for a, m in final.items()}}
+        return Recorded("cmd", "0" * 40, "2026-01-01", "run", data)
+
+    records = (rec(16000, {"map": 1.0}), rec(16000, {"map": 2.0, "last_k-k500": 3.0}))
+    monkeypatch.setattr(br, "bandit_records", lambda delta: (rec(4000, {"map": 9.0}), *records))
+    assert br._anchor(["map"]) == {"map": 1.0}  # the first at T = 16,000, not T = 4,000
+    assert br._anchor(["map", "last_k-k500"]) == {"map": 2.0, "last_k-k500": 3.0}
     assert br._anchor(["no-such-agent"]) == {}
+
+
+def test_the_recorded_anchor_is_the_25_seed_table():
+    agents = ["map", "neural_linear", "last_k-k500", "gradient_laplace-k500"]
+    readings = br._anchor(agents)
+    assert readings["map"] == pytest.approx(4327.7)
+    assert readings["neural_linear"] == pytest.approx(3851.4)

@@ -72,8 +72,9 @@ def test_recorded_reversal_at_the_paper_horizon_refutes_and_a_short_one_is_conte
 
 
 def test_the_recorded_paper_horizon_runs_reverse_table1():
-    """The stored T = 16,000 runs: at 25 seeds MAP's and Last-k-500's intervals lie below
-    Gradient- and Greedy-Laplace-500's; at 3 seeds Last-k-500's below Gradient-500's."""
+    """The stored T = 16,000 runs: at 25 seeds (all ten agents) MAP's and Last-k-500's
+    intervals lie below Gradient- and Greedy-Laplace-500's and no stated ordering holds; at
+    3 seeds Last-k-500's below Gradient-500's."""
     paper_seeds, three_seeds, *_ = bandit.bandit_records(0.95)
     assert (paper_seeds.data["horizon"], paper_seeds.data["seeds"]) == (bandit.PAPER_T, 25)
     assert paper_seeds.commit.startswith("0a82622")
@@ -85,6 +86,11 @@ def test_the_recorded_paper_horizon_runs_reverse_table1():
         assert hi_last < final[agent][0] - final[agent][1]  # 4295
         assert len(paper_seeds.data["per_seed"][agent]) == 25
     assert bandit._implication(paper_seeds, 0.95)[0] == "REFUTED"
+    assert len(final) == 10 and all(len(v) == 25 for v in paper_seeds.data["per_seed"].values())
+    stats = {a: tuple(v) for a, v in final.items()}
+    checked, reversed_, missing = bandit.ordering_outcome(stats, 0.95)
+    assert (len(checked), sum(checked.values()), len(reversed_), missing) == (9, 0, 4, [])
+    assert list(final)[-2:] == ["greedy_laplace-k500", "gradient_laplace-k500"]  # last: 5992, 6019
     assert (three_seeds.data["horizon"], three_seeds.data["seeds"]) == (bandit.PAPER_T, 3)
     assert three_seeds.commit.startswith("e14eb25")
     lo_grad = three_seeds.data["final_regret"]["gradient_laplace-k500"]
