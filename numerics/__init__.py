@@ -67,7 +67,6 @@ from laplace_lab.numerics.network_fsp import (
     NetworkFSPLaplace,
     OutputGram,
     network_fsp_laplace,
-    probit_probability,
 )
 from laplace_lab.numerics.network_ggn import NetworkGGN
 from laplace_lab.numerics.network_ssla import (
@@ -91,6 +90,7 @@ from laplace_lab.numerics.predictive import (
     subnetwork_variance_path,
     wasserstein_gap,
 )
+from laplace_lab.numerics.probit import probit_probability
 from laplace_lab.numerics.scalla import ScaLLA
 from laplace_lab.numerics.selection import (
     gradient_laplace,

@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.special import expit
 
 from laplace_lab._checks import one_of, positive_float, positive_int, real_array
 from laplace_lab._random import as_generator
 from laplace_lab.numerics.ggn import GGN
+from laplace_lab.numerics.probit import probit_probability
 
 __all__ = ["FeatureLaplace", "GaussianPredictive", "LinearizedLaplace", "feature_laplace"]
 
@@ -50,10 +52,18 @@ class GaussianPredictive:
     ----------
     mean : (M, C) ndarray
     covariance : (M, C, C) ndarray
+    likelihood : {"regression", "binary", "multiclass"} or None
+        The model's likelihood, which decides what :meth:`probabilities` means (None: not
+        known; one output is then read as the logit of a binary classifier).
     """
 
     mean: np.ndarray
     covariance: np.ndarray
+    likelihood: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.likelihood is not None:
+            one_of(self.likelihood, "likelihood", _LIKELIHOODS)
 
     def variance(self) -> np.ndarray:
         """The (M, C) marginal variances, diag(covariance_i)."""
@@ -75,17 +85,31 @@ class GaussianPredictive:
     def probabilities(
         self, *, link: str = "probit", samples: int = 1000, rng: Any = None
     ) -> np.ndarray:
-        """Class probabilities E[softmax(f)] under f ~ N(mean_i, covariance_i), (M, C).
+        """Class probabilities under the Gaussian over the logits f_i ~ N(mean_i, covariance_i).
 
-        ``link="probit"``: softmax(μ_c / √(1 + π Σ_cc / 8)) (the multiclass probit
-        approximation, deterministic); ``link="mc"``: the average softmax of ``samples``
-        draws from the full Gaussian (needs ``rng``).
+        C ≥ 2 logits (multiclass): E[softmax(f)], (M, C). One logit (binary): P(y = 1) =
+        E[σ(f)], (M, 1). ``link="probit"``: the probit approximation, σ or softmax of
+        μ_c / √(1 + π Σ_cc / 8) (deterministic; :func:`~laplace_lab.numerics.probit_probability`);
+        ``link="mc"``: the average over ``samples`` draws from the full Gaussian (needs
+        ``rng``). A regression predictive has no class probabilities (ValueError).
+
+        References
+        ----------
+        .. [1] D. J. C. MacKay, "The evidence framework applied to classification networks",
+           Neural Computation 4(5), 1992.
         """
         one_of(link, "link", _LINKS)
+        if self.likelihood == "regression":
+            raise ValueError(
+                "probabilities need a classification likelihood; this predictive has "
+                "likelihood='regression'"
+            )
         mu = self.mean
+        binary = mu.shape[1] == 1
         if link == "probit":
-            z = mu / np.sqrt(1.0 + np.pi / 8.0 * self.variance())
-            return _softmax(z)
+            if binary:
+                return probit_probability(mu[:, 0], self.variance()[:, 0])[:, None]
+            return probit_probability(mu, self.variance())
         samples = positive_int(samples, "samples")
         gen = as_generator(rng)
         L = _psd_cholesky(self.covariance)
@@ -93,7 +117,8 @@ class GaussianPredictive:
         for a in range(0, samples, 256):
             s = min(256, samples - a)
             eps = gen.standard_normal((s, *mu.shape))
-            out += _softmax(mu[None] + np.einsum("mab,smb->sma", L, eps)).sum(axis=0)
+            f = mu[None] + np.einsum("mab,smb->sma", L, eps)
+            out += (expit(f) if binary else _softmax(f)).sum(axis=0)
         return out / samples
 
 
@@ -373,7 +398,7 @@ class LinearizedLaplace:
     def predictive(self, X: Any) -> GaussianPredictive:
         """N(f_θ*(x*), J(x*) Σ J(x*)ᵀ) for every row of ``X``."""
         J, f = _jacobian_and_outputs(self.model, X, self.subset)
-        return GaussianPredictive(f, self.posterior.covariance(J))
+        return GaussianPredictive(f, self.posterior.covariance(J), self.likelihood)
 
 
 def _jacobian_and_outputs(model: Any, X: Any, subset: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -41,7 +41,6 @@ __all__ = [
     "OutputGram",
     "kronecker_factor",
     "network_fsp_laplace",
-    "probit_probability",
 ]
 
 _LIKELIHOODS = ("regression", "binary", "multiclass")
@@ -56,28 +55,6 @@ class FunctionPredictive(NamedTuple):
 
     mean: np.ndarray
     variance: np.ndarray
-
-
-def probit_probability(mean: Any, variance: Any) -> np.ndarray:
-    """Class probabilities of a Gaussian over logits by the probit approximation.
-
-    One logit (binary): ``σ(μ / √(1 + π v / 8))`` (MacKay 1992); d' logits: the softmax of
-    ``μ_c / √(1 + π v_c / 8)``.
-    """
-    mu = np.asarray(mean, dtype=np.float64)
-    v = np.asarray(variance, dtype=np.float64)
-    if mu.ndim not in (1, 2):
-        raise ValueError(f"mean must have shape (n,) or (n, d'); got shape {mu.shape}")
-    if mu.shape != v.shape:
-        raise ValueError(f"variance must have the shape of mean {mu.shape}; got {v.shape}")
-    if np.any(v < 0) or not np.all(np.isfinite(v)):
-        raise ValueError("variance must be finite and non-negative")
-    z = mu / np.sqrt(1.0 + np.pi * v / 8.0)
-    if mu.ndim == 1:
-        return 1.0 / (1.0 + np.exp(-z))
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
 
 
 @dataclass(frozen=True, eq=False)

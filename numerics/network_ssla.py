@@ -44,7 +44,7 @@ from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.predictive import predictive_variance
 
 __all__ = [
-    "GaussianPredictive",
+    "NormalPredictive",
     "assla_log_density",
     "assla_log_density_from_variance",
     "assla_predictive",
@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 
-class GaussianPredictive(NamedTuple):
+class NormalPredictive(NamedTuple):
     """A Gaussian predictive N(mean, var) per test point (host float64 arrays)."""
 
     mean: np.ndarray
@@ -183,33 +183,31 @@ def ssla_log_density_from_variance(v: Any, f_test: Any, y: Any, *, noise_var: fl
     return ell_new - 0.5 * quad + log_det_ratio(v, s2)[:, None]
 
 
-def assla_predictive(
-    ggn: GGN, G_test: Any, f_test: Any, *, noise_var: float
-) -> GaussianPredictive:
+def assla_predictive(ggn: GGN, G_test: Any, f_test: Any, *, noise_var: float) -> NormalPredictive:
     """ASSLA normalised over ŷ ∈ ℝ: N(f̂, σ0²) (the determinant term is constant in ŷ)."""
     _, f, s2 = _inputs(ggn, G_test, f_test, noise_var)
     f = np.asarray(to_numpy(f), dtype=np.float64)
-    return GaussianPredictive(f, np.full(f.shape, s2))
+    return NormalPredictive(f, np.full(f.shape, s2))
 
 
-def ssla_predictive(ggn: GGN, G_test: Any, f_test: Any, *, noise_var: float) -> GaussianPredictive:
+def ssla_predictive(ggn: GGN, G_test: Any, f_test: Any, *, noise_var: float) -> NormalPredictive:
     """SSLA normalised over ŷ: N(f̂, σ0² + v) — equal to linearized Laplace (module docstring)."""
     v, f, s2 = _inputs(ggn, G_test, f_test, noise_var)
-    return GaussianPredictive(
+    return NormalPredictive(
         np.asarray(to_numpy(f), dtype=np.float64), np.asarray(to_numpy(v), dtype=np.float64) + s2
     )
 
 
 def gaussian_scores(
-    pred: GaussianPredictive, y: Any, *, levels: tuple[float, ...] = (0.95, 0.90, 0.75, 0.50)
+    pred: NormalPredictive, y: Any, *, levels: tuple[float, ...] = (0.95, 0.90, 0.75, 0.50)
 ) -> dict[str, float]:
     """Coverage of central intervals at ``levels``, mean NLL and mean CRPS of N(mean, var) at y.
 
     CRPS(N(μ, σ²), y) = σ [z(2Φ(z) − 1) + 2φ(z) − 1/√π], z = (y − μ)/σ (Gneiting & Raftery
     2007); the metrics of Tables 1 and 3 of Rodemann et al., arXiv:2605.12208.
     """
-    if not isinstance(pred, GaussianPredictive):
-        raise TypeError(f"pred must be a GaussianPredictive; got {type(pred).__name__}")
+    if not isinstance(pred, NormalPredictive):
+        raise TypeError(f"pred must be a NormalPredictive; got {type(pred).__name__}")
     yv = np.asarray(to_numpy(as_float(y, "y")), dtype=np.float64)
     if yv.shape != pred.mean.shape:
         raise ValueError(f"y must have shape {pred.mean.shape}; got {yv.shape}")

@@ -168,5 +168,5 @@ class ScaLLA:
     def predictive(self, X: Any) -> GaussianPredictive:
         """N(f_θ*(x*), g(x*) A⁻¹ g(x*)ᵀ) for every row of ``X``."""
         return GaussianPredictive(
-            _outputs(self.model, X), self.posterior.covariance(self.features(X))
+            _outputs(self.model, X), self.posterior.covariance(self.features(X)), self.likelihood
         )

@@ -32,9 +32,9 @@ from laplace_lab.numerics.network_fsp import (
     FunctionPredictive,
     NetworkFSPLaplace,
     network_fsp_laplace,
-    probit_probability,
 )
 from laplace_lab.numerics.predictive import predictive_variance
+from laplace_lab.numerics.probit import probit_probability
 from laplace_lab.studies.fsp_training import ContextBox, train_fsp_map, train_weight_space_map
 
 __all__ = [

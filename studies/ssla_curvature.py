@@ -25,7 +25,7 @@ from laplace_lab._checks import integer, positive_float
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.laplace_variants import SpectralLaplace, diagonal_laplace_variance
 from laplace_lab.numerics.network_ssla import (
-    GaussianPredictive,
+    NormalPredictive,
     assla_log_density_from_variance,
     gaussian_scores,
     ssla_log_density_from_variance,
@@ -128,7 +128,7 @@ def curvature_comparison(
     coverage: dict[str, dict[str, np.ndarray]] = {"LA": {}, "SSLA": {}, "ASSLA": {}}
     densities: dict[str, list[np.ndarray]] = {"SSLA": [], "ASSLA": []}
     for c, v in variance.items():
-        scores = gaussian_scores(GaussianPredictive(f, s2 + v), y, levels=LEVELS)
+        scores = gaussian_scores(NormalPredictive(f, s2 + v), y, levels=LEVELS)
         coverage["LA"][c] = np.array([scores[f"coverage_{round(100 * lv)}"] for lv in LEVELS])
         for method, density in (
             ("SSLA", ssla_log_density_from_variance),

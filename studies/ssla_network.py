@@ -18,7 +18,7 @@ from laplace_lab._random import spawn
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.jacobians import per_sample_jacobian
 from laplace_lab.numerics.network_ssla import (
-    GaussianPredictive,
+    NormalPredictive,
     assla_predictive,
     gaussian_scores,
     ssla_predictive,
@@ -97,7 +97,7 @@ def heteroscedastic_comparison(
     s2, G, f = fit.noise_var, fit.G, fit.f_test
     ggn = GGN.regression(fit.J, noise_var=s2, prior_precision=prior_precision)
     y = fit.data.y_test
-    la = GaussianPredictive(f, s2 + np.asarray(predictive_variance(ggn, G)))
+    la = NormalPredictive(f, s2 + np.asarray(predictive_variance(ggn, G)))
     return {
         "LA": gaussian_scores(la, y),
         "SSLA": gaussian_scores(ssla_predictive(ggn, G, f, noise_var=s2), y),

@@ -20,7 +20,7 @@ import numpy as np
 from scipy import stats
 
 from laplace_lab.numerics.network_ssla import (
-    GaussianPredictive,
+    NormalPredictive,
     assla_log_density_from_variance,
     gaussian_scores,
     log_det_ratio,
@@ -133,7 +133,7 @@ def assla_identical(ctx: Context) -> Verdict:
 
 def _double_noise_scores(pred, y, *, levels=LEVELS, _scores=gaussian_scores):
     """LA's scores with the whole predictive variance σ0² + v doubled."""
-    return _scores(GaussianPredictive(pred.mean, 2.0 * pred.var), y, levels=levels)
+    return _scores(NormalPredictive(pred.mean, 2.0 * pred.var), y, levels=levels)
 
 
 @claim(

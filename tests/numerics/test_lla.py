@@ -132,6 +132,40 @@ def test_gaussian_predictive_probabilities_and_entropy():
         pred.probabilities(link="mc")
 
 
+def test_binary_probabilities_are_the_logistic_gaussian_integral_of_the_one_logit():
+    from laplace_lab.theory.probit import logistic_gaussian_integral
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(2, 6), torch.nn.Tanh(), torch.nn.Linear(6, 1)
+    ).double()
+    X = torch.randn(30, 2, dtype=torch.float64)
+    lla = LinearizedLaplace.fit(model, X, likelihood="binary", prior_precision=0.05)
+    pred = lla.predictive(3 * torch.randn(6, 2, dtype=torch.float64))
+    mu, var = pred.mean[:, 0], pred.variance()[:, 0]
+    assert var.max() > 1.0  # wide enough for the variance to move the probabilities
+    exact = logistic_gaussian_integral(mu, var)[:, None]
+    probit = pred.probabilities()
+    assert probit.shape == (6, 1)
+    np.testing.assert_allclose(probit, exact, atol=0.02)  # the approximation's known error
+    mc = pred.probabilities(link="mc", samples=40_000, rng=0)
+    np.testing.assert_allclose(mc, exact, atol=4 * 0.5 / np.sqrt(40_000))
+    # the variance pulls every probability towards ½ from the plug-in σ(μ)
+    plug_in = 1 / (1 + np.exp(-mu))
+    assert np.all(np.abs(exact[:, 0] - 0.5) < np.abs(plug_in - 0.5))
+
+
+def test_a_regression_predictive_has_no_class_probabilities():
+    torch.manual_seed(1)
+    model = torch.nn.Linear(2, 1).double()
+    X = torch.randn(10, 2, dtype=torch.float64)
+    lla = LinearizedLaplace.fit(model, X, likelihood="regression", prior_precision=1.0)
+    with pytest.raises(ValueError, match="likelihood='regression'"):
+        lla.predictive(X).probabilities()
+    with pytest.raises(ValueError, match="likelihood"):
+        GaussianPredictive(np.zeros((1, 1)), np.ones((1, 1, 1)), "poisson")
+
+
 def test_classification_metrics_against_hand_computed_values():
     from sklearn.metrics import roc_auc_score
 

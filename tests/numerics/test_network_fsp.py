@@ -8,11 +8,7 @@ import pytest
 import torch
 
 from laplace_lab.numerics.kernels import RBF, Matern12, Matern32
-from laplace_lab.numerics.network_fsp import (
-    OutputGram,
-    network_fsp_laplace,
-    probit_probability,
-)
+from laplace_lab.numerics.network_fsp import OutputGram, network_fsp_laplace
 
 JITTER = 1e-6
 
@@ -170,20 +166,6 @@ def test_output_gram_is_the_kronecker_product_with_relative_jitter():
     v = np.random.default_rng(0).standard_normal(18)
     np.testing.assert_allclose(g.matvec(v), dense @ v)
     np.testing.assert_allclose(g.diagonal(), np.full(18, 2.002))
-
-
-def test_probit_probability_matches_monte_carlo_within_the_known_approximation_error():
-    # MacKay's probit approximation of E σ(f), f ~ N(μ, v): error below 0.02 for these μ, v
-    # (Bishop, PRML §4.5.2, Fig. 4.9: the approximation is within ~0.02 everywhere).
-    rng = np.random.default_rng(0)
-    mu, v = np.array([-2.0, 0.0, 0.5, 3.0]), np.array([0.1, 4.0, 1.0, 9.0])
-    f = mu + np.sqrt(v) * rng.standard_normal((200_000, 4))
-    mc = (1 / (1 + np.exp(-f))).mean(0)
-    np.testing.assert_allclose(probit_probability(mu, v), mc, atol=0.02)
-    assert probit_probability(np.zeros((2, 3)), np.ones((2, 3))).sum(1) == pytest.approx(1.0)
-    assert probit_probability(np.array([0.0]), np.array([5.0]))[0] == pytest.approx(0.5)
-    with pytest.raises(ValueError, match="mean must have shape"):
-        probit_probability(np.float64(0.0), np.float64(1.0))
 
 
 def test_bad_inputs_name_the_argument():

@@ -8,7 +8,7 @@ from scipy import integrate, stats
 
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.network_ssla import (
-    GaussianPredictive,
+    NormalPredictive,
     assla_log_density,
     assla_predictive,
     gaussian_scores,
@@ -96,7 +96,7 @@ def test_backends_agree():
 def test_gaussian_scores_against_closed_forms_and_quadrature():
     mean, var = np.array([0.0, 1.0, -2.0]), np.array([1.0, 0.25, 4.0])
     y = np.array([0.5, 2.5, -1.0])
-    s = gaussian_scores(GaussianPredictive(mean, var), y)
+    s = gaussian_scores(NormalPredictive(mean, var), y)
     sd = np.sqrt(var)
     assert s["nll"] == pytest.approx(np.mean(-stats.norm.logpdf(y, mean, sd)), rel=1e-12)
     # |z| = 0.5, 3, 0.5: inside the 95% and 90% intervals twice, the 50% interval twice
@@ -125,6 +125,6 @@ def test_bad_input():
     with pytest.raises(ValueError, match="y"):
         ssla_log_density(ggn, G, f, f[:2], noise_var=s2)
     with pytest.raises(ValueError, match="levels"):
-        gaussian_scores(GaussianPredictive(f, np.ones(4)), f, levels=(1.5,))
+        gaussian_scores(NormalPredictive(f, np.ones(4)), f, levels=(1.5,))
     with pytest.raises(ValueError, match="y"):
-        gaussian_scores(GaussianPredictive(f, np.ones(4)), f[:1])
+        gaussian_scores(NormalPredictive(f, np.ones(4)), f[:1])
