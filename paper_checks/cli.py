@@ -45,8 +45,8 @@ def _check(args: argparse.Namespace) -> int:
         verdict = run_claim(item, ctx)
         verdicts.append((verdict, time.perf_counter() - start))
         print(f"{verdict.status.value} in {verdicts[-1][1]:.1f} s", flush=True)
-    # Mutants after every true run: the claims share their cached experiments, and a
-    # mutant run clears those caches before and after itself.
+    # Mutants after every true run: the claims share their cached experiments, whose true
+    # results a mutant run keeps (it computes its own apart, reusing only those it names).
     outcomes = []
     for item, (verdict, seconds) in zip(claims, verdicts, strict=True):
         chosen = [m for m in item.mutants if args.mutants == "all" or not m.heavy]

@@ -17,8 +17,12 @@ A mutant replaces objects for the duration of one run:
 - ``replace={(module, "CONSTANT"): wrong_value}`` patches a module attribute (a number, a
   table).
 
-Cached helpers of the paper packages (``functools.cache``) are cleared before and after a
-mutant run, so a mutant neither reuses nor poisons the results of the true code.
+The experiments the claims share are :func:`~laplace_lab.paper_checks.cache.cached`: what
+they compute under a mutant is kept apart from the true results and dropped after its run, so
+a mutant neither reuses nor poisons the results of the true code — except the true results of
+the helpers it names in ``reuses`` (those of which the claim uses nothing that the replacement
+would change; reuse can only narrow what the mutant changes). Plain ``functools`` caches of
+the paper packages (a plugin's) are cleared before and after a mutant run.
 
 A wrong variant that calls the true function must hold it where the mutant does not rebind
 it — a default argument, ``def wrong(x, _true=original): return 3 * _true(x)`` — since
@@ -34,6 +38,8 @@ import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from laplace_lab.paper_checks.cache import Cached, mutant_scope
 
 __all__ = ["Mutant", "applied", "clear_caches"]
 
@@ -56,6 +62,9 @@ class Mutant:
     heavy : bool
         Too slow for the default run: only ``laplace-lab check --mutants all`` and the
         ``slow`` tests run it.
+    reuses : tuple of cached helpers
+        :func:`~laplace_lab.paper_checks.cache.cached` experiments whose true results this
+        mutant may reuse: the claim uses nothing of them that the replacement would change.
     """
 
     name: str
@@ -63,12 +72,19 @@ class Mutant:
     replace: Mapping[Any, Any] = field(default_factory=dict)
     expect: str = "REFUTED"
     heavy: bool = False
+    reuses: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
             raise ValueError(f"name must be a non-empty string; got {self.name!r}")
         if not self.replace:
             raise ValueError(f"mutant {self.name!r} must replace at least one object")
+        reuses = tuple(self.reuses)
+        for helper in reuses:
+            if not isinstance(helper, Cached):
+                name = getattr(helper, "__qualname__", helper)
+                raise TypeError(f"reuses must name @cached helpers; got {name!r}")
+        object.__setattr__(self, "reuses", reuses)
         object.__setattr__(self, "expect", str(getattr(self.expect, "value", self.expect)))
 
 
@@ -97,6 +113,7 @@ def applied(mutant: Mutant, *extra_modules: types.ModuleType) -> Iterator[None]:
 
     undo: list[Callable[[], None]] = []
     with contextlib.ExitStack() as stack:
+        stack.enter_context(mutant_scope(frozenset(mutant.reuses)))
         try:
             for target, new in mutant.replace.items():
                 if isinstance(target, tuple):
@@ -122,10 +139,13 @@ def applied(mutant: Mutant, *extra_modules: types.ModuleType) -> Iterator[None]:
 
 
 def clear_caches() -> None:
-    """Clear every ``functools`` cache of the paper packages (results of a previous run)."""
+    """Clear the plain ``functools`` caches of the paper packages (a plugin's), whose results
+    a mutant could otherwise reuse or poison; ``@cached`` experiments keep theirs apart."""
     for module in _modules():
         if not module.__name__.startswith("laplace_lab.paper_checks"):
             continue
         for value in list(vars(module).values()):
+            if isinstance(value, Cached | type):
+                continue
             if callable(getattr(value, "cache_clear", None)):
                 value.cache_clear()

@@ -376,7 +376,8 @@ class MutantOutcome:
 
 
 def run_mutant(item: Claim, mutant: Mutant, ctx: Context) -> MutantOutcome:
-    """Run ``item`` under ``mutant`` (caches cleared before and after; figures not saved)."""
+    """Run ``item`` under ``mutant`` (its cached results apart from the true ones; figures not
+    saved)."""
     import sys
     import time
 

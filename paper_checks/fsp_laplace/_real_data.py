@@ -11,12 +11,12 @@ scores whose standard-error bars overlap" (Cinquin et al., arXiv:2407.13711, §4
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.recorded import Recorded, load_recorded
 from laplace_lab.paper_checks.registry import Context
 from laplace_lab.studies.fsp_mauna_loa import (
@@ -72,7 +72,7 @@ def difference(a: list[float] | np.ndarray, b: list[float] | np.ndarray | float)
     return Difference(float(d.mean()), se, tuple(float(x) for x in d))
 
 
-@functools.cache
+@cached
 def co2_gp(full: bool) -> tuple:
     """The Mauna Loa split, the fitted CO₂ prior (kernel, noise variance) and the GP's scores."""
     data = load_mauna_loa()
@@ -80,7 +80,7 @@ def co2_gp(full: bool) -> tuple:
     return data, gp, co2_gp_scores(data, gp)
 
 
-@functools.cache
+@cached
 def co2_network(method: str, full: bool, seed: int, i: int) -> dict:
     """Scores of one network (``"FSP-Laplace"``, or ``"Laplace"`` with its ``"MAP"``) at
     training seed i."""
@@ -98,7 +98,7 @@ def co2_scores(method: str, metric: str, full: bool, seed: int) -> list[float]:
     return [co2_network(run, full, seed, i)[method][metric] for i in range(ML_SEEDS[full])]
 
 
-@functools.cache
+@cached
 def uci_scores(name: str, full: bool, seed: int) -> dict[str, dict[str, list[float]]]:
     """method → metric → values over the test folds of one 5-fold cross-validation."""
     cv_seed = int(Context(full=full, seed=seed).rng(f"fsp-uci/{name}").integers(2**31))

@@ -12,13 +12,13 @@ claim.
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import numpy as np
 
 from laplace_lab.numerics.fsp import dropped_terms, fsp_laplace
 from laplace_lab.numerics.kernels import RBF, KernelGram, Matern12
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.fsp_laplace._tanh_mlp import TanhMLP, train_fsp_map
 from laplace_lab.paper_checks.registry import Context
 
@@ -76,7 +76,7 @@ class Setup(NamedTuple):
     steps: int
 
 
-@functools.lru_cache(maxsize=2)
+@cached(maxsize=2)
 def trained_setups(full: bool, seed: int) -> dict:
     """Train the four (kernel, task) networks to the FSP MAP (shared by the FSP claims).
 
@@ -109,7 +109,7 @@ def trained_setups(full: bool, seed: int) -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=2)
+@cached(maxsize=2)
 def table_c2_runs(full: bool, seed: int) -> dict:
     """Run Algorithm 2 on the four trained networks and measure the dropped terms."""
     from threadpoolctl import threadpool_limits

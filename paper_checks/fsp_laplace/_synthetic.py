@@ -18,12 +18,12 @@ Adam; the Laplace baseline uses the isotropic prior σ_p = 1 for its MAP and the
 
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from laplace_lab.numerics.kernels import RBF, Matern12, Periodic
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.registry import Context
 
 __all__ = [
@@ -108,7 +108,7 @@ def _ours(family: str, variance: float, lengthscale: float, period: Any) -> Any:
     return Periodic(variance, lengthscale, period=float(period))
 
 
-@functools.cache
+@cached
 def fitted_kernel(name: str, family: str, full: bool, seed: int, rep: int = 0):
     """The prior covariance of ``family`` with (σ², ℓ) maximising the GP log-marginal
     likelihood on the task's data (App. B.1), and the fitted scikit-learn GP."""
@@ -154,7 +154,7 @@ def width(name: str, full: bool) -> int:
     return 50 if name == "regression" or not full else 100
 
 
-@functools.cache
+@cached
 def fit_fsp(
     name: str,
     family: str,
@@ -189,7 +189,7 @@ def fit_fsp(
         )  # fmt: skip
 
 
-@functools.cache
+@cached
 def fit_laplace(name: str, full: bool, seed: int, rep: int = 0):
     """The linearised Laplace baseline (σ_p = 1 MAP, full GGN, evidence-optimised α)."""
     from laplace_lab.studies.fsp_laplace import LinearizedLaplaceModel

@@ -80,11 +80,13 @@ def _exceedance(var: np.ndarray, prior: np.ndarray) -> tuple[float, float]:
             "prior-precision-understated",
             "Algorithm 2 with L scaled by 1e-3 (the prior term M Mᵀ 10⁶ times too small)",
             {fsp_laplace_from_factor: _understated_prior()},
+            reuses=(synthetic.fit_fsp, synthetic.fitted_kernel),  # their model and Σ(C, C)
         ),
         Mutant(
             "float32-run-in-float64",
             "the float32 pipeline replaced by the float64 one (no imprecision)",
             {float32_algorithm2: _float64_pipeline},
+            reuses=(synthetic.fit_fsp, synthetic.fitted_kernel),
         ),
     ),
 )

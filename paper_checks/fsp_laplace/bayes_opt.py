@@ -22,12 +22,12 @@ recorded (``recorded/bayes_opt_full.json``) and shown beside the quick verdict.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.fsp_laplace._mutants import (
     prior_lengthscale_over_100,
     prior_variance_times_100,
@@ -77,7 +77,7 @@ def _surrogate(method: str, b: Budget):
     )  # fmt: skip
 
 
-@functools.cache
+@cached
 def regrets(method: str, task: str, full: bool, seed: int) -> np.ndarray:
     """Simple regret per iteration, (replicates, n_iter + 1): replicate r of every method
     draws its initial design from the same stream."""

@@ -25,12 +25,12 @@ App. B.1 and App. C.1, Fig. C.7.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import sys
 
 import numpy as np
 
 from laplace_lab.numerics.kernels import Matern12
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.fsp_laplace import _synthetic as synthetic
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.studies.fsp_laplace import FSPLaplaceModel
@@ -55,7 +55,7 @@ def _gp_posterior(kernel, X, y, x):
     return Ks @ sol[:, 0], np.sqrt(np.maximum(var, 0.0))
 
 
-@functools.cache
+@cached
 def sweep(full: bool, seed: int) -> dict:
     """Per (family, M): mean W₂ to the GP posterior (in prior sd), the epistemic sd away from
     the data over the sd at the data (FSP and GP), and mean |f| beyond the data, |x| ≥ 1.5
@@ -136,6 +136,7 @@ def _figure(ctx: Context, res: dict) -> tuple[str, ...]:
             "'useful' read as sd away from the data ≥ 0.5 × sd at the data",
             {(sys.modules[__name__], "USEFUL_RATIO"): 0.5},
             expect=Status.CONFIRMED,
+            reuses=(sweep,),
         ),
     ),
 )
@@ -204,6 +205,7 @@ def _rougher_than_reference(cls, model, X, y, *, kernel, _true=FSPLaplaceModel.f
             "capture the reference Matérn-½ GP at any M",
             {(FSPLaplaceModel, "fit"): classmethod(_rougher_than_reference)},
             expect=Status.CONFIRMED,
+            reuses=(synthetic.fitted_kernel,),
         ),
     ),
 )

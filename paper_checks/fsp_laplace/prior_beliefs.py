@@ -69,6 +69,7 @@ def _reps(full: bool) -> range:
             "'rough' read as turning more than 0.5× the RBF boundary",
             {(sys.modules[__name__], "ROUGHNESS_RATIO"): 0.5},
             expect=Status.CONFIRMED,
+            reuses=(synthetic.fit_fsp, synthetic.fitted_kernel),
         ),
     ),
 )
@@ -177,6 +178,7 @@ def _flat_prior():
             "prior-scale-ignored",
             "Algorithm 1 with the prior covariance scaled by 1e6 (no pull towards μ = 0)",
             {train_fsp_map: _flat_prior()},
+            reuses=(synthetic.fit_laplace, synthetic.fitted_kernel),
         ),
     ),
 )
@@ -254,6 +256,7 @@ def periodicity_error(mean_fn, period: float, low: float, high: float) -> float:
             "'periodic' read loosely: RMS(m(x + T) − m(x)) ≤ 0.4 · RMS(m)",
             {(sys.modules[__name__], "PERIODICITY_TOL"): 0.4},
             expect=Status.CONFIRMED,
+            reuses=(synthetic.fit_fsp, synthetic.fitted_kernel, synthetic.fit_laplace),
         ),
     ),
 )

@@ -6,12 +6,12 @@ eq. 16).
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.registry import Context
 from laplace_lab.theory.conjugate_base import ConjugateModel
 from laplace_lab.theory.rates import RateFit, fit_rate
@@ -42,7 +42,7 @@ Y_FIXED = 7.0
 TV_CLOSE = 0.05
 
 
-@functools.lru_cache(maxsize=4)
+@cached(maxsize=4)
 def experiment(seed: int, full: bool) -> dict[str, Any]:
     """Divergences (R × n × 4) per model and method, refit gaps (R × n × 5) per model."""
     rng = Context(seed=seed).rng("conjugate-experiment")

@@ -14,8 +14,6 @@ level 5% (Bonferroni over the levels tested), fixed before running.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from scipy import stats
 
@@ -26,6 +24,7 @@ from laplace_lab.numerics.network_ssla import (
     log_det_ratio,
     ssla_log_density_from_variance,
 )
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.studies.ssla_curvature import (
     CURVATURES,
@@ -38,7 +37,7 @@ PAPER = "self-supervised-laplace"
 ALPHA = 0.05
 
 
-@functools.cache
+@cached
 def _runs(seed: int, full: bool) -> tuple[CurvatureCoverage, ...]:
     rng = Context(seed=seed).rng("heteroscedastic-curvatures")
     return tuple(curvature_comparison(rng=r, n_test=2000) for r in rng.spawn(5 if full else 1))

@@ -15,10 +15,9 @@ approaches I(θ) in a correctly specified model.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.theory import fit_rate
 from laplace_lab.theory.ssla_identities import ExponentialRegression
@@ -29,7 +28,7 @@ SIGMA = 0.5
 X_STAR = 1.5
 
 
-@functools.cache
+@cached
 def _errors(seed: int, full: bool) -> dict:
     """Relative Frobenius errors of each reading of (1/n)J̃ᵀJ̃ against I(θ̃) (n × replications)."""
     rng = Context(seed=seed).rng("ssla-information")

@@ -13,10 +13,9 @@ inputs drawn from the input distribution.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.theory import BayesianLinearRegression, divergences, fit_rate, ssla_predictive
 from laplace_lab.theory.ssla_identities import (
@@ -37,7 +36,7 @@ def _model() -> BayesianLinearRegression:
     return BayesianLinearRegression(np.zeros(2), np.eye(2), 1.0)
 
 
-@functools.cache
+@cached
 def _blr(seed: int, full: bool) -> dict:
     """TV of SSLA and ASSLA (likelihood Hessian) to the analytic predictive, per n and x*."""
     rng = Context(seed=seed).rng("bayesian-linear-regression")

@@ -11,7 +11,6 @@ x in [−1, −0.5] ∪ [0.5, 1]); predictive variances are taken on its 200 tes
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -22,6 +21,7 @@ from laplace_lab.numerics.predictive import (
     predictive_variance,
     subnetwork_variance,
 )
+from laplace_lab.paper_checks.cache import cached
 
 __all__ = ["PRIOR_PRECISION", "Fit", "fitted_networks", "subnetwork_pv"]
 
@@ -40,7 +40,7 @@ class Fit(NamedTuple):
     marginal: np.ndarray  #: diag of the full posterior covariance (Wasserstein rule)
 
 
-@functools.lru_cache(maxsize=2)
+@cached(maxsize=2)
 def fitted_networks(seed: int, count: int) -> tuple[Fit, ...]:
     """``count`` networks trained to the MAP under λ = 3 (seeded by ``seed``)."""
     import torch

@@ -10,10 +10,9 @@ variances are in :mod:`._prior_network`.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.paper_checks.subnetwork_inference import _mutants
 from laplace_lab.paper_checks.subnetwork_inference._prior_network import (
@@ -38,7 +37,7 @@ def rescaled_prior(prior_precision: float, size: int, total: int) -> float:
     return prior_precision * size / total
 
 
-@functools.lru_cache(maxsize=2)
+@cached(maxsize=2)
 def _rescaling_table(seed: int, full: bool) -> dict:
     """Mean |ln(PV_S/PV_full)| with λ_S and with λ, per fraction, on the §6.1 networks.
 

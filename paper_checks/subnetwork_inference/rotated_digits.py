@@ -14,13 +14,12 @@ ordering is, NOT_REPRODUCIBLE_HERE otherwise. Equal error uses McNemar's exact t
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
 from laplace_lab.numerics.predictive import predictive_variance, subnetwork_variance
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.paper_checks.subnetwork_inference._paired import ALPHA, paired, status_of
 from laplace_lab.studies.rotated_digits import (
@@ -40,14 +39,14 @@ def _streams(seed: int, full: bool) -> list[np.random.Generator]:
     return Context(seed=seed).rng("rotated-digits").spawn(3 if full else 1)
 
 
-@functools.cache
+@cached
 def _shift(seed: int, full: bool) -> tuple[RotationShift, ...]:
     """The MAP and its Laplace variants, one run per seed (1 quick, 3 full)."""
     cfg = _FULL if full else _QUICK
     return tuple(rotation_shift(rng=r, **cfg) for r in _streams(seed, full))
 
 
-@functools.cache
+@cached
 def _ensemble(seed: int, full: bool) -> tuple[RotationShift, ...]:
     """The 5-member deep ensemble on the same splits and angles."""
     cfg = {k: v for k, v in (_FULL if full else _QUICK).items() if k != "n_ggn"}

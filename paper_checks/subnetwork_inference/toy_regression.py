@@ -17,13 +17,12 @@ The dead-ReLU statement of §6.3 is checked on the same networks.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from matplotlib.figure import Figure
 
 from laplace_lab.numerics.predictive import marginal_variance
 from laplace_lab.numerics.selection import largest_marginal_variance
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.studies.subnet_toy import (
     ToyRegression,
@@ -36,7 +35,7 @@ SMALL = ("1%", "3%")
 SIZES = ("50%", "3%", "1%")
 
 
-@functools.cache
+@cached
 def _runs(seed: int, full: bool) -> tuple[ToyRegression, ...]:
     """One toy fit per replication (2 in quick mode, 10 in full mode), shared by the claims."""
     reps = 10 if full else 2

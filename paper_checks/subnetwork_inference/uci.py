@@ -12,10 +12,9 @@ The log-likelihood comparison uses per-test-point paired differences pooled over
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim, require
 from laplace_lab.paper_checks.subnetwork_inference._paired import ALPHA, paired, status_of
 from laplace_lab.studies.subnet_toy import subnetwork_prior_precision
@@ -26,7 +25,7 @@ SMALLER = tuple(ARCHITECTURES)[:-1]
 LARGEST = tuple(ARCHITECTURES)[-1]
 
 
-@functools.cache
+@cached
 def _splits(seed: int, full: bool) -> tuple[UCISplit, ...]:
     """Random 90/10 splits: Boston ×2 (quick) or Boston and concrete ×10 (full)."""
     rng = Context(seed=seed).rng("uci-subnetworks")

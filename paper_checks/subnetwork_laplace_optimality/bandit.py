@@ -16,11 +16,11 @@ Both modes first check that the environment pays the high reward on the annulus.
 
 from __future__ import annotations
 
-import functools
 import time
 
 import numpy as np
 
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.recorded import Recorded
 from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._wheel import (
@@ -64,7 +64,7 @@ def _setting(full: bool) -> tuple[int, int, tuple[str, ...]]:
     return 150, 1, ("map", "neural_linear", *agents((100,))[2:])
 
 
-@functools.cache
+@cached
 def _runs(delta: float, full: bool, seed: int) -> dict[str, object]:
     """Final regret (per seed) and mean cumulative-regret traces of every agent."""
     from laplace_lab.studies.catalog.wheel_bandit import parse_agent

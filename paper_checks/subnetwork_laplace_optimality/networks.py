@@ -8,13 +8,13 @@ the Greedy-Laplace it reports is the literal Algorithm 2 (:mod:`._greedy`).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from laplace_lab.numerics import subnet_diagonal
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.mutants import Mutant
 from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._experiment1 import (
@@ -73,7 +73,7 @@ def _require_greedy(ctx: Context) -> str:
     )
 
 
-@functools.lru_cache(maxsize=4)
+@cached(maxsize=4)
 def _experiment(full: bool, seed: int):  # -> (ExperimentConfig, seeds, ExperimentResult)
     """One Experiment-1 run shared by the claims below (same mode and base seed)."""
     from laplace_lab.studies.subnet_experiment import run_experiment

@@ -6,7 +6,6 @@ training phases).
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -20,6 +19,7 @@ from laplace_lab.numerics.predictive import (
     wasserstein_gap,
 )
 from laplace_lab.numerics.selection_registry import greedy_candidates
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.studies.greedy_candidates import greedy_candidate_rules
 from laplace_lab.studies.setup_networks import binary_network, setup_d_network
@@ -31,7 +31,7 @@ ALPHA = 0.05
 
 
 # ------------------------------------------------------------ top-k outside C_PI
-@functools.cache
+@cached
 def _general_psd(seed: int, full: bool) -> dict:
     """Random PSD Λ (not C_PI): IPV of the top-k diagonal, of Greedy-Laplace (Alg. 2 on the
     population precision Λ + (σ0²/N)I, 2k candidates) and the exhaustive maximum."""
@@ -156,13 +156,13 @@ def greedy_outside_cpi(ctx: Context) -> Verdict:
 _KS_QUICK, _KS_FULL = (50, 100, 200, 500), (50, 100, 200, 500, 1000)
 
 
-@functools.cache
+@cached
 def _binary(seed: int, full: bool):
     rng = Context(seed=seed).rng("binary-network")
     return binary_network(rng=rng, epochs=500 if full else 300)
 
 
-@functools.cache
+@cached
 def _setup_d(seed: int, full: bool):
     rng = Context(seed=seed).rng("setup-d-network")
     return tuple(

@@ -22,13 +22,13 @@ The ordering verdicts use the paired-seed logic of
 
 from __future__ import annotations
 
-import functools
 import sys
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.mutants import Mutant
 from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim, require
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._experiment1 import (
@@ -189,7 +189,7 @@ def _digits_config(full: bool):  # -> (ExperimentConfig, seeds)
     ), 6
 
 
-@functools.lru_cache(maxsize=2)
+@cached(maxsize=2)
 def _digits(full: bool, seed: int):  # -> ExperimentResult
     """One Setup-C-on-digits run shared by the two claims below (same mode and base seed)."""
     from laplace_lab.studies.subnet_experiment import run_experiment
@@ -326,7 +326,7 @@ def _uci_config(dataset: str, model: str, ks: tuple[int, ...]):  # -> Experiment
     )
 
 
-@functools.lru_cache(maxsize=4)
+@cached(maxsize=4)
 def _uci(dataset: str, full: bool, seed: int) -> dict[str, Any]:
     """Backbone name → ExperimentResult: quick = small MLP, 6 seeds; full = both, 20 seeds."""
     from laplace_lab.studies.subnet_experiment import run_experiment

@@ -7,10 +7,9 @@ subsets); the finite-N statement of Theorem 2 by the replications of the
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.mutants import Mutant
 from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim, require
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
@@ -228,7 +227,7 @@ def _scores_error_one_over_n(
     return d + a + b + rng.standard_normal(d.size) / n
 
 
-@functools.cache
+@cached
 def _consistency_rows(seed: int, full: bool) -> tuple[dict[str, float], ...]:
     """Replications of the ``theorem2-consistency`` study (separated diagonal, p = 20,
     k = 5), per N: the mean of each metric. Shared by the two claims that read it."""

@@ -22,7 +22,6 @@ softmax over 1,000 draws of the Gaussian logits.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +34,7 @@ from laplace_lab.numerics import (
     ScaLLA,
     entropy,
 )
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.surrogate_ntk_lla._threads import one_thread
 
 #: Prior precision of the MAP training and the grid of the evidence maximisation.
@@ -78,7 +78,7 @@ def _transpose(X: np.ndarray) -> np.ndarray:
     return X.reshape(-1, 8, 8).transpose(0, 2, 1).reshape(-1, 64).copy()
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 @one_thread
 def digits_map(seed: int) -> tuple[DigitsData, Any]:
     """The data and the MAP network of one seed."""
@@ -109,7 +109,7 @@ def _tuned(lla: LinearizedLaplace, y: np.ndarray) -> LinearizedLaplace:
     return lla.with_prior_precision(float(ALPHA_GRID[np.argmax(lla.log_evidence(y, ALPHA_GRID))]))
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 @one_thread
 def digits_lla(seed: int, subset: str | None = None) -> LinearizedLaplace:
     """The exact (``subset=None``) or last-layer LLA, α by the Laplace evidence."""
@@ -120,7 +120,7 @@ def digits_lla(seed: int, subset: str | None = None) -> LinearizedLaplace:
     return _tuned(lla, data.y_train)
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 @one_thread
 def digits_scalla(seed: int, full: bool, biased: bool) -> ScaLLA:
     """ScaLLA (context points; biased or not) with the exact LLA's α."""
@@ -180,7 +180,7 @@ def _gaussian_scores(method: Any, data: DigitsData, rng: np.random.Generator) ->
     )
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 @one_thread
 def digits_scores(seed: int, full: bool, methods: tuple[str, ...] = METHODS) -> dict[str, Scores]:
     """Scores of the requested methods on the test and OOD inputs."""

@@ -11,7 +11,6 @@ arXiv:2601.21835, §2).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from laplace_lab._random import keyed_generator, spawn
 from laplace_lab.numerics import LinearizedLaplace, ScaLLA, per_sample_jacobian
+from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.surrogate_ntk_lla._threads import one_thread
 
 #: Blob centres (one per class), blob standard deviation and the half-width of the square.
@@ -56,7 +56,7 @@ def _far(n: int, rng: np.random.Generator) -> np.ndarray:
     return np.concatenate(out)[:n].astype(np.float32)
 
 
-@functools.lru_cache(maxsize=2)
+@cached(maxsize=2)
 @one_thread
 def toy(seed: int) -> Toy:
     """The toy problem of one seed: data, MAP (full-batch Adam) and the exact LLA."""
@@ -98,7 +98,7 @@ STEPS = {False: 300, True: 2000}
 TRAINING = {"batch_size": 128, "num_probes": 8, "lr": 1e-2}
 
 
-@functools.lru_cache(maxsize=16)
+@cached(maxsize=16)
 @one_thread
 def surrogate(
     seed: int, full: bool, m: int, context: bool, biased: bool, steps: int = 0
