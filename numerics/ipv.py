@@ -7,8 +7,9 @@ Results and Methods", arXiv:2605.09075 (2026), §4 eq. (8), App. A.2 eq. (18)
     IPV(S) = (σ0²/N) · (k − c · tr((Λ_SS + cV_SS)⁻¹ V_SS)),   c = σ0²/N,
 
 and for every prefix of an order from one Cholesky factor R of Λ_oo + cV_oo:
-tr(A_k⁻¹V_k) = Σ_{i≤k} Σ_{j≤i} (R⁻¹)_ij² v_j. These agree with :mod:`laplace_lab.theory.ipv` (the
-float64 NumPy oracle) and run on NumPy, CuPy, torch or any array-API namespace.
+tr(A_k⁻¹Λ_k) = Σ_{i≤k} (R⁻¹Λ_ooR⁻ᵀ)_ii, each term in the form that keeps its digits. These
+agree with :mod:`laplace_lab.theory.ipv` (the float64 NumPy oracle) and run on NumPy, CuPy,
+torch or any array-API namespace.
 
 From a GGN, the empirical Λ̂ = (σ0²/N) J_wᵀJ_w (regression: J_w = J/σ0, so Λ̂ = JᵀJ/N;
 classification: Λ̂^C = Σ p(1−p) g gᵀ/N with σ0² = 1) gives Λ̂_SS + cV_SS = c Ω_SS, hence
@@ -16,8 +17,7 @@ classification: Λ̂^C = Σ p(1−p) g gᵀ/N with σ0² = 1) gives Λ̂_SS + cV
     IPV̂(S) = (σ0²/N) · (k − tr(Ω_SS⁻¹ V_S)) = mean over the training x of PV(S)(x),
 
 the empirical counterpart of IPV (§4 eqs. (6)–(7) of the paper; docs/mathematics.md,
-"Empirical counterpart"). The full IPV̂ uses Woodbury:
-tr(Ω⁻¹V) = Σ_i v_i [Ω⁻¹]_ii.
+"Empirical counterpart"). The full IPV̂ uses Woodbury when N' < p (:func:`ggn_ipv`).
 """
 
 from __future__ import annotations
@@ -32,16 +32,14 @@ from laplace_lab.numerics.backend import (
     as_float,
     cholesky,
     eigh,
+    gram_blocks,
     namespace,
     solve_triangular,
     to_numpy,
+    weighted_gram,
 )
 from laplace_lab.numerics.ggn import GGN, prior_vector
-from laplace_lab.numerics.predictive import (
-    marginal_variance,
-    predictive_variance,
-    subnetwork_variance,
-)
+from laplace_lab.numerics.predictive import predictive_variance, subnetwork_variance
 
 __all__ = [
     "discrepancy",
@@ -56,24 +54,33 @@ __all__ = [
 Array = Any
 
 
-def _prefix_traces(A: Array, v: Array) -> Array:
-    """Σ_{i≤k} Σ_{j≤i} (R⁻¹)_ij² v_j for k = 1..n, R = chol(A) (lower).
+def _prefix_terms(G: Array, v: Array) -> Array:
+    """t_i = (R⁻¹GR⁻ᵀ)_ii ∈ [0, 1], R = chol(G + diag(v)) (lower), for every i at once.
 
-    Valid for every prefix at once because (R⁻¹)_{1:k,1:k} = (R_{1:k,1:k})⁻¹
-    (docs/mathematics.md, "IPV along nested prefixes").
+    The prefix sums of t are tr(A_k⁻¹G_k) for every prefix k, because
+    (R⁻¹)_{1:k,1:k} = (R_{1:k,1:k})⁻¹ (docs/mathematics.md, "IPV along nested prefixes").
+    Since R⁻¹AR⁻ᵀ = I, t_i = 1 − Σ_j (R⁻¹)_ij² v_j; that complement form loses every digit
+    when G ≪ V (t_i ≈ 0), so terms below ½ take the direct form Σ_j (R⁻¹G)_ij (R⁻¹)_ij
+    (docs/numerical-hazards.md, "IPV cancellation"). Rounding outside [0, 1] is clipped.
     """
-    xp = namespace(A)
-    n = A.shape[0]
+    xp = namespace(G)
+    n = G.shape[0]
+    dev = array_api_compat.device(G)
+    eye = xp.eye(n, dtype=G.dtype, device=dev)
     try:
-        R = cholesky(A)
+        R = cholesky(G + eye * v)
     except Exception as err:  # backends raise their own LinAlgError types
         raise ValueError(
             "Lam + c·V is not positive definite: Lam must be positive semi-definite"
         ) from err
     if not bool(xp.all(xp.isfinite(R))):
         raise ValueError("Lam + c·V is not positive definite: Lam must be positive semi-definite")
-    Rinv = solve_triangular(R, xp.eye(n, dtype=A.dtype, device=array_api_compat.device(A)))
-    return xp.cumulative_sum((Rinv * Rinv) @ v)
+    Rinv = solve_triangular(R, eye)
+    t = 1.0 - (Rinv * Rinv) @ v
+    small = t < 0.5
+    if bool(xp.any(small)):
+        t = xp.where(small, xp.sum((Rinv @ G) * Rinv, axis=1), t)
+    return xp.clip(t, 0.0, 1.0)
 
 
 def _lam_setup(
@@ -94,10 +101,7 @@ def _lam_setup(
 def _ipv_prefixes(L: Array, o: Array, c: float, v: Array) -> Array:
     xp = namespace(L)
     Loo = xp.take(xp.take(L, o, axis=0), o, axis=1)
-    vo = xp.take(v, o)
-    eye = xp.eye(o.shape[0], dtype=L.dtype, device=array_api_compat.device(L))
-    k = xp.arange(1, o.shape[0] + 1, dtype=L.dtype, device=array_api_compat.device(L))
-    return c * (k - c * _prefix_traces(Loo + eye * (c * vo), vo))
+    return c * xp.cumulative_sum(_prefix_terms(Loo, c * xp.take(v, o)))
 
 
 def ipv_path(
@@ -174,12 +178,16 @@ def ggn_ipv_path(ggn: GGN, order: Any) -> Array:
     xp = ggn.xp
     dev = array_api_compat.device(ggn.Jw)
     o = xp.asarray(subset(order, ggn.p, "order", nonempty=True), device=dev)
-    k = xp.arange(1, o.shape[0] + 1, dtype=ggn.Jw.dtype, device=dev)
-    return scale * (k - _prefix_traces(ggn.submatrix(o), xp.take(ggn.prior_precision, o)))
+    G = gram_blocks(xp.take(ggn.Jw, o, axis=1))  # J_wᵀJ_w on o, without V (module doc)
+    return scale * xp.cumulative_sum(_prefix_terms(G, xp.take(ggn.prior_precision, o)))
 
 
 def ggn_ipv(ggn: GGN, S: Any = None) -> float:
-    """Empirical IPV̂(S) from a GGN (S = None: all p parameters, by Woodbury).
+    """Empirical IPV̂(S) from a GGN (S = None: all p parameters).
+
+    The full IPV̂ sums the terms 1 − v_i [Ω⁻¹]_ii = d_i ‖L⁻¹ J_w e_i‖² (D = V⁻¹,
+    L Lᵀ = I + J_w D J_wᵀ, Woodbury) when N' < p: squares only, so no digit is lost when
+    J_wᵀJ_w ≪ V; otherwise it is the last point of :func:`ggn_ipv_path`.
 
     References
     ----------
@@ -187,11 +195,19 @@ def ggn_ipv(ggn: GGN, S: Any = None) -> float:
        Results and Methods", arXiv:2605.09075 (2026), §4 eqs. (6)–(8).
     """
     scale = _ggn_scale(ggn)
-    if S is None:
-        xp = ggn.xp
-        trace = float(xp.sum(ggn.prior_precision * marginal_variance(ggn)))
-        return scale * (ggn.p - trace)
-    return float(ggn_ipv_path(ggn, S)[-1])
+    n, p = ggn.Jw.shape
+    if S is not None or n >= p:
+        return float(ggn_ipv_path(ggn, np.arange(p) if S is None else S)[-1])
+    xp, Jw = ggn.xp, ggn.Jw
+    D = 1.0 / ggn.prior_precision
+    L = cholesky(
+        weighted_gram(Jw, D) + xp.eye(n, dtype=Jw.dtype, device=array_api_compat.device(Jw))
+    )
+    total = 0.0
+    for a, b in ggn._col_tiles():
+        Z = solve_triangular(L, Jw[:, a:b] * xp.sqrt(D[a:b]))
+        total += float(xp.sum(Z * Z))
+    return scale * total
 
 
 def ggn_discrepancy(ggn: GGN, S: Any) -> float:

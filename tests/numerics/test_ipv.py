@@ -115,3 +115,29 @@ def test_ggn_ipv_full_uses_woodbury_when_p_exceeds_n():
 def test_bad_input(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
         call()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", [1e-8, 1.0, 1e6])
+def test_ipv_keeps_its_digits_when_lambda_is_far_below_or_above_the_prior(dtype, scale):
+    """IPV ≈ (σ0²/N)·tr(Λ/cV) when Λ ≪ cV: the complement form k − c·tr(A⁻¹V) would round
+    to 0 there; each term is taken in the form that keeps its digits. References are exact
+    for the input as rounded to ``dtype``."""
+    rng = np.random.default_rng(0)
+    B = rng.standard_normal((6, 6))
+    Lam = (scale * B @ B.T / 6).astype(dtype)
+    kw = {"n": 10.0, "noise_var": 1.0, "prior_precision": rng.uniform(0.5, 2.0, 6)}
+    order = [0, 2, 3, 5]
+    want = theory.ipv_path(Lam.astype(np.float64), order, **kw)
+    rtol = float(50 * np.finfo(dtype).eps)
+    np.testing.assert_allclose(ipv_path(Lam, order, **kw), want, rtol=rtol)
+    # N' = 4 < p = 6 (Woodbury): IPV̂_full = (σ0²/N) Σ_j s_j²/(s_j² + σ0² v) over the
+    # singular values s_j of J (Ω = JᵀJ/σ0² + vI), accurate to eps by the SVD
+    J = (np.sqrt(scale) * rng.standard_normal((4, 6))).astype(dtype)
+    s2, v = 0.5, 2.0
+    ggn = GGN.regression(J, noise_var=s2, prior_precision=v)
+    sv2 = np.linalg.svd(J.astype(np.float64), compute_uv=False) ** 2
+    assert ggn_ipv(ggn) == pytest.approx(s2 / 4 * np.sum(sv2 / (sv2 + s2 * v)), rel=rtol)
+    lam_hat = s2 * host(ggn.Jw).astype(np.float64).T @ host(ggn.Jw).astype(np.float64) / 4
+    want_s = theory.ipv(lam_hat, order, n=4, noise_var=s2, prior_precision=v)
+    assert ggn_ipv(ggn, order) == pytest.approx(want_s, rel=rtol)
