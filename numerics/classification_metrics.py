@@ -6,6 +6,10 @@ log-likelihood and the expected calibration error of the predictive probabilitie
 test set, and out-of-distribution detection as the area under the ROC curve of an
 uncertainty score (the entropy of the predictive probabilities, or of the Gaussian
 predictive) separating in-distribution from OOD inputs.
+
+``probs`` is an (n, C) array of class probabilities whose rows sum to 1, or an (n, 1) column
+P(y = 1) of a binary classifier (what a one-logit predictive's ``probabilities()`` gives),
+read as the two classes (1 − p, p).
 """
 
 from __future__ import annotations
@@ -20,14 +24,24 @@ from laplace_lab._checks import positive_int
 __all__ = ["accuracy", "auroc", "entropy", "expected_calibration_error", "negative_log_likelihood"]
 
 
-def _probs_labels(probs: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+def _probs(probs: Any) -> np.ndarray:
+    """(n, C) class probabilities; an (n, 1) column is P(y = 1) of a binary classifier."""
     P = np.asarray(probs, dtype=np.float64)
     if P.ndim != 2 or P.shape[0] == 0:
         raise ValueError(f"probs must be a non-empty (n, C) array; got shape {P.shape}")
     if not np.all(np.isfinite(P)) or np.any(P < 0):
         raise ValueError("probs must be finite and non-negative")
+    if P.shape[1] == 1:
+        if np.any(P > 1):
+            raise ValueError("probs of one column (P(y = 1)) must lie in [0, 1]")
+        P = np.concatenate([1.0 - P, P], axis=1)
     if not np.allclose(P.sum(axis=1), 1.0, atol=1e-6):
         raise ValueError("probs must sum to 1 over the classes (rows)")
+    return P
+
+
+def _probs_labels(probs: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    P = _probs(probs)
     labels = np.asarray(y)
     if labels.shape != (P.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"y must be ({P.shape[0]},) integer labels; got {labels.shape}")
@@ -66,11 +80,7 @@ def expected_calibration_error(probs: Any, y: Any, *, bins: int = 15) -> float:
 
 def entropy(probs: Any) -> np.ndarray:
     """−Σ_c p_c log p_c per row (0 log 0 = 0)."""
-    P = np.asarray(probs, dtype=np.float64)
-    if P.ndim != 2:
-        raise ValueError(f"probs must be an (n, C) array; got shape {P.shape}")
-    if not np.all(np.isfinite(P)) or np.any(P < 0):
-        raise ValueError("probs must be finite and non-negative")
+    P = _probs(probs)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(P > 0, P * np.log(P), 0.0)
     return -terms.sum(axis=1)

@@ -213,6 +213,11 @@ class GGN:
         J = _jacobian(J, 3)
         xp = namespace(J)
         N, C, p = J.shape
+        if C < 2:
+            raise ValueError(
+                "J must hold C ≥ 2 logits per point (a softmax of one logit is constant; use "
+                f"GGN.binary); got shape {tuple(J.shape)}"
+            )
         eps = nonnegative_float(eps, "eps")
         f = _logits(logits, (N, C), J)
         f = f - xp.max(f, axis=1, keepdims=True)

@@ -105,10 +105,7 @@ class GaussianPredictive:
                 "likelihood='regression'"
             )
         mu = self.mean
-        binary = mu.shape[1] == 1
         if link == "probit":
-            if binary:
-                return probit_probability(mu[:, 0], self.variance()[:, 0])[:, None]
             return probit_probability(mu, self.variance())
         samples = positive_int(samples, "samples")
         gen = as_generator(rng)
@@ -118,7 +115,7 @@ class GaussianPredictive:
             s = min(256, samples - a)
             eps = gen.standard_normal((s, *mu.shape))
             f = mu[None] + np.einsum("mab,smb->sma", L, eps)
-            out += (expit(f) if binary else _softmax(f)).sum(axis=0)
+            out += (expit(f) if mu.shape[1] == 1 else _softmax(f)).sum(axis=0)
         return out / samples
 
 
@@ -139,6 +136,11 @@ def _weighted_rows(
 ) -> np.ndarray:
     """The rows Λ_n^{½ᵀ} Φ_n of every point (N·C' × k), from the GGN constructors."""
     if likelihood == "multiclass":
+        if features.shape[1] < 2:
+            raise ValueError(
+                "likelihood='multiclass' needs C ≥ 2 outputs (use likelihood='binary' for one "
+                f"logit); got features of shape {features.shape}"
+            )
         return np.asarray(GGN.multiclass(features, logits, prior_precision=1.0).Jw)
     if features.shape[1] != 1:
         raise ValueError(
@@ -190,8 +192,10 @@ class FeatureLaplace:
         """log det(WᵀW + α I) for α (default: this posterior's; an array gives an array)."""
         a = self.prior_precision if prior_precision is None else prior_precision
         alphas = np.atleast_1d(real_array(a, "prior_precision")).astype(np.float64)
-        if np.any(alphas <= 0):
-            raise ValueError(f"prior_precision must be positive; got prior_precision={a!r}")
+        if not np.all(np.isfinite(alphas) & (alphas > 0)):
+            raise ValueError(
+                f"prior_precision must be finite and positive; got prior_precision={a!r}"
+            )
         lam = np.clip(self.eigenvalues, 0.0, None)
         zeros = self.k - lam.size  # eigenvalues of WᵀW beyond the rank R
         out = np.log(lam[None, :] + alphas[:, None]).sum(axis=1) + zeros * np.log(alphas)
@@ -271,8 +275,27 @@ def feature_laplace(
     return FeatureLaplace(W, lam, U, alpha)
 
 
+def _targets(y: Any, f: np.ndarray, likelihood: str) -> np.ndarray:
+    """``y`` as (N,) float64 targets of the N training points, checked for ``likelihood``."""
+    t = real_array(_as_host(y) if hasattr(y, "detach") else y, "y").astype(np.float64)
+    N, C = f.shape
+    if t.ndim == 2 and t.shape[1] == 1:
+        t = t[:, 0]
+    if t.shape != (N,):
+        raise ValueError(
+            f"y must have shape ({N},) (one target per training point); got {t.shape}"
+        )
+    if not np.all(np.isfinite(t)):
+        raise ValueError("y must be finite; it contains NaN or Inf")
+    if likelihood == "binary" and not np.all((t == 0) | (t == 1)):
+        raise ValueError("y must hold binary labels 0 or 1 (likelihood='binary')")
+    if likelihood == "multiclass" and not np.all((t == np.round(t)) & (t >= 0) & (t < C)):
+        raise ValueError(f"y must hold integer class labels in [0, {C}) (likelihood='multiclass')")
+    return t
+
+
 def _log_likelihood(f: np.ndarray, y: np.ndarray, likelihood: str, noise_var: float) -> float:
-    """log p(y | f) summed over the points."""
+    """log p(y | f) summed over the points (``y`` from :func:`_targets`)."""
     if likelihood == "multiclass":
         z = f - f.max(axis=1, keepdims=True)
         logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
@@ -378,12 +401,7 @@ class LinearizedLaplace:
         import torch
 
         alphas = np.atleast_1d(real_array(prior_precision, "prior_precision")).astype(float)
-        y = np.asarray(y)
-        if y.shape[0] != self.logits.shape[0]:
-            raise ValueError(
-                f"y must have one entry per training point ({self.logits.shape[0]}); got "
-                f"{y.shape[0]}"
-            )
+        y = _targets(y, self.logits, self.likelihood)
         theta = torch.nn.utils.parameters_to_vector(
             [t for t in self.model.parameters() if t.requires_grad]
         )

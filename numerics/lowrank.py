@@ -54,8 +54,8 @@ class LowRankLaplace:
     eigenvectors: Array
     prior_precision: Array
     lanczos: EigshResult
-    _B: Array  # U diag(λ)^{1/2}
-    _R: Array  # chol(I + Bᵀ D B), lower, r × r (backend dispatch of numerics.backend)
+    _B: Array  # U diag(λ)^{1/2}, float64
+    _R: Array  # chol(I + Bᵀ D B), lower, r × r, float64 (backend dispatch of numerics.backend)
 
     @classmethod
     def from_factor(
@@ -102,10 +102,13 @@ class LowRankLaplace:
     @classmethod
     def _build(cls, values: np.ndarray, U: Array, V: Array, res: EigshResult) -> LowRankLaplace:
         lam = np.clip(np.asarray(values, dtype=np.float64), 0.0, None)
-        space = Space(int(U.shape[0]), None, U)
-        B = U * space.asarray(np.sqrt(lam))
-        xp = space.xp
-        K = B.T @ (B / V[:, None])
+        # the Woodbury factor in float64 whatever the eigenpairs' dtype: gᵀDg − ‖R⁻¹BᵀDg‖²
+        # cancels for g near the span of U (docs/numerical-hazards.md, "Float32 Woodbury
+        # cancellation")
+        xp = array_namespace(U)
+        U64 = xp.astype(U, xp.float64)
+        B = U64 * Space(int(U.shape[0]), None, U64).asarray(np.sqrt(lam))
+        K = B.T @ (B / xp.astype(V, xp.float64)[:, None])
         K = 0.5 * (K + K.T) + xp.eye(lam.size, dtype=K.dtype, device=getattr(K, "device", None))
         return cls(lam, U, V, res, B, cholesky(K))
 
@@ -135,10 +138,11 @@ class LowRankLaplace:
                 f"G_test must have shape (M, p) with p={p}; got {tuple(G.shape)}"
                 + (" (one test point is G_test[None])" if len(G.shape) == 1 else "")
             )
-        GD = G / self.prior_precision
-        prior_part = xp.sum(GD * G, axis=1)
+        G64 = xp.astype(G, xp.float64)  # evaluated in float64, returned in G's dtype
+        GD = G64 / xp.astype(self.prior_precision, xp.float64)
+        prior_part = xp.sum(GD * G64, axis=1)
         W = solve_triangular(self._R, self._B.T @ GD.T, lower=True)  # r × n_test
-        return prior_part - xp.sum(W * W, axis=0)
+        return xp.astype(prior_part - xp.sum(W * W, axis=0), G.dtype)
 
     def logdet(self) -> float:
         """``log det Ω_r = Σ log V_i + 2 Σ log R_jj`` (matrix determinant lemma)."""

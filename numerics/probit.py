@@ -21,16 +21,16 @@ def probit_probability(mean: Any, variance: Any) -> np.ndarray:
 
     Parameters
     ----------
-    mean : (n,) or (n, d') array_like
-        The logits' means: one logit per point (binary) or d' (multiclass).
+    mean : (n,), (n, 1) or (n, d') array_like
+        The logits' means: one logit per point (binary) or d' ≥ 2 (multiclass).
     variance : array_like of the shape of ``mean``
         Their marginal variances, finite and ≥ 0.
 
     Returns
     -------
     ndarray of the shape of ``mean``
-        One logit: P(y = 1) = ``σ(μ / √(1 + π v / 8))``; d' logits: the softmax over the last
-        axis of ``μ_c / √(1 + π v_c / 8)``.
+        One logit: P(y = 1) = ``σ(μ / √(1 + π v / 8))``; d' ≥ 2 logits: the softmax over the
+        last axis of ``μ_c / √(1 + π v_c / 8)``.
 
     References
     ----------
@@ -49,7 +49,7 @@ def probit_probability(mean: Any, variance: Any) -> np.ndarray:
     if np.any(v < 0) or not np.all(np.isfinite(v)):
         raise ValueError("variance must be finite and non-negative")
     z = mu / np.sqrt(1.0 + np.pi * v / 8.0)
-    if mu.ndim == 1:
+    if mu.ndim == 1 or mu.shape[1] == 1:
         return expit(z)
     z = z - z.max(axis=1, keepdims=True)
     e = np.exp(z)

@@ -191,6 +191,63 @@ def test_classification_metrics_against_hand_computed_values():
         entropy(np.array([[np.nan, 1.0]]))
     with pytest.raises(ValueError, match="labels"):
         accuracy(P, np.array([0, 1, 2, 1]))
+    with pytest.raises(ValueError, match="sum to 1"):
+        entropy(np.array([[0.2, 0.2]]))
+
+
+def test_one_probability_column_is_p_of_class_one():
+    """(n, 1) probabilities (a binary predictive's P(y = 1)) are the classes (1 − p, p)."""
+    q = np.array([0.5, 0.9, 0.99, 0.2])
+    y = np.array([1, 1, 0, 0])
+    two = np.c_[1 - q, q]
+    np.testing.assert_allclose(entropy(q[:, None]), -(q * np.log(q) + (1 - q) * np.log(1 - q)))
+    assert accuracy(q[:, None], y) == accuracy(two, y) == 0.5  # argmax of 0.5 ties to class 0
+    assert negative_log_likelihood(q[:, None], y) == pytest.approx(
+        -np.mean(np.log([0.5, 0.9, 0.01, 0.8]))
+    )
+    assert expected_calibration_error(q[:, None], y) == expected_calibration_error(two, y)
+    with pytest.raises(ValueError, match="one column"):
+        entropy(np.array([[1.5]]))
+
+
+def _linear_model(theta: np.ndarray, d: int):
+    model = torch.nn.Linear(d, 1).double()
+    with torch.no_grad():
+        model.weight[:] = torch.as_tensor(theta[:d])[None]
+        model.bias[:] = float(theta[d])
+    return model.eval()
+
+
+def test_log_evidence_takes_a_column_of_targets_and_checks_the_labels():
+    """Bayesian linear regression: the LLA evidence at the posterior mode is the exact
+    Gaussian marginal likelihood N(y; 0, σ²I + ΦΦᵀ/α), for y as (N,) or (N, 1)."""
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    N, d, alpha, s2 = 12, 3, 0.7, 0.2
+    X = rng.standard_normal((N, d))
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.3 * rng.standard_normal(N)
+    Phi = np.c_[X, np.ones(N)]
+    theta = np.linalg.solve(Phi.T @ Phi / s2 + alpha * np.eye(d + 1), Phi.T @ y / s2)
+    lla = LinearizedLaplace.fit(
+        _linear_model(theta, d), X, likelihood="regression", prior_precision=alpha, noise_var=s2
+    )
+    exact = stats.multivariate_normal(np.zeros(N), s2 * np.eye(N) + Phi @ Phi.T / alpha)
+    for targets in (y, y[:, None], torch.as_tensor(y)):
+        assert lla.log_evidence(targets, alpha)[0] == pytest.approx(exact.logpdf(y), rel=1e-10)
+    with pytest.raises(ValueError, match=r"y must have shape \(12,\)"):
+        lla.log_evidence(np.c_[y, y], alpha)
+    with pytest.raises(ValueError, match="prior_precision must be finite and positive"):
+        lla.log_evidence(y, [1.0, np.nan])
+    binary = LinearizedLaplace.fit(
+        _linear_model(theta, d), X, likelihood="binary", prior_precision=alpha
+    )
+    with pytest.raises(ValueError, match="binary labels 0 or 1"):
+        binary.log_evidence(np.where(y > 0, 1.0, -1.0), alpha)
+    multi = LinearizedLaplace.fit(_net(), X[:, :3], likelihood="multiclass", prior_precision=1.0)
+    for labels in (np.full(N, -1), np.full(N, 0.9), np.full(N, 5)):
+        with pytest.raises(ValueError, match="integer class labels"):
+            multi.log_evidence(labels, 1.0)
 
 
 def test_bad_inputs_name_the_argument():
@@ -201,6 +258,10 @@ def test_bad_inputs_name_the_argument():
         feature_laplace(F, np.zeros((3, 2)), likelihood="multiclass", prior_precision=0.0)
     with pytest.raises(ValueError, match="one output"):
         feature_laplace(F, np.zeros((3, 2)), likelihood="binary", prior_precision=1.0)
+    with pytest.raises(ValueError, match="C ≥ 2 outputs"):
+        feature_laplace(F[:, :1], np.zeros((3, 1)), likelihood="multiclass", prior_precision=1.0)
+    with pytest.raises(ValueError, match="C ≥ 2 logits"):
+        GGN.multiclass(F[:, :1], np.zeros((3, 1)), prior_precision=1.0)
     post = feature_laplace(F, np.zeros((3, 2)), likelihood="multiclass", prior_precision=1.0)
     with pytest.raises(ValueError, match="features"):
         post.covariance(np.ones((2, 2, 5)))

@@ -107,6 +107,21 @@ def test_backends_agree_with_dense(backend):
     np.testing.assert_allclose(lr.logdet(), _dense_pv(Jw, V, G)[1], rtol=1e-12)
 
 
+@pytest.mark.parametrize("alpha", [1e-4, 1e-2, 1.0])
+def test_float32_keeps_float32_accuracy_at_training_rows_under_weak_priors(alpha):
+    """gᵀDg − ‖R⁻¹BᵀDg‖² cancels at g = training rows when α is small: the Woodbury factor
+    is kept in float64, so float32 input loses only its own rounding (≈ 6e-8 relative),
+    not the 1/α amplification of it."""
+    rng = np.random.default_rng(0)
+    Jw = rng.standard_normal((10, 40)).astype(np.float32)
+    J = Jw.astype(np.float64)
+    pv = _dense_pv(J, np.full(40, alpha), J)[0]
+    lr = LowRankLaplace.from_factor(Jw, alpha, 10, rng=0)
+    out = lr.predictive_variance(Jw)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, pv, rtol=20 * np.finfo(np.float32).eps)
+
+
 def test_bad_input_is_rejected_with_the_argument_named():
     Jw, V, G = _problem()
     with pytest.raises(ValueError, match="rank must be in"):

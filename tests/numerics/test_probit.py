@@ -18,6 +18,8 @@ def test_one_logit_is_within_the_known_approximation_error_of_the_exact_integral
     approx = probit_probability(mu, v)
     np.testing.assert_allclose(approx, exact, atol=0.02)
     assert approx[1] == 0.5  # symmetric at μ = 0 for any v
+    # one logit as a column: the same probabilities, in that shape (not a softmax of one)
+    np.testing.assert_array_equal(probit_probability(mu[:, None], v[:, None])[:, 0], approx)
     # a vanishing variance gives back the logistic function itself
     np.testing.assert_allclose(probit_probability(mu, np.zeros(5)), 1 / (1 + np.exp(-mu)))
 
