@@ -180,8 +180,8 @@ class GGN:
         J = _jacobian(J, 2)
         xp = namespace(J)
         f = _logits(logits, (J.shape[0],), J)
-        prob = 1.0 / (1.0 + xp.exp(-f))
-        w = prob * (1.0 - prob)
+        e = xp.exp(-xp.abs(f))  # σ(f)σ(−f) = e/(1 + e)²: no rounding of p to 1 in float32
+        w = e / (1.0 + e) ** 2
         return cls(
             J * xp.sqrt(w)[:, None], prior_precision, n_data=J.shape[0], likelihood="binary"
         )

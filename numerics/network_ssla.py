@@ -66,7 +66,13 @@ class NormalPredictive(NamedTuple):
 def _inputs(ggn: Any, G_test: Any, f_test: Any, noise_var: Any) -> tuple[Any, Any, float]:
     if not isinstance(ggn, GGN):
         raise TypeError(f"ggn must be a GGN; got {type(ggn).__name__}")
+    if ggn.likelihood in ("binary", "multiclass"):
+        raise ValueError(f"ggn must be a regression GGN; got likelihood={ggn.likelihood!r}")
     s2 = positive_float(noise_var, "noise_var")
+    if ggn.likelihood == "regression" and not np.isclose(s2, ggn.noise_var, rtol=1e-12, atol=0):
+        raise ValueError(
+            f"noise_var must be the σ² of the GGN's Ω ({ggn.noise_var:g}); got noise_var={s2:g}"
+        )
     v = predictive_variance(ggn, G_test)
     if v.ndim != 1:
         raise ValueError(

@@ -96,6 +96,17 @@ def test_float32_within_documented_tolerance(backend):
     assert err > 0  # float32 really was used: the float64 answer is not reproduced exactly
 
 
+def test_binary_weights_of_saturated_logits_stay_positive_in_float32():
+    """p(1 − p) rounds to 0 in float32 once p rounds to 1 (f ≳ 17); σ(f)σ(−f) does not."""
+    f = np.array([0.0, 5.0, 20.0, -30.0, 60.0])
+    J = np.ones((5, 1))
+    want = np.exp(-np.abs(f)) / (1 + np.exp(-np.abs(f))) ** 2  # float64, exact to rounding
+    for dtype in (np.float32, np.float64):
+        ggn = GGN.binary(J.astype(dtype), f.astype(dtype), prior_precision=1.0)
+        w = np.asarray(ggn.Jw[:, 0], dtype=np.float64) ** 2
+        np.testing.assert_allclose(w, want, rtol=10 * np.finfo(dtype).eps)
+
+
 def test_scalar_prior_and_prior_vector_agree():
     rng = np.random.default_rng(2)
     J, _ = random_problem(rng, 5, 8)

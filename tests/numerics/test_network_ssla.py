@@ -120,6 +120,11 @@ def test_bad_input():
         assla_log_density(np.eye(3), G, f, f, noise_var=s2)
     with pytest.raises(ValueError, match="noise_var"):
         ssla_log_density(ggn, G, f, f, noise_var=0.0)
+    with pytest.raises(ValueError, match="noise_var must be the σ² of the GGN"):
+        ssla_predictive(ggn, G, f, noise_var=2 * s2)  # Ω built with another σ²
+    binary = GGN.binary(np.asarray(ggn.Jw), np.zeros(ggn.n_rows), prior_precision=1.0)
+    with pytest.raises(ValueError, match="ggn must be a regression GGN"):
+        assla_predictive(binary, G, f, noise_var=s2)
     with pytest.raises(ValueError, match="f_test"):
         ssla_log_density(ggn, G, f[:2], f, noise_var=s2)
     with pytest.raises(ValueError, match="y"):
