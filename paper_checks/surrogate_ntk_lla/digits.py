@@ -177,6 +177,7 @@ def _scores(ctx: Context, methods: tuple[str, ...]) -> tuple[dict[str, Scores], 
             "ScaLLA replaced by the MAP (zero posterior covariance)",
             {(ScaLLA, "fit"): staticmethod(_map_for_scalla)},
             expect=Status.CONFIRMED,
+            reuses=(digits_map, digits_lla),
         ),
     ),
 )
@@ -237,6 +238,7 @@ def digits_scalla_predictive(ctx: Context) -> Verdict:
             "'superior' read from the bootstrap interval's midpoint, ignoring resampling noise",
             {_better: _better_by_point_estimate},
             expect=Status.CONFIRMED,
+            reuses=(digits_map, digits_scores),  # the decision rule only
         ),
     ),
 )
@@ -285,6 +287,7 @@ def digits_biased_ood(ctx: Context) -> Verdict:
             "'LLLA' computed over all parameters (the exact LLA)",
             {digits_lla: _lla_for_llla},
             expect=Status.CONFIRMED,
+            reuses=(digits_map,),
         ),
     ),
 )
