@@ -44,7 +44,11 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     )
     bench.add_argument("--full", action="store_true", help="the large sizes (slow)")
     bench.add_argument(
-        "--only", nargs="+", metavar="NAME", help="only these benchmarks (e.g. greedy lanczos)"
+        "--only",
+        nargs="+",
+        action="extend",
+        metavar="NAME",
+        help="only these benchmarks (e.g. greedy lanczos)",
     )
     bench.add_argument(
         "--threads",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ParameterBlock", "ParameterLayout", "parameter_layout"]
+__all__ = ["ParameterBlock", "ParameterLayout", "parameter_layout", "trainable_vector"]
 
 
 def _torch() -> Any:
@@ -103,6 +103,12 @@ def _trainable(model: Any) -> dict[str, Any]:
     if not params:
         raise ValueError("model must have at least one trainable parameter")
     return params
+
+
+def trainable_vector(model: Any) -> np.ndarray:
+    """θ̂: the trainable parameters flattened in the layout's order, as float64 (host)."""
+    flat = _torch().nn.utils.parameters_to_vector(list(_trainable(model).values()))
+    return flat.detach().double().cpu().numpy()
 
 
 def parameter_layout(model: Any) -> ParameterLayout:

@@ -37,13 +37,17 @@ class LinearPlan:
 
 
 def linear_plan(model: Any, layout: Any) -> LinearPlan | None:
-    """A plan when every trainable parameter is the weight or bias of an ``nn.Linear``."""
+    """A plan when every trainable parameter is the weight or bias of one ``nn.Linear`` (a
+    weight shared by two modules, as in tied layers, is not)."""
     import torch
 
-    owner = {}
-    for name, m in model.named_modules():
+    owner, owners = {}, {}
+    for name, m in model.named_modules(remove_duplicate=False):
         for pname, t in m.named_parameters(recurse=False):
             owner[f"{name}.{pname}" if name else pname] = (m, pname, t)
+            owners.setdefault(id(t), set()).add(id(m))
+    if any(len(ms) > 1 for ms in owners.values()):
+        return None
     mods, w_start, b_start = [], [], []
     seen: dict[int, int] = {}
     for block in layout.blocks:

@@ -255,11 +255,14 @@ class GGN:
         return self.xp.asarray(host, device=array_api_compat.device(self.Jw))
 
     # ----------------------------------------------------------------------------- operators
+    def _column_square_sums(self) -> Array:
+        """colsum(J_w²) (p,), tiled over p."""
+        xp = self.xp
+        return xp.concat([xp.sum(self.Jw[:, a:b] ** 2, axis=0) for a, b in self._col_tiles()])
+
     def diagonal(self) -> Array:
         """diag(Ω) = column sums of J_w² + V, without forming Ω (tiled over p)."""
-        xp = self.xp
-        parts = [xp.sum(self.Jw[:, a:b] ** 2, axis=0) for a, b in self._col_tiles()]
-        return xp.concat(parts) + self.prior_precision
+        return self._column_square_sums() + self.prior_precision
 
     def scores(self) -> Array:
         """Gradient-Laplace scores s_i = (1/N) Σ_n w_n g_i(x_n)² over the training set.
@@ -273,8 +276,8 @@ class GGN:
         .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations:
            New Results and Methods", arXiv:2605.09075 (2026), §3, Alg. 1, and App. C.3.
         """
-        d = self.diagonal() - self.prior_precision
-        return d * (self.noise_var / self.n_data)
+        # not diag(Ω) − V: that loses every digit of colsum(J_w²) ≪ V
+        return self._column_square_sums() * (self.noise_var / self.n_data)
 
     def weighted_columns(self, idx: Any) -> Array:
         """J_w[:, idx] (N′ × |idx|), the weighted Jacobian columns of the parameters ``idx``."""

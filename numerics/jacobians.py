@@ -45,6 +45,7 @@ __all__ = [
     "ParameterLayout",
     "gradient_scores",
     "jacobian_chunks",
+    "layer_call_order",
     "parameter_layout",
     "per_sample_jacobian",
     "subset_gram",
@@ -74,6 +75,12 @@ def _check_eval_mode(model: Any) -> None:
                     f"model must be in eval mode for per-sample Jacobians: {kind} layer "
                     f"{name!r} is in training mode (call model.eval())"
                 )
+        if isinstance(m, kinds[0][0]) and m.running_mean is None:
+            raise ValueError(
+                f"model must normalise each sample alone for per-sample Jacobians: batch-norm "
+                f"layer {name!r} has no running statistics (track_running_stats=False), so it "
+                "normalises with the statistics of the batch even in eval mode"
+            )
 
 
 def _as_input(model: Any, X: Any) -> Any:
@@ -103,21 +110,58 @@ def _chunk(chunk_size: Any, row_bytes: int, n: int) -> int:
 
 
 def _output_shape(model: Any, X: Any) -> tuple[int, ...]:
+    """The per-sample output shape, from a batch of two rows (one when N = 1): a batch of one
+    cannot tell an (N, C) output from one whose batch axis a ``squeeze()`` removed."""
     torch = _torch()
+    b = min(2, int(X.shape[0]))
     with torch.no_grad():
         try:
-            out = model(X[:1])
+            out = model(X[:b])
         except RuntimeError as err:
             raise ValueError(
-                f"X does not fit the model: model(X[:1]) with X of shape {tuple(X.shape)} "
+                f"X does not fit the model: model(X[:{b}]) with X of shape {tuple(X.shape)} "
                 f"failed: {err}"
             ) from err
+    if out.ndim == 0 or out.shape[0] != b:
+        raise ValueError(
+            f"model must keep the batch axis of its outputs: model(X[:{b}]) returned shape "
+            f"{tuple(out.shape)} (a squeeze() in forward removes it for a batch of one)"
+        )
     shape = tuple(out.shape[1:])
     if len(shape) > 1:
         raise ValueError(
             f"model must return (N,), (N, 1) or (N, C) outputs; got {tuple(out.shape)}"
         )
     return shape
+
+
+def layer_call_order(model: Any, X: Any) -> list[int]:
+    """The parameterised layers of ``model`` (numbered as in :func:`parameter_layout`) in the
+    order its forward pass first calls them on the first row of ``X``.
+
+    The flat layout numbers layers in registration order; "the last layer" (NeuralLinear,
+    Last-k, ``subset="last_layer"``) is the last one called, which differs when a model
+    registers its layers in another order than it applies them.
+    """
+    torch = _torch()
+    _check_model(model)
+    X = _as_input(model, X)
+    layout = parameter_layout(model)
+    modules = dict(model.named_modules())
+    layers = {b.module: b.layer for b in layout.blocks}
+    order: list[int] = []
+
+    def hook(layer: int) -> Any:
+        return lambda *_: order.append(layer) if layer not in order else None
+
+    handles = [modules[name].register_forward_hook(hook(i)) for name, i in layers.items()]
+    try:
+        with torch.no_grad():
+            model(X[:1])
+    finally:
+        for h in handles:
+            h.remove()
+    return order
 
 
 _METHODS = ("auto", "vmap", "linear")
@@ -182,7 +226,10 @@ def _chunks(
     B = _chunk(chunk_size, n_out * layout.p * item, X.shape[0])
     plan = None if method == "vmap" else linear_plan(model, layout)
     if method == "linear" and plan is None:
-        raise ValueError("method='linear' needs every trainable parameter in a torch.nn.Linear")
+        raise ValueError(
+            "method='linear' needs every trainable parameter to be the weight or bias of one "
+            "torch.nn.Linear (not shared with another module) whose weight is trainable"
+        )
     if plan is not None:
         first = linear_signals(model, plan, X[:B])
         ok = first is not None
@@ -293,6 +340,8 @@ def per_sample_jacobian(
             if tidx is None:
                 tidx = torch.as_tensor(idx, device=J.device)
             J = J.index_select(-1, tidx)
+        if tuple(J.shape) != tuple(dest.shape):  # copy_ would broadcast silently
+            raise RuntimeError(f"Jacobian chunk of shape {tuple(J.shape)} for {tuple(dest.shape)}")
         dest.copy_(J)
         del J
     return given if given is not None else (buf[:, 0] if buf.shape[1] == 1 else buf)
@@ -409,8 +458,8 @@ def _weights(f: Any, likelihood: str, eps: float) -> Any:
     if likelihood == "regression":
         return torch.ones_like(f)[:, :, None]
     if likelihood == "binary":
-        prob = torch.sigmoid(f)
-        return torch.sqrt(prob * (1.0 - prob))[:, :, None]
+        e = torch.exp(-f.abs())  # √(σ(f)σ(−f)) = √e/(1 + e): p never rounds to 1
+        return (torch.sqrt(e) / (1.0 + e))[:, :, None]
     pi = torch.softmax(f, dim=-1)
     H = torch.diag_embed(pi) - pi[:, :, None] * pi[:, None, :]
     H = H + eps * torch.eye(pi.shape[-1], dtype=pi.dtype, device=pi.device)

@@ -366,12 +366,12 @@ class LinearizedLaplace:
            Laplace Approximation via Surrogate Neural Kernel", arXiv:2601.21835 (2026),
            §2.1, eqs. (1)–(2).
         """
-        from laplace_lab.numerics.jacobians import parameter_layout
+        from laplace_lab.numerics.jacobians import layer_call_order, parameter_layout
 
         idx = subset
-        if isinstance(subset, str):
+        if isinstance(subset, str):  # the layer the forward pass calls last
             one_of(subset, "subset", ("last_layer",))
-            idx = parameter_layout(model).layer_indices(-1)
+            idx = parameter_layout(model).layer_indices(layer_call_order(model, X_train)[-1])
         J, f = _jacobian_and_outputs(model, X_train, idx)
         post = feature_laplace(
             J, f, likelihood=likelihood, prior_precision=prior_precision, noise_var=noise_var
@@ -398,14 +398,11 @@ class LinearizedLaplace:
         .. [1] L. A. Ortega, S. Rodríguez-Santana, D. Hernández-Lobato, "Scalable Linearized
            Laplace Approximation via Surrogate Neural Kernel", arXiv:2601.21835 (2026), §3.
         """
-        import torch
+        from laplace_lab.numerics._layout import trainable_vector
 
         alphas = np.atleast_1d(real_array(prior_precision, "prior_precision")).astype(float)
         y = _targets(y, self.logits, self.likelihood)
-        theta = torch.nn.utils.parameters_to_vector(
-            [t for t in self.model.parameters() if t.requires_grad]
-        )
-        theta = theta.detach().double().cpu().numpy()
+        theta = trainable_vector(self.model)
         if self.subset is not None:
             theta = theta[self.subset]
         ll = _log_likelihood(self.logits, y, self.likelihood, self.noise_var)

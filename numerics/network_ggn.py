@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 
 from laplace_lab._checks import one_of, positive_float, subset
+from laplace_lab.numerics._layout import trainable_vector
 from laplace_lab.numerics.ggn import GGN, prior_vector
 from laplace_lab.numerics.jacobians import (
     gradient_scores,
+    layer_call_order,
     parameter_layout,
     per_sample_jacobian,
     subset_gram,
@@ -81,7 +83,8 @@ class NetworkGGN:
             raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
         self.model = model
         dtype = next(model.parameters()).dtype
-        self.X = torch.as_tensor(np.asarray(X) if not torch.is_tensor(X) else X, dtype=dtype)
+        X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X))
+        self.X = X.to(dtype) if X.is_floating_point() else X  # integer inputs (token ids) stay
         if self.X.ndim < 1 or self.X.shape[0] == 0:
             raise ValueError(f"X must hold at least one row; got shape {tuple(self.X.shape)}")
         self.likelihood = one_of(likelihood, "likelihood", _LIKELIHOODS)
@@ -93,6 +96,7 @@ class NetworkGGN:
             prior_vector(prior_precision, self.layout.p, np.zeros(1)), dtype=np.float64
         )
         self._gram: tuple[dict[int, int], np.ndarray] | None = None
+        self._layer_order: list[int] | None = None
 
     # ----------------------------------------------------------------------------- shapes
     @property
@@ -120,15 +124,28 @@ class NetworkGGN:
         return array_api_compat.numpy
 
     def theta(self) -> np.ndarray:
-        """θ̂ flattened in ``parameters()`` order."""
-        import torch
-
-        flat = torch.nn.utils.parameters_to_vector(self.model.parameters())
-        return flat.detach().double().cpu().numpy()
+        """θ̂: the trainable parameters flattened in ``parameters()`` order (length p)."""
+        return trainable_vector(self.model)
 
     def layer_sizes(self) -> list[int]:
-        """Parameter count per layer, first layer first."""
+        """Parameter count per layer, first layer first (refused when the model calls its
+        layers in another order than it registers them: :meth:`require_layer_order`)."""
+        self.require_layer_order()
         return self.layout.layer_sizes()
+
+    def require_layer_order(self) -> None:
+        """Raise unless the forward pass calls the parameterised layers in registration order,
+        the order of the flat parameters that NeuralLinear and Last-k read as first layer first."""
+        if self._layer_order is None:
+            self._layer_order = layer_call_order(self.model, self.X)
+        order = self._layer_order
+        if order != sorted(order):
+            names = {b.layer: b.module for b in self.layout.blocks}
+            raise ValueError(
+                "model must register its parameterised layers in the order its forward pass "
+                "calls them (the flat parameters are read as first layer first); called: "
+                + ", ".join(repr(names[i]) for i in order)
+            )
 
     # ----------------------------------------------------------------------------- operators
     @functools.cached_property

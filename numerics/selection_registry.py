@@ -93,12 +93,15 @@ class SubnetProblem:
         return self.precision.scores() if self.scores is None else self.scores
 
     def parameters(self) -> Any:
-        """θ̂, from ``theta`` or the network of a NetworkGGN."""
-        if self.theta is not None:
-            return self.theta
-        if isinstance(self.precision, NetworkGGN):
-            return self.precision.theta()
-        raise ValueError("this method needs theta: pass SubnetProblem(..., theta=θ̂)")
+        """θ̂, from ``theta`` or the network of a NetworkGGN (one entry per parameter of Ω)."""
+        if self.theta is None and not isinstance(self.precision, NetworkGGN):
+            raise ValueError("this method needs theta: pass SubnetProblem(..., theta=θ̂)")
+        theta = self.precision.theta() if self.theta is None else self.theta
+        p = int(self.precision.p)
+        n = int(np.prod(theta.shape)) if hasattr(theta, "shape") else len(theta)
+        if n != p:
+            raise ValueError(f"theta must have one entry per parameter (p={p}); got {n}")
+        return theta
 
     def provides(self) -> frozenset[str]:
         """What the problem can give a method (see :attr:`SelectionMethod.needs`); the
@@ -306,6 +309,8 @@ def _subnet_diagonal(problem: SubnetProblem, k: int, *, rng: Any = None) -> np.n
     "last_k", nested=True, description="The last k entries of θ (App. B of Raha et al.)."
 )
 def _last_k(problem: SubnetProblem, k: int, *, rng: Any = None) -> np.ndarray:
+    if isinstance(problem.precision, NetworkGGN):
+        problem.precision.require_layer_order()
     return last_k(problem.p, k)
 
 

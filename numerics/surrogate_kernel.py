@@ -381,6 +381,14 @@ def train_surrogate(
     C = int(np.prod(out.shape[1:])) if out.ndim > 1 else 1
     if surrogate is None:
         surrogate = surrogate_like(model, C * m, rng=init_rng)
+        with torch.no_grad():
+            shape = tuple(surrogate(X_train[:2]).shape)
+        if shape[1:] not in ((C * m,), (C, m)):
+            raise ValueError(
+                f"model: its default surrogate (the model with its last nn.Linear widened to "
+                f"C·m = {C * m} outputs) returns {shape} for 2 inputs, because the model "
+                "reshapes what its last nn.Linear returns; pass surrogate= returning (n, C·m)"
+            )
     _check_model(surrogate)
     P = sum(t.numel() for t in _trainable(model).values())
     train_batches = _Batches(X_train.shape[0], batch_size, batch_rng)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from laplace_lab._checks import integer
 from laplace_lab._random import keyed_generator
 from laplace_lab.paper_checks.mutants import Mutant
 from laplace_lab.paper_checks.recorded import Recorded
@@ -150,6 +151,9 @@ class Context:
     seed: int = 0
     figure_dir: Path | None = None
     mutant: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seed", integer(self.seed, "seed", low=0))
 
     def rng(self, key: str) -> np.random.Generator:
         """The generator of the stream ``key`` under the base seed: independent across keys.

@@ -152,7 +152,11 @@ def add_study_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     common(p)
     p.add_argument("--reps", type=int, help="replications per grid point")
     p.add_argument(
-        "--grid", nargs="+", metavar="KEY=V1,V2", help="replace grid values, e.g. N=10,100"
+        "--grid",
+        nargs="+",
+        action="extend",
+        metavar="KEY=V1,V2",
+        help="replace grid values, e.g. N=10,100",
     )
     p.add_argument("--executor", choices=EXECUTORS, help="default: serial (dask if --scheduler)")
     p.add_argument("--workers", type=int, help="worker processes (default: CPU count)")

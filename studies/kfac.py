@@ -124,8 +124,8 @@ def fit_kfac(
     if likelihood == "regression":
         w = np.full(n, 1.0 / noise_var)
     else:
-        prob = 1.0 / (1.0 + np.exp(-f))
-        w = prob * (1.0 - prob)
+        e = np.exp(-np.abs(f))
+        w = e / (1.0 + e) ** 2  # σ(f)σ(−f), without p rounding to 1
     eig_A, eig_G = [], []
     for a, d in sig:
         A = a.T @ a / n

@@ -249,6 +249,7 @@ def parse_grid_overrides(grid: Grid, overrides: Sequence[str]) -> dict[str, tupl
     {'N': (1000, 10000), 'k': (2,)}
     """
     out = dict(grid)
+    given: set[str] = set()
     for item in overrides:
         key, sep, values = item.partition("=")
         key = key.strip()
@@ -256,5 +257,8 @@ def parse_grid_overrides(grid: Grid, overrides: Sequence[str]) -> dict[str, tupl
             raise ValueError(f"--grid expects key=v1,v2,...; got {item!r}")
         if key not in grid:
             raise ValueError(f"--grid: unknown parameter {key!r}; the grid has {sorted(grid)}")
+        if key in given:
+            raise ValueError(f"--grid: parameter {key!r} given twice (list its values once)")
+        given.add(key)
         out[key] = tuple(_convert(v.strip(), grid[key], key) for v in values.split(","))
     return _check_grid(out, "grid")

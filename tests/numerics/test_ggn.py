@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from laplace_lab.numerics import GGN
+from laplace_lab.numerics import GGN, SubnetProblem, select
 from laplace_lab.numerics.ggn import DENSE_MAX_P
 from tests.numerics.conftest import host, random_problem
 
@@ -105,6 +105,18 @@ def test_binary_weights_of_saturated_logits_stay_positive_in_float32():
         ggn = GGN.binary(J.astype(dtype), f.astype(dtype), prior_precision=1.0)
         w = np.asarray(ggn.Jw[:, 0], dtype=np.float64) ** 2
         np.testing.assert_allclose(w, want, rtol=10 * np.finfo(dtype).eps)
+
+
+def test_scores_keep_their_digits_when_the_data_term_is_far_below_the_prior():
+    """Gradient-Laplace's ranking must not come from diag(Ω) − V, which rounds colsum(J_w²)
+    ≪ V to a few digits (or to 0)."""
+    rng = np.random.default_rng(0)
+    J = 1e-9 * rng.standard_normal((20, 7))
+    ggn = GGN.regression(J, noise_var=0.5, prior_precision=1.0)
+    np.testing.assert_allclose(ggn.scores(), 0.5 * (J**2).sum(0) / 20 / 0.5, rtol=1e-14)
+    np.testing.assert_array_equal(
+        select("gradient_laplace", SubnetProblem(ggn), 7), np.argsort(-(J**2).sum(0))
+    )
 
 
 def test_scalar_prior_and_prior_vector_agree():

@@ -32,6 +32,17 @@ def test_status_counts_the_grid_of_the_last_run_and_extends_with_it(tmp_path, ca
     assert "grid of the last run (n=30  scale=0.5,2.0  pause=0.0; 3 reps): 6/6 done" in out
 
 
+def test_repeated_grid_options_add_up(tmp_path, capsys):
+    base = [TOY.name, *PLUGIN, "--store", str(tmp_path / "t.sqlite")]
+    run = ["study", "run", *base, "--no-progress", "--reps", "2"]
+    assert main([*run, "--grid", "n=30", "--grid", "scale=0.5"]) == 0  # both apply
+    capsys.readouterr()
+    assert main(["study", "status", *base]) == 0
+    assert "grid of the last run (n=30  scale=0.5  pause=0.0; 2 reps): 2/2 done" in (
+        capsys.readouterr().out
+    )
+
+
 def test_one_replication_prints_no_nan_intervals(tmp_path, capsys):
     argv = ["study", "run", TOY.name, *PLUGIN, "--store", str(tmp_path / "one.sqlite")]
     assert main([*argv, "--reps", "1", "--grid", "n=50", "--no-progress"]) == 0

@@ -1,0 +1,194 @@
+"""Per-sample Jacobians, the streamed GGN and layer-based selections on models that are not a
+plain registration-ordered MLP: each against a dense ``torch.autograd`` reference, or refused
+with an error that names the problem."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from laplace_lab.numerics import (
+    GGN,
+    LinearizedLaplace,
+    NetworkGGN,
+    ScaLLA,
+    SubnetProblem,
+    parameter_layout,
+    per_sample_jacobian,
+    select,
+)
+
+
+def _autograd_jacobian(model: torch.nn.Module, X: torch.Tensor) -> torch.Tensor:
+    """J[n, c] = ∇_θ f_c(x_n) over the trainable parameters, one backward pass per entry."""
+    params = [t for t in model.parameters() if t.requires_grad]
+    out = model(X).reshape(X.shape[0], -1)
+    rows = [
+        [
+            torch.cat(
+                [g.reshape(-1) for g in torch.autograd.grad(out[n, c], params, retain_graph=True)]
+            )
+            for c in range(out.shape[1])
+        ]
+        for n in range(X.shape[0])
+    ]
+    return torch.stack([torch.stack(r) for r in rows])
+
+
+class Squeezed(torch.nn.Module):
+    """Three outputs through a final ``squeeze()``: (N, 3) for a batch, (3,) for one row."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.norm, self.b = (
+            torch.nn.Linear(3, 4),
+            torch.nn.LayerNorm(4),
+            torch.nn.Linear(4, 3),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.tanh(self.norm(self.a(x)))).squeeze()
+
+
+def test_a_squeezed_output_keeps_every_class_row():
+    torch.manual_seed(0)
+    model = Squeezed().double().eval()
+    X = torch.randn(5, 3, dtype=torch.float64)
+    ref = _autograd_jacobian(model, X)
+    torch.testing.assert_close(per_sample_jacobian(model, X), ref, rtol=1e-12, atol=1e-14)
+    idx = [0, 5, 30]
+    torch.testing.assert_close(
+        per_sample_jacobian(model, X, subset=idx), ref[..., idx], rtol=1e-12, atol=1e-14
+    )
+    with pytest.raises(ValueError, match="keep the batch axis"):
+        per_sample_jacobian(model, X[:1])  # one row: the squeeze removes the batch axis
+
+
+def test_frozen_parameters_are_not_part_of_theta():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    model = model.double()
+    model[0].weight.requires_grad_(False)
+    with torch.no_grad():
+        model[0].weight.mul_(100)  # large, frozen: must not be selected
+    ggn = NetworkGGN(model, torch.randn(8, 3, dtype=torch.float64))
+    trainable = torch.cat([model[0].bias, model[2].weight.reshape(-1), model[2].bias])
+    np.testing.assert_array_equal(ggn.theta(), trainable.detach().numpy())
+    S = select("largest_magnitude", SubnetProblem(ggn), 3)
+    want = np.argsort(-np.abs(trainable.detach().numpy()), kind="stable")[:3]
+    np.testing.assert_array_equal(S, want)
+    with pytest.raises(ValueError, match=r"theta must have one entry per parameter \(p=9\)"):
+        select("largest_magnitude", SubnetProblem(ggn, theta=np.ones(21)), 3)
+
+
+def test_binary_scores_of_confident_points_match_the_dense_ggn_in_float32():
+    """A logit of +25 gives p(1 − p) = 0 in float32 unless the weight is σ(f)σ(−f)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    model.eval()
+    with torch.no_grad():
+        model[2].bias.fill_(25.0)
+    X = torch.randn(10, 2)
+    f = model(X).detach().double().numpy().ravel()
+    J = per_sample_jacobian(model, X).double().numpy()
+    dense = np.asarray(GGN.binary(J, f, prior_precision=1.0).scores())
+    streamed = NetworkGGN(model, X, likelihood="binary").scores()
+    assert dense.min() > 0
+    np.testing.assert_allclose(streamed, dense, rtol=1e-4)
+
+
+def test_batch_norm_without_running_statistics_is_refused():
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 2, 3, padding=1),
+        torch.nn.BatchNorm2d(2, track_running_stats=False),
+        torch.nn.Tanh(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(32, 1),
+    ).eval()
+    with pytest.raises(ValueError, match="batch-norm layer '1' has no running statistics"):
+        per_sample_jacobian(model, torch.randn(6, 1, 4, 4))
+
+
+class Tied(torch.nn.Module):
+    """A weight shared by two Linear layers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 1)
+        self.c = torch.nn.Linear(3, 3, bias=False)
+        self.c.weight = self.a.weight
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.tanh(self.c(torch.tanh(self.a(x)))))
+
+
+def test_tied_weights_take_the_torch_func_path_and_linear_refuses_them():
+    torch.manual_seed(0)
+    model = Tied().double()
+    X = torch.randn(6, 3, dtype=torch.float64)
+    ref = _autograd_jacobian(model, X)[:, 0]
+    torch.testing.assert_close(per_sample_jacobian(model, X), ref, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="not shared with another module"):
+        per_sample_jacobian(model, X, method="linear")
+
+
+class HeadFirst(torch.nn.Module):
+    """Registers its output layer before the layer it applies first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.head, self.body = torch.nn.Linear(8, 1), torch.nn.Linear(2, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(self.body(x)))
+
+
+def test_the_last_layer_is_the_last_one_called_not_the_last_registered():
+    torch.manual_seed(0)
+    model = HeadFirst().double().eval()
+    X = torch.randn(10, 2, dtype=torch.float64)
+    lla = LinearizedLaplace.fit(
+        model, X, likelihood="regression", prior_precision=1.0, subset="last_layer"
+    )
+    head = parameter_layout(model).layer_indices(0)  # registered first
+    np.testing.assert_array_equal(lla.subset, head)
+    problem = SubnetProblem(NetworkGGN(model, X))
+    for method in ("neural_linear", "last_k"):
+        with pytest.raises(ValueError, match="called: 'body', 'head'"):
+            select(method, problem, 3)
+
+
+def test_integer_inputs_reach_an_embedding_model_unchanged():
+    torch.manual_seed(0)
+
+    class Embedded(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.e, self.out = torch.nn.Embedding(10, 3), torch.nn.Linear(3, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.out(self.e(x).mean(1))
+
+    model = Embedded().double()
+    X = torch.randint(0, 10, (6, 2))
+    J = per_sample_jacobian(model, X).numpy()
+    dense = GGN.regression(J, noise_var=1.0, prior_precision=1.0).scores()
+    np.testing.assert_allclose(NetworkGGN(model, X).scores(), dense, rtol=1e-12)
+
+
+def test_scalla_names_why_its_default_surrogate_does_not_fit():
+    model = torch.nn.Sequential(
+        torch.nn.Linear(3, 5), torch.nn.Tanh(), torch.nn.Linear(5, 1), torch.nn.Flatten(0)
+    ).double()
+    with pytest.raises(ValueError, match=r"reshapes what its last nn\.Linear returns"):
+        ScaLLA.fit(
+            model.eval(),
+            torch.randn(20, 3, dtype=torch.float64),
+            likelihood="binary",
+            prior_precision=1.0,
+            m=4,
+            rng=0,
+            steps=5,
+            progress=False,
+        )
