@@ -24,6 +24,7 @@ from laplace_lab._checks import one_of, positive_float, subset
 from laplace_lab.numerics._layout import trainable_vector
 from laplace_lab.numerics.ggn import GGN, prior_vector
 from laplace_lab.numerics.jacobians import (
+    _check_eval_mode,
     gradient_scores,
     layer_call_order,
     parameter_layout,
@@ -81,6 +82,7 @@ class NetworkGGN:
 
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+        _check_eval_mode(model)  # before any forward pass could update batch-norm statistics
         self.model = model
         dtype = next(model.parameters()).dtype
         X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X))

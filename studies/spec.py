@@ -33,15 +33,24 @@ _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _SCALARS = (bool, int, float, str)
 
 
-@functools.cache
-def _package_digest() -> str:
-    """A hash of every source file of the packages a study's maths can call."""
-    h = hashlib.sha256()
+def _digested_sources() -> list[tuple[str, Path]]:
+    """(name, path) of every source file of the packages a study's maths can call, and of the
+    package's shared helpers (seeding, argument checks)."""
+    top = Path(importlib.import_module("laplace_lab").__file__).parent
+    files = [(path.name, path) for path in sorted(top.glob("_*.py"))]
     for name in ("theory", "numerics", "studies"):
         root = Path(importlib.import_module(f"laplace_lab.{name}").__file__).parent
-        for path in sorted(root.rglob("*.py")):
-            h.update(path.relative_to(root.parent).as_posix().encode())
-            h.update(path.read_bytes())
+        files += [(p.relative_to(root.parent).as_posix(), p) for p in sorted(root.rglob("*.py"))]
+    return files
+
+
+@functools.cache
+def _package_digest() -> str:
+    """A hash of :func:`_digested_sources` (names and contents)."""
+    h = hashlib.sha256()
+    for name, path in _digested_sources():
+        h.update(name.encode())
+        h.update(path.read_bytes())
     return h.hexdigest()[:12]
 
 

@@ -192,3 +192,13 @@ def test_scalla_names_why_its_default_surrogate_does_not_fit():
             steps=5,
             progress=False,
         )
+
+
+def test_a_network_ggn_of_a_training_mode_batch_norm_model_is_refused_before_any_forward():
+    model = torch.nn.Sequential(
+        torch.nn.Linear(2, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 3)
+    ).double()
+    before = model[1].running_mean.clone()
+    with pytest.raises(ValueError, match="batch-norm layer '1' is in training mode"):
+        NetworkGGN(model, torch.randn(5, 2, dtype=torch.float64), likelihood="multiclass")
+    torch.testing.assert_close(model[1].running_mean, before, rtol=0, atol=0)

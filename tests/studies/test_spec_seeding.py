@@ -105,6 +105,14 @@ def test_bad_study_declarations_are_named(changes, exc, match):
         _study(**changes)
 
 
+def test_code_version_hashes_the_maths_and_the_shared_seeding_and_checks():
+    from laplace_lab.studies.spec import _digested_sources
+
+    names = {name for name, _ in _digested_sources()}
+    assert {"_random.py", "_checks.py", "numerics/ggn.py", "studies/spec.py"} <= names
+    assert "theory/ipv.py" in names
+
+
 def test_code_version_tracks_the_source_of_run_one():
     assert TOY.code_version.startswith("1+")
     assert _study(run_one=lambda params, rng: {}).code_version != _study().code_version
