@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-import types
-
 import pytest
 
 from laplace_lab.paper_checks.cache import cached, mutant_scope
 from laplace_lab.paper_checks.mutants import Mutant
 from laplace_lab.paper_checks.registry import Claim, Context, Status, Verdict, run_mutant
+from tests.paper_checks.toy_claims import toy_claims_module
 
 
 def _counting(value):
@@ -90,12 +88,9 @@ def check(ctx):
 
 
 def test_a_threshold_mutant_that_reuses_the_training_is_caught_without_retraining():
-    module = types.ModuleType("laplace_lab.paper_checks._toy_cached_claims")
-    sys.modules[module.__name__] = module
-    exec(TOY, vars(module))
-    item = Claim("toy", "trained", "here", "0.9 > 0.5", Status.CONFIRMED, module.check)
-    threshold = (module, "THRESHOLD")
-    try:
+    with toy_claims_module("_toy_cached_claims", TOY) as module:
+        item = Claim("toy", "trained", "here", "0.9 > 0.5", Status.CONFIRMED, module.check)
+        threshold = (module, "THRESHOLD")
         ctx = Context()
         assert module.check(ctx).status is Status.CONFIRMED
         reusing = Mutant("high-bar", "threshold 0.95", {threshold: 0.95}, reuses=(module.train,))
@@ -106,5 +101,3 @@ def test_a_threshold_mutant_that_reuses_the_training_is_caught_without_retrainin
         assert module.TRAINED == [0, 0]  # trained again under the mutant, apart
         assert isinstance(module.check(ctx), Verdict)
         assert module.TRAINED == [0, 0]  # and the true result is still there
-    finally:
-        del sys.modules[module.__name__]

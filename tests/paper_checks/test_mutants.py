@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import functools
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -22,6 +20,7 @@ from laplace_lab.paper_checks.registry import (
     run_claim,
     run_mutant,
 )
+from tests.paper_checks.toy_claims import toy_claims_module
 
 
 def _wrong_greedy(ggn, k, *, n_candidates=None, scores=None):
@@ -83,14 +82,11 @@ def check(ctx):
 
 
 def test_run_mutant_measures_power_and_clears_caches():
-    module = types.ModuleType("laplace_lab.paper_checks._toy_claims")
-    sys.modules[module.__name__] = module
-    exec(TOY, vars(module))
-    item = Claim("toy", "sqrt-two", "here", "√2² = 2", Status.CONFIRMED, module.check)
-    cbrt = functools.cache(lambda seed: 2 ** (1 / 3))
-    strong = Mutant("cbrt", "the cube root for the square root", {module.expensive: cbrt})
-    weak = Mutant("same", "an equal function", {module.expensive: lambda seed: np.sqrt(2.0)})
-    try:
+    with toy_claims_module("_toy_claims", TOY) as module:
+        item = Claim("toy", "sqrt-two", "here", "√2² = 2", Status.CONFIRMED, module.check)
+        cbrt = functools.cache(lambda seed: 2 ** (1 / 3))
+        strong = Mutant("cbrt", "the cube root for the square root", {module.expensive: cbrt})
+        weak = Mutant("same", "an equal function", {module.expensive: lambda seed: np.sqrt(2.0)})
         original = module.expensive
         assert run_claim(item, Context()).status is Status.CONFIRMED
         outcome = run_mutant(item, strong, Context())
@@ -104,8 +100,6 @@ def test_run_mutant_measures_power_and_clears_caches():
         clear_caches()
         run_claim(item, Context())
         assert module.CALLS == [0, 0]  # ... and cleared between runs
-    finally:
-        del sys.modules[module.__name__]
 
 
 def test_declaring_mutants_is_validated_and_implementation_failures_are_errors():
