@@ -180,10 +180,12 @@ class GGN:
         J = _jacobian(J, 2)
         xp = namespace(J)
         f = _logits(logits, (J.shape[0],), J)
-        e = xp.exp(-xp.abs(f))  # σ(f)σ(−f) = e/(1 + e)²: no rounding of p to 1 in float32
-        w = e / (1.0 + e) ** 2
+        h = xp.exp(-0.5 * xp.abs(f))  # √(σ(f)σ(−f)) = h/(1 + h²): p never rounds to 1
         return cls(
-            J * xp.sqrt(w)[:, None], prior_precision, n_data=J.shape[0], likelihood="binary"
+            J * (h / (1.0 + h * h))[:, None],
+            prior_precision,
+            n_data=J.shape[0],
+            likelihood="binary",
         )
 
     @classmethod

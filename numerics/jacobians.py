@@ -122,12 +122,15 @@ def _output_shape(model: Any, X: Any) -> tuple[int, ...]:
                 f"X does not fit the model: model(X[:{b}]) with X of shape {tuple(X.shape)} "
                 f"failed: {err}"
             ) from err
-    if out.ndim == 0 or out.shape[0] != b:
+    if b == 1 and (out.ndim == 0 or out.shape[0] != 1):
+        shape = tuple(out.shape)  # one row whose batch axis a squeeze() removed
+    elif out.ndim == 0 or out.shape[0] != b:
         raise ValueError(
-            f"model must keep the batch axis of its outputs: model(X[:{b}]) returned shape "
-            f"{tuple(out.shape)} (a squeeze() in forward removes it for a batch of one)"
+            f"model must return one output row per input row: model(X[:{b}]) returned shape "
+            f"{tuple(out.shape)}"
         )
-    shape = tuple(out.shape[1:])
+    else:
+        shape = tuple(out.shape[1:])
     if len(shape) > 1:
         raise ValueError(
             f"model must return (N,), (N, 1) or (N, C) outputs; got {tuple(out.shape)}"
@@ -136,15 +139,18 @@ def _output_shape(model: Any, X: Any) -> tuple[int, ...]:
 
 
 def layer_call_order(model: Any, X: Any) -> list[int]:
-    """The parameterised layers of ``model`` (numbered as in :func:`parameter_layout`) in the
-    order its forward pass first calls them on the first row of ``X``.
+    """The parameterised layers of ``model`` (numbered as in :func:`parameter_layout`), one
+    entry per call, in the order its forward pass starts them on the first row of ``X``.
 
     The flat layout numbers layers in registration order; "the last layer" (NeuralLinear,
     Last-k, ``subset="last_layer"``) is the last one called, which differs when a model
-    registers its layers in another order than it applies them.
+    registers its layers in another order than it applies them. A module that owns
+    parameters and also has parameterised children counts as started when its own forward
+    starts.
     """
     torch = _torch()
     _check_model(model)
+    _check_eval_mode(model)  # before a forward pass could update batch-norm statistics
     X = _as_input(model, X)
     layout = parameter_layout(model)
     modules = dict(model.named_modules())
@@ -152,9 +158,9 @@ def layer_call_order(model: Any, X: Any) -> list[int]:
     order: list[int] = []
 
     def hook(layer: int) -> Any:
-        return lambda *_: order.append(layer) if layer not in order else None
+        return lambda *_: order.append(layer)
 
-    handles = [modules[name].register_forward_hook(hook(i)) for name, i in layers.items()]
+    handles = [modules[name].register_forward_pre_hook(hook(i)) for name, i in layers.items()]
     try:
         with torch.no_grad():
             model(X[:1])
@@ -458,8 +464,8 @@ def _weights(f: Any, likelihood: str, eps: float) -> Any:
     if likelihood == "regression":
         return torch.ones_like(f)[:, :, None]
     if likelihood == "binary":
-        e = torch.exp(-f.abs())  # √(σ(f)σ(−f)) = √e/(1 + e): p never rounds to 1
-        return (torch.sqrt(e) / (1.0 + e))[:, :, None]
+        h = torch.exp(-0.5 * f.abs())  # √(σ(f)σ(−f)) = h/(1 + h²): p never rounds to 1
+        return (h / (1.0 + h * h))[:, :, None]
     pi = torch.softmax(f, dim=-1)
     H = torch.diag_embed(pi) - pi[:, :, None] * pi[:, None, :]
     H = H + eps * torch.eye(pi.shape[-1], dtype=pi.dtype, device=pi.device)

@@ -62,8 +62,16 @@ class GaussianPredictive:
     likelihood: str | None = None
 
     def __post_init__(self) -> None:
-        if self.likelihood is not None:
-            one_of(self.likelihood, "likelihood", _LIKELIHOODS)
+        if self.likelihood is None:
+            return
+        one_of(self.likelihood, "likelihood", _LIKELIHOODS)
+        C = int(np.shape(self.mean)[1])
+        if (self.likelihood == "multiclass") != (C >= 2) and self.likelihood != "regression":
+            raise ValueError(
+                f"likelihood={self.likelihood!r} needs "
+                + ("C ≥ 2 outputs" if self.likelihood == "multiclass" else "one output")
+                + f"; got mean of shape {np.shape(self.mean)}"
+            )
 
     def variance(self) -> np.ndarray:
         """The (M, C) marginal variances, diag(covariance_i)."""
@@ -277,7 +285,8 @@ def feature_laplace(
 
 def _targets(y: Any, f: np.ndarray, likelihood: str) -> np.ndarray:
     """``y`` as (N,) float64 targets of the N training points, checked for ``likelihood``."""
-    t = real_array(_as_host(y) if hasattr(y, "detach") else y, "y").astype(np.float64)
+    y = _as_host(y) if hasattr(y, "detach") else np.asarray(y)
+    t = real_array(y.astype(np.float64) if y.dtype == bool else y, "y").astype(np.float64)
     N, C = f.shape
     if t.ndim == 2 and t.shape[1] == 1:
         t = t[:, 0]
@@ -371,7 +380,13 @@ class LinearizedLaplace:
         idx = subset
         if isinstance(subset, str):  # the layer the forward pass calls last
             one_of(subset, "subset", ("last_layer",))
-            idx = parameter_layout(model).layer_indices(layer_call_order(model, X_train)[-1])
+            called = layer_call_order(model, X_train)
+            if not called:
+                raise ValueError(
+                    "subset='last_layer' needs the forward pass to call a module that owns "
+                    "parameters (it applies them functionally); pass the indices instead"
+                )
+            idx = parameter_layout(model).layer_indices(called[-1])
         J, f = _jacobian_and_outputs(model, X_train, idx)
         post = feature_laplace(
             J, f, likelihood=likelihood, prior_precision=prior_precision, noise_var=noise_var

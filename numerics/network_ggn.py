@@ -136,17 +136,21 @@ class NetworkGGN:
         return self.layout.layer_sizes()
 
     def require_layer_order(self) -> None:
-        """Raise unless the forward pass calls the parameterised layers in registration order,
-        the order of the flat parameters that NeuralLinear and Last-k read as first layer first."""
+        """Raise unless the forward pass calls every parameterised layer once, in registration
+        order: the order of the flat parameters that NeuralLinear and Last-k read as first
+        layer first."""
         if self._layer_order is None:
             self._layer_order = layer_call_order(self.model, self.X)
         order = self._layer_order
-        if order != sorted(order):
+        if order != list(range(self.layout.n_layers)):
             names = {b.layer: b.module for b in self.layout.blocks}
             raise ValueError(
-                "model must register its parameterised layers in the order its forward pass "
-                "calls them (the flat parameters are read as first layer first); called: "
-                + ", ".join(repr(names[i]) for i in order)
+                "model must call each of its parameterised layers once, in the order it "
+                "registers them (the flat parameters are read as first layer first); "
+                "registered: "
+                + ", ".join(repr(names[i]) for i in range(len(names)))
+                + "; called: "
+                + (", ".join(repr(names[i]) for i in order) or "none")
             )
 
     # ----------------------------------------------------------------------------- operators

@@ -50,11 +50,14 @@ def layer_signals(model: torch.nn.Module, X: Any) -> tuple[np.ndarray, list[tupl
     layers = _linears(model)
     dtype = layers[0].weight.dtype
     Xt = torch.as_tensor(np.asarray(X), dtype=dtype)
-    inputs, outputs = [], []
+    inputs: dict[int, Any] = {}
+    outputs: dict[int, Any] = {}
 
-    def hook(_m: Any, inp: Any, out: Any) -> None:
-        inputs.append(inp[0].detach())
-        outputs.append(out)
+    def hook(m: Any, inp: Any, out: Any) -> None:  # by module: call order may differ
+        if id(m) in outputs:
+            raise ValueError("model must call each of its Linear layers once per forward pass")
+        inputs[id(m)] = inp[0].detach()
+        outputs[id(m)] = out
 
     handles = [m.register_forward_hook(hook) for m in layers]
     try:
@@ -64,12 +67,15 @@ def layer_signals(model: torch.nn.Module, X: Any) -> tuple[np.ndarray, list[tupl
             h.remove()
     if f.ndim > 1 and f.shape[1] != 1:
         raise ValueError(f"model must have one output for KFAC here; got {tuple(f.shape)}")
+    if len(outputs) != len(layers):
+        raise ValueError("model must call each of its Linear layers in its forward pass")
     f = f.reshape(-1)
-    deltas = torch.autograd.grad(f.sum(), outputs)
+    outs = [outputs[id(m)] for m in layers]
+    deltas = torch.autograd.grad(f.sum(), outs)
     ones = torch.ones(Xt.shape[0], 1, dtype=dtype)
     sig = [
         (torch.cat([a.reshape(a.shape[0], -1), ones], 1).double().numpy(), d.double().numpy())
-        for a, d in zip(inputs, deltas, strict=True)
+        for a, d in zip((inputs[id(m)] for m in layers), deltas, strict=True)
     ]
     return f.detach().double().numpy(), sig
 

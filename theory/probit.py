@@ -81,6 +81,10 @@ def probit_softmax(logits: object, variances: object) -> np.ndarray:
         raise ValueError(
             f"logits and variances must have one shape (..., C); got {f.shape} and {var.shape}"
         )
+    if f.shape[-1] < 2:
+        raise ValueError(
+            f"logits must hold C ≥ 2 classes (one logit: probit_approximation); got {f.shape}"
+        )
     if not np.all(np.isfinite(f)) or np.any(~np.isfinite(var)) or np.any(var < 0):
         raise ValueError("logits must be finite and variances finite and non-negative")
     z = f / np.sqrt(1.0 + np.pi * var / 8.0)

@@ -164,6 +164,10 @@ def test_a_regression_predictive_has_no_class_probabilities():
         lla.predictive(X).probabilities()
     with pytest.raises(ValueError, match="likelihood"):
         GaussianPredictive(np.zeros((1, 1)), np.ones((1, 1, 1)), "poisson")
+    with pytest.raises(ValueError, match="'multiclass' needs C ≥ 2 outputs"):
+        GaussianPredictive(np.zeros((1, 1)), np.ones((1, 1, 1)), "multiclass")
+    with pytest.raises(ValueError, match="'binary' needs one output"):
+        GaussianPredictive(np.zeros((1, 2)), np.ones((1, 2, 2)), "binary")
 
 
 def test_classification_metrics_against_hand_computed_values():
@@ -244,6 +248,7 @@ def test_log_evidence_takes_a_column_of_targets_and_checks_the_labels():
     )
     with pytest.raises(ValueError, match="binary labels 0 or 1"):
         binary.log_evidence(np.where(y > 0, 1.0, -1.0), alpha)
+    assert binary.log_evidence(y > 0, alpha) == binary.log_evidence((y > 0).astype(int), alpha)
     multi = LinearizedLaplace.fit(_net(), X[:, :3], likelihood="multiclass", prior_precision=1.0)
     for labels in (np.full(N, -1), np.full(N, 0.9), np.full(N, 5)):
         with pytest.raises(ValueError, match="integer class labels"):

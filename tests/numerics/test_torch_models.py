@@ -61,8 +61,8 @@ def test_a_squeezed_output_keeps_every_class_row():
     torch.testing.assert_close(
         per_sample_jacobian(model, X, subset=idx), ref[..., idx], rtol=1e-12, atol=1e-14
     )
-    with pytest.raises(ValueError, match="keep the batch axis"):
-        per_sample_jacobian(model, X[:1])  # one row: the squeeze removes the batch axis
+    # one row: the squeeze removes the batch axis too, and the (3,) output is one row's
+    torch.testing.assert_close(per_sample_jacobian(model, X[:1]), ref[:1], rtol=1e-12, atol=1e-14)
 
 
 def test_frozen_parameters_are_not_part_of_theta():
@@ -157,6 +157,90 @@ def test_the_last_layer_is_the_last_one_called_not_the_last_registered():
     for method in ("neural_linear", "last_k"):
         with pytest.raises(ValueError, match="called: 'body', 'head'"):
             select(method, problem, 3)
+
+
+class RootOwned(torch.nn.Module):
+    """A parameter on the root module, applied before its child head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w0 = torch.nn.Parameter(torch.randn(2, 4, dtype=torch.float64))
+        self.head = torch.nn.Linear(4, 1).double()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(x @ self.w0))
+
+
+class Reused(torch.nn.Module):
+    """a, then b, then a again: the output layer is a."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.a(torch.tanh(self.b(torch.tanh(self.a(x))))).sum(1, keepdim=True)
+
+
+class Unused(torch.nn.Module):
+    """A registered layer the forward pass never calls (an auxiliary training head)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body, self.head, self.aux = (torch.nn.Linear(2, 4), torch.nn.Linear(4, 1),
+                                          torch.nn.Linear(4, 3))  # fmt: skip
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(self.body(x)))
+
+
+@pytest.mark.parametrize(
+    ("model_class", "last", "accepted"),
+    [(RootOwned, "head", True), (Reused, "a", False), (Unused, "head", False)],
+)
+def test_the_last_layer_of_root_owned_reused_and_unused_layers(model_class, last, accepted):
+    torch.manual_seed(0)
+    model = model_class().double().eval()
+    X = torch.randn(6, 3 if model_class is Reused else 2, dtype=torch.float64)
+    lla = LinearizedLaplace.fit(
+        model, X, likelihood="regression", prior_precision=1.0, subset="last_layer"
+    )
+    layout = parameter_layout(model)
+    want = np.concatenate(
+        [np.arange(b.slice.start, b.slice.stop) for b in layout.blocks if b.module == last]
+    )
+    np.testing.assert_array_equal(np.sort(lla.subset), want)
+    problem = SubnetProblem(NetworkGGN(model, X))
+    if accepted:
+        np.testing.assert_array_equal(np.sort(select("neural_linear", problem, 1)), want)
+    else:
+        with pytest.raises(ValueError, match="call each of its parameterised layers once"):
+            select("neural_linear", problem, 1)
+
+
+def test_finding_the_last_layer_leaves_batch_norm_statistics_alone():
+    model = torch.nn.Sequential(
+        torch.nn.Linear(2, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 1)
+    )
+    before = model[1].running_mean.clone()
+    with pytest.raises(ValueError, match="training mode"):
+        LinearizedLaplace.fit(
+            model, torch.randn(5, 2), likelihood="regression", prior_precision=1.0,
+            subset="last_layer",
+        )  # fmt: skip
+    torch.testing.assert_close(model[1].running_mean, before, rtol=0, atol=0)
+
+
+def test_kfac_pairs_each_layer_with_its_own_signals_whatever_the_registration_order():
+    from laplace_lab.studies.kfac import layer_signals
+
+    torch.manual_seed(0)
+    model = HeadFirst().double().eval()
+    X = torch.randn(7, 2, dtype=torch.float64)
+    _, sig = layer_signals(model, X.numpy())
+    (a_head, _), (a_body, _) = sig  # registration order: head, then body
+    assert a_head.shape == (7, 8 + 1) and a_body.shape == (7, 2 + 1)
+    np.testing.assert_allclose(a_body[:, :2], X.numpy())
 
 
 def test_integer_inputs_reach_an_embedding_model_unchanged():
