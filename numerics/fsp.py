@@ -32,13 +32,14 @@ import numpy as np
 import scipy.linalg
 from array_api_compat import array_namespace
 
-from laplace_lab._checks import positive_int
+from laplace_lab._checks import dtype_eps, nonnegative_float, positive_int
 from laplace_lab.numerics._arrays import Space, as_matrix, to_host
 from laplace_lab.numerics.krylov import lanczos_inverse_sqrt
 
 __all__ = [
     "DroppedTerms",
     "FSPLaplace",
+    "default_rcond",
     "dropped_terms",
     "fsp_laplace",
     "fsp_laplace_from_factor",
@@ -160,8 +161,9 @@ def fsp_laplace(
     *,
     prior_variance: Array | None = None,
     num_steps: int = 500,
-    rcond: float = 1e-10,
+    rcond: float | None = None,
     rtol: float = 1e-9,
+    input_eps: float | None = None,
 ) -> FSPLaplace:
     """Algorithm 2 of [1]_ (steps 2–9): FSP-Laplace covariance square root.
 
@@ -178,11 +180,16 @@ def fsp_laplace(
         diag Σ(C, C) for the truncation (default: ``gram.diagonal()``).
     num_steps : int
         Maximum number of Lanczos iterations (the paper: 500), capped at n_C·d'.
-    rcond : float
+    rcond : float, optional
         Singular values of M and eigenvalues of A below ``rcond·max`` count as zero
-        (pseudo-inverses D_M⁺, D_A^{†/2}).
+        (pseudo-inverses D_M⁺, D_A^{†/2}); default :func:`default_rcond` of J(C)'s dtype
+        (1e-10 in float64; in float32 the rounding of M = J(C)ᵀL would otherwise pass for
+        directions of the posterior).
+    input_eps : float, optional
+        Relative rounding of J(C)'s entries (:func:`fsp_laplace_from_factor`).
     rtol : float
-        Step 9 accepts ``variance ≤ prior·(1 + rtol)`` (roundoff slack).
+        Step 9 accepts ``variance ≤ prior·(1 + rtol)`` (roundoff slack; ``numpy.inf`` skips
+        the truncation).
 
     Returns
     -------
@@ -210,22 +217,50 @@ def fsp_laplace(
     if float(xp.linalg.vector_norm(v)) == 0.0:
         raise ValueError("J_context @ 1 is zero: the Lanczos start vector of step 2 is undefined")
     L = lanczos_inverse_sqrt(matvec, v, num_steps)
-    return fsp_laplace_from_factor(J_context, L, Jw, prior_variance=prior, rcond=rcond, rtol=rtol)
+    return fsp_laplace_from_factor(
+        J_context, L, Jw, prior_variance=prior, rcond=rcond, rtol=rtol, input_eps=input_eps
+    )
 
 
-def thin_svd(M: Array, *, rcond: float = 1e-10) -> tuple[Array, np.ndarray]:
+def default_rcond(dtype: Any, p: int, r: int) -> float:
+    """The relative cut-off below which singular values count as zero:
+    ``max(1e-10, max(p, r)·eps(dtype))`` — rounding of a p × r product in ``dtype`` leaves
+    singular values of that relative size in directions that are exactly zero
+    (:func:`numpy.linalg.matrix_rank`'s tolerance)."""
+    return max(1e-10, max(int(p), int(r)) * dtype_eps(dtype))
+
+
+def _rcond(rcond: Any, dtype: Any, p: int, r: int) -> float:
+    if rcond is None:
+        return default_rcond(dtype, p, r)
+    return nonnegative_float(rcond, "rcond")
+
+
+def _rtol(rtol: Any) -> float:
+    value = float(rtol) if isinstance(rtol, int | float | np.floating) else np.nan
+    if not value >= 0:  # NaN, negative or not a number; inf skips step 9
+        raise ValueError(f"rtol must be a non-negative number (inf skips step 9); got {rtol!r}")
+    return value
+
+
+def thin_svd(
+    M: Array, *, rcond: float | None = None, atol: float = 0.0
+) -> tuple[Array, np.ndarray]:
     """Left singular vectors and singular values of a tall p × r matrix in O(p r²).
 
     Algorithm 2, step 5 of [1]_: ``M Mᵀ = U_M D_M² U_Mᵀ`` from the thin SVD ``M = U_M D_M
     V_Mᵀ``, computed as a QR factorisation of M in its own namespace (``M = Q R``, O(p r²))
     and an SVD of the small R on the host (O(r³)): ``U_M = Q U_R``. Singular values
-    ``≤ rcond·max`` are dropped with their vectors.
+    ``≤ max(rcond·max, atol)`` are dropped with their vectors.
 
     Parameters
     ----------
     M : array, shape (p, r)
-    rcond : float
-        Relative cut-off for numerically zero singular values.
+    rcond : float, optional
+        Relative cut-off for numerically zero singular values (default
+        :func:`default_rcond` of M's dtype).
+    atol : float
+        Absolute cut-off: a bound on the rounding error of M from its inputs.
 
     Returns
     -------
@@ -241,10 +276,12 @@ def thin_svd(M: Array, *, rcond: float = 1e-10) -> tuple[Array, np.ndarray]:
        arXiv:2407.13711, §3.2 ("in O(pr²) time from a thin SVD of M") and Algorithm 2.
     """
     M = as_matrix(M, "M")
+    rcond = _rcond(rcond, M.dtype, *M.shape)
     xp = array_namespace(M)
     Q, R = xp.linalg.qr(M)
     UR, d, _ = scipy.linalg.svd(to_host(R))
-    keep = int(np.sum(d > rcond * d.max())) if d.size else 0
+    atol = nonnegative_float(atol, "atol")
+    keep = int(np.sum(d > max(rcond * d.max(), atol))) if d.size else 0
     space = Space(int(M.shape[0]), None, M)
     return Q @ space.asarray(np.ascontiguousarray(UR[:, :keep])), d[:keep]
 
@@ -255,8 +292,9 @@ def fsp_laplace_from_factor(
     Jw: Array | None,
     *,
     prior_variance: Array,
-    rcond: float = 1e-10,
+    rcond: float | None = None,
     rtol: float = 1e-9,
+    input_eps: float | None = None,
 ) -> FSPLaplace:
     """Algorithm 2 of [1]_, steps 4–9, from a given factor L with LLᵀ ≈ Σ(C, C)†.
 
@@ -264,6 +302,10 @@ def fsp_laplace_from_factor(
     ``L = V Θ^{†/2}`` of ``Σ(C, C) = V Θ Vᵀ`` gives Algorithm 2 with the exact
     pseudo-inverse (the reference of the ``lanczos-factor`` paper check). Parameters as in
     :func:`fsp_laplace`; ``L`` has shape (n_C·d', r) and ``prior_variance`` is required.
+    ``input_eps`` is the relative rounding of J(C)'s entries (default: the eps of its dtype;
+    a float32 network's Jacobian cast to float64 carries float32's): singular values of M
+    below ``input_eps·‖J(C)‖_F·‖L‖_F``, a bound on the error of M that this rounding causes,
+    count as zero too.
 
     References
     ----------
@@ -276,10 +318,21 @@ def fsp_laplace_from_factor(
     L = as_matrix(L, "L")
     if int(L.shape[0]) != nC:
         raise ValueError(f"L must have n_C·d'={nC} rows; got {L.shape[0]}")
+    rcond = _rcond(rcond, J_context.dtype, p, nC)
+    rtol = _rtol(rtol)
+    eps_in = (
+        dtype_eps(J_context.dtype)
+        if input_eps is None
+        else nonnegative_float(input_eps, "input_eps")
+    )
+    xp = array_namespace(J_context)
+    atol = eps_in * float(xp.linalg.matrix_norm(J_context)) * float(xp.linalg.matrix_norm(L))
     space = Space(p, None, J_context)
     # Step 4–5: M = J(C)ᵀ L and its thin SVD (drop numerically zero singular values).
     M = J_context.T @ L
-    U, d_host = thin_svd(M, rcond=rcond)
+    U, d_host = thin_svd(M, rcond=rcond, atol=atol)
+    if d_host.size == 0:
+        raise ValueError("M = J(C)ᵀL is zero: J_context has no component in the range of L")
     # Step 6: A = D_M² + (J_w U_M)ᵀ (J_w U_M)  (sign convention: module docstring).
     A = np.diag(d_host**2)
     if Jw is not None:

@@ -28,11 +28,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from laplace_lab._checks import nonnegative_float, one_of, positive_float, positive_int
+from laplace_lab._checks import dtype_eps, nonnegative_float, one_of, positive_float, positive_int
 from laplace_lab.numerics.backend import to_numpy
-from laplace_lab.numerics.fsp import FSPLaplace, fsp_laplace, fsp_laplace_from_factor
+from laplace_lab.numerics.fsp import (
+    FSPLaplace,
+    default_rcond,
+    fsp_laplace,
+    fsp_laplace_from_factor,
+)
 from laplace_lab.numerics.ggn import GGN
-from laplace_lab.numerics.jacobians import jacobian_chunks, parameter_layout
+from laplace_lab.numerics.jacobians import _trainable, jacobian_chunks, parameter_layout
 from laplace_lab.numerics.krylov import lanczos_inverse_sqrt
 
 __all__ = [
@@ -153,7 +158,7 @@ def _weighted_jacobian(J: np.ndarray, f: np.ndarray, likelihood: str, noise_var:
         ).Jw
     if likelihood == "binary":
         return GGN.binary(J[:, 0], f[:, 0], prior_precision=1.0).Jw
-    return GGN.multiclass(J, f, prior_precision=1.0).Jw
+    return GGN.multiclass(J, f, prior_precision=1.0, eps=0.0).Jw  # FSP has no jitter
 
 
 @dataclass(frozen=True, eq=False)
@@ -257,7 +262,7 @@ def network_fsp_laplace(
     noise_var: float | None = None,
     jitter: float = 1e-6,
     num_steps: int = 500,
-    rcond: float = 1e-10,
+    rcond: float | None = None,
     rtol: float = 1e-9,
     chunk_size: int | None = None,
 ) -> NetworkFSPLaplace:
@@ -285,7 +290,8 @@ def network_fsp_laplace(
         Maximum number of Lanczos steps (the paper: 500), capped at n_C d'.
     rcond, rtol : float
         As in :func:`laplace_lab.numerics.fsp.fsp_laplace` (``rtol=numpy.inf`` skips the
-        step-9 truncation).
+        step-9 truncation). Algorithm 2 runs in float64, with the rounding of the model's
+        dtype in J(C) as its ``input_eps``.
     chunk_size : int, optional
         Rows per Jacobian chunk.
 
@@ -318,10 +324,14 @@ def network_fsp_laplace(
     Jw = _weighted_jacobian(J_X, f_X, likelihood, noise_var)
     num_steps = positive_int(num_steps, "num_steps")
     J_flat = J_C.reshape(-1, J_C.shape[-1])
+    eps_in = dtype_eps(next(iter(_trainable(model).values())).dtype)  # J's own rounding
+    if rcond is None:
+        rcond = default_rcond(np.float64, J_flat.shape[1], J_flat.shape[0])
     if n_out == 1:
         result = fsp_laplace(
-            J_flat, gram, Jw, num_steps=min(num_steps, gram.n), rcond=rcond, rtol=rtol
-        )
+            J_flat, gram, Jw, num_steps=min(num_steps, gram.n), rcond=rcond, rtol=rtol,
+            input_eps=eps_in,
+        )  # fmt: skip
     else:
         result = fsp_laplace_from_factor(
             J_flat,
@@ -330,5 +340,6 @@ def network_fsp_laplace(
             prior_variance=gram.diagonal(),
             rcond=rcond,
             rtol=rtol,
+            input_eps=eps_in,
         )
     return NetworkFSPLaplace(model, result, gram, likelihood, noise_var, chunk_size)

@@ -14,7 +14,8 @@ epistemic variance at x* is
 
     Σ_l Σ_ij ((Q_Gᵀ δ*)_i (Q_Aᵀ ã*)_j)² / (λ_G,i λ_A,j + α).
 
-Exact for a single linear layer with one output (then Σ ããᵀ ⊗ δδᵀ factorises). Why not
+Exact for a single linear layer with one output under regression (constant w_n, so
+Σ w_n ããᵀ ⊗ δδᵀ factorises); for binary it replaces Σ w_n ã ãᵀ by (Σ w_n)·mean ã ãᵀ. Why not
 laplace-torch: it is not installed here and not a dependency; this module is ~150 lines
 and is tested against a dense Kronecker construction.
 """

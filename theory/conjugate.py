@@ -285,6 +285,11 @@ class PoissonGamma(ConjugateModel):
         scipy's ``nbinom.logpmf`` loses ~1e-8 absolute at r = 3·10⁶ (lgamma differences);
         this form is accurate to roundoff for the small k that carry the mass.
         """
+        if np.ndim(s.total) or np.ndim(s.n):
+            raise ValueError(
+                "s must hold the statistics of one data set (scalar total and n) for the "
+                "predictive; evaluate array-valued statistics one at a time"
+            )
         r = self.shape + s.total
         b = self.rate + s.n
         k = np.asarray(y_new, dtype=np.float64)

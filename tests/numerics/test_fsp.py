@@ -237,3 +237,32 @@ def test_bad_input_is_rejected_with_the_argument_named():
         rkhs_norm_estimate(np.ones(2), np.ones((2, 2)) * np.array([[1, 2], [2, 1]]))
     with pytest.raises(ValueError, match="jitter must be"):
         KernelGram(RBF(), np.ones((3, 1)), jitter=-1.0)
+
+
+def test_float32_inputs_keep_the_rank_and_variances_of_float64():
+    """Rounding of M = J(C)ᵀL in float32 must not pass for posterior directions: with a rank-3
+    J(C) the basis keeps 3 columns in both dtypes (it kept 20 at rcond = 1e-10), and the test
+    variances agree to float32 accuracy (they were 10⁴–10⁵ times too large)."""
+    rng = np.random.default_rng(0)
+    Jc = rng.normal(size=(20, 3)) @ rng.normal(size=(3, 40))
+    Jw, Jt = 0.1 * rng.normal(size=(10, 40)), rng.normal(size=(3, 40))
+    out = {}
+    for dt in (np.float64, np.float32):
+        r = fsp_laplace_from_factor(
+            Jc.astype(dt), np.eye(20, dtype=dt), Jw.astype(dt), prior_variance=np.ones(20)
+        )
+        out[dt] = (r.basis.shape[1], np.asarray(r.predictive_variance(Jt.astype(dt))))
+    assert out[np.float64][0] == out[np.float32][0] == 3
+    np.testing.assert_allclose(out[np.float32][1], out[np.float64][1], rtol=1e-4)
+
+
+def test_cut_offs_are_validated_and_a_zero_m_is_named():
+    rng = np.random.default_rng(3)
+    Jc, Jw = rng.normal(size=(6, 9)), 0.1 * rng.normal(size=(3, 9))
+    kw = {"prior_variance": np.ones(6)}
+    for bad, name in ((dict(rtol=float("nan")), "rtol"), (dict(rtol=-2.0), "rtol"),
+                      (dict(rcond=float("nan")), "rcond")):  # fmt: skip
+        with pytest.raises(ValueError, match=name):
+            fsp_laplace_from_factor(Jc, 0.3 * np.eye(6), Jw, **kw, **bad)
+    with pytest.raises(ValueError, match="M = J\\(C\\)ᵀL is zero"):
+        fsp_laplace_from_factor(np.zeros((6, 9)), np.eye(6), None, **kw)

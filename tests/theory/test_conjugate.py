@@ -308,3 +308,13 @@ def test_poisson_predictive_logpmf_is_accurate_at_large_n():
     reference = divergences(approx, exact_predictive(m, s)).kl_forward
     assert public == pytest.approx(reference, rel=1e-6)
     assert reference == pytest.approx(1.5754e-25, rel=1e-3)  # 50-digit mpmath value
+
+
+def test_poisson_predictive_of_array_valued_statistics_is_refused():
+    """Its negative-binomial sum is per data set: several at once were divided elementwise
+    (a wrong value) or failed to broadcast."""
+    from laplace_lab.theory.conjugate import PoissonStats
+
+    s = PoissonStats(np.array([5.0, 6.0]), np.array([10.0, 40.0]), np.array([0.0, 0.0]))
+    with pytest.raises(ValueError, match="statistics of one data set"):
+        PoissonGamma(2.5, 1.5).log_predictive(s, np.array([2.0, 2.0]))
