@@ -76,6 +76,10 @@ class Cached:
     def __repr__(self) -> str:
         return f"<cached {self.__module__}.{self.__qualname__}>"
 
+    def __reduce__(self) -> str:
+        """Pickled by reference (its module-level name), like a function, not its results."""
+        return self.__qualname__
+
 
 def cached(fn: Callable[..., Any] | None = None, *, maxsize: int | None = None) -> Any:
     """Decorate an experiment shared by claims: ``@cached`` or ``@cached(maxsize=2)``."""

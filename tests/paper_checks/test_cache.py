@@ -62,6 +62,14 @@ def test_maxsize_keeps_the_most_recently_used_true_results():
         cached(maxsize=0)(fn)
 
 
+def test_a_cached_experiment_pickles_by_reference_not_with_its_results():
+    import pickle
+
+    from laplace_lab.paper_checks.fsp_laplace import _synthetic
+
+    assert pickle.loads(pickle.dumps(_synthetic.fit_fsp)) is _synthetic.fit_fsp
+
+
 def test_reuses_must_name_cached_helpers():
     with pytest.raises(TypeError, match="reuses must name @cached helpers; got 'len'"):
         Mutant("m", "d", {(Status, "X"): 1}, reuses=(len,))
