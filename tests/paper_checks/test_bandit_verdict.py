@@ -97,7 +97,23 @@ def test_the_recorded_paper_horizon_runs_reverse_table1():
     hi_last = three_seeds.data["final_regret"]["last_k-k500"]
     assert hi_last[0] + hi_last[1] < lo_grad[0] - lo_grad[1]  # 4836 < 4886
     assert bandit._implication(three_seeds, 0.95)[0] == "REFUTED"
-    assert bandit.bandit_records(0.9) == ()
+
+
+def test_the_recorded_table2_runs_reverse_last_k_against_gradient_laplace():
+    """δ = 0.9 at T = 16,000 and 25 seeds, three of the five compared agents: Last-k-500's
+    interval lies below Gradient-Laplace-500's (5796 < 5891), a stated ordering reversed."""
+    (record,) = bandit.bandit_records(0.9)
+    assert (record.data["horizon"], record.data["seeds"]) == (bandit.PAPER_T, 25)
+    assert record.commit.startswith("ef54a79")
+    final = record.data["final_regret"]
+    last, grad = final["last_k-k500"], final["gradient_laplace-k500"]
+    assert last[0] + last[1] < grad[0] - grad[1]
+    assert all(len(v) == 25 for v in record.data["per_seed"].values())
+    checked, reversed_, missing = bandit.ordering_outcome(
+        {a: tuple(v) for a, v in final.items()}, 0.9
+    )
+    assert (len(checked), sum(checked.values()), len(reversed_), len(missing)) == (2, 0, 1, 4)
+    assert bandit._implication(record, 0.9)[0] == "REFUTED"
 
 
 def test_quick_mode_is_not_reproducible_shows_the_record_and_no_one_seed_interval(monkeypatch):
