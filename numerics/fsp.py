@@ -237,8 +237,11 @@ def _rcond(rcond: Any, dtype: Any, p: int, r: int) -> float:
 
 
 def _rtol(rtol: Any) -> float:
-    value = float(rtol) if isinstance(rtol, int | float | np.floating) else np.nan
-    if not value >= 0:  # NaN, negative or not a number; inf skips step 9
+    try:
+        value = float(rtol)
+    except (TypeError, ValueError):
+        value = np.nan
+    if isinstance(rtol, bool) or not value >= 0:  # NaN or negative; inf skips step 9
         raise ValueError(f"rtol must be a non-negative number (inf skips step 9); got {rtol!r}")
     return value
 

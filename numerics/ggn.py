@@ -35,7 +35,7 @@ from laplace_lab.numerics.backend import (
     weighted_gram,
 )
 
-__all__ = ["DENSE_MAX_P", "GGN", "prior_vector"]
+__all__ = ["DENSE_MAX_P", "GGN", "logistic_weight_root", "prior_vector"]
 
 #: Largest p for which :meth:`GGN.dense` forms Ω (p×p float64 of 16384² is 2 GiB).
 DENSE_MAX_P = 16384
@@ -90,6 +90,15 @@ def _jacobian(J: Any, ndim: int, name: str = "J") -> Array:
         want = "(N, p)" if ndim == 2 else "(N, C, p)"
         raise ValueError(f"{name} must be a non-empty array of shape {want}; got {tuple(J.shape)}")
     return J
+
+
+def logistic_weight_root(f: Array) -> Array:
+    """√(σ(f)σ(−f)) = h/(1 + h²) with h = exp(−|f|/2), elementwise in f's namespace: the
+    square root of the logistic Hessian p(1 − p), which is 0 in floating point once p rounds
+    to 1 (logit ≳ 17 in float32, ≳ 37 in float64; docs/numerical-hazards.md)."""
+    xp = namespace(f)
+    h = xp.exp(-0.5 * xp.abs(f))
+    return h / (1.0 + h * h)
 
 
 @dataclass(frozen=True)
@@ -178,11 +187,9 @@ class GGN:
            New Results and Methods", arXiv:2605.09075 (2026), §2.1 eq. (4) and App. C.3.
         """
         J = _jacobian(J, 2)
-        xp = namespace(J)
         f = _logits(logits, (J.shape[0],), J)
-        h = xp.exp(-0.5 * xp.abs(f))  # √(σ(f)σ(−f)) = h/(1 + h²): p never rounds to 1
         return cls(
-            J * (h / (1.0 + h * h))[:, None],
+            J * logistic_weight_root(f)[:, None],
             prior_precision,
             n_data=J.shape[0],
             likelihood="binary",

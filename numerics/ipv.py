@@ -36,10 +36,13 @@ from laplace_lab.numerics.backend import (
     namespace,
     solve_triangular,
     to_numpy,
-    weighted_gram,
 )
 from laplace_lab.numerics.ggn import GGN, prior_vector
-from laplace_lab.numerics.predictive import predictive_variance, subnetwork_variance
+from laplace_lab.numerics.predictive import (
+    predictive_variance,
+    subnetwork_variance,
+    woodbury_column_squares,
+)
 
 __all__ = [
     "discrepancy",
@@ -198,16 +201,7 @@ def ggn_ipv(ggn: GGN, S: Any = None) -> float:
     n, p = ggn.Jw.shape
     if S is not None or n >= p:
         return float(ggn_ipv_path(ggn, np.arange(p) if S is None else S)[-1])
-    xp, Jw = ggn.xp, ggn.Jw
-    D = 1.0 / ggn.prior_precision
-    L = cholesky(
-        weighted_gram(Jw, D) + xp.eye(n, dtype=Jw.dtype, device=array_api_compat.device(Jw))
-    )
-    total = 0.0
-    for a, b in ggn._col_tiles():
-        Z = solve_triangular(L, Jw[:, a:b] * xp.sqrt(D[a:b]))
-        total += float(xp.sum(Z * Z))
-    return scale * total
+    return scale * float(ggn.xp.sum(woodbury_column_squares(ggn) / ggn.prior_precision))
 
 
 def ggn_discrepancy(ggn: GGN, S: Any) -> float:

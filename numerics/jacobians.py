@@ -38,6 +38,7 @@ from laplace_lab.numerics._layout import (
     _trainable,
     parameter_layout,
 )
+from laplace_lab.numerics.ggn import logistic_weight_root
 
 __all__ = [
     "JACOBIAN_BUDGET_BYTES",
@@ -464,8 +465,7 @@ def _weights(f: Any, likelihood: str, eps: float) -> Any:
     if likelihood == "regression":
         return torch.ones_like(f)[:, :, None]
     if likelihood == "binary":
-        h = torch.exp(-0.5 * f.abs())  # √(σ(f)σ(−f)) = h/(1 + h²): p never rounds to 1
-        return (h / (1.0 + h * h))[:, :, None]
+        return logistic_weight_root(f)[:, :, None]
     pi = torch.softmax(f, dim=-1)
     H = torch.diag_embed(pi) - pi[:, :, None] * pi[:, None, :]
     H = H + eps * torch.eye(pi.shape[-1], dtype=pi.dtype, device=pi.device)

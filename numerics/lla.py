@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, softmax
 
 from laplace_lab._checks import one_of, positive_float, positive_int, real_array
 from laplace_lab._random import as_generator
@@ -66,12 +66,10 @@ class GaussianPredictive:
             return
         one_of(self.likelihood, "likelihood", _LIKELIHOODS)
         C = int(np.shape(self.mean)[1])
-        if (self.likelihood == "multiclass") != (C >= 2) and self.likelihood != "regression":
-            raise ValueError(
-                f"likelihood={self.likelihood!r} needs "
-                + ("C ≥ 2 outputs" if self.likelihood == "multiclass" else "one output")
-                + f"; got mean of shape {np.shape(self.mean)}"
-            )
+        if self.likelihood == "multiclass" and C < 2:
+            raise ValueError(f"likelihood='multiclass' needs C ≥ 2 outputs; got C={C}")
+        if self.likelihood == "binary" and C != 1:
+            raise ValueError(f"likelihood='binary' needs one output; got C={C}")
 
     def variance(self) -> np.ndarray:
         """The (M, C) marginal variances, diag(covariance_i)."""
@@ -123,14 +121,8 @@ class GaussianPredictive:
             s = min(256, samples - a)
             eps = gen.standard_normal((s, *mu.shape))
             f = mu[None] + np.einsum("mab,smb->sma", L, eps)
-            out += (expit(f) if mu.shape[1] == 1 else _softmax(f)).sum(axis=0)
+            out += (expit(f) if mu.shape[1] == 1 else softmax(f, axis=-1)).sum(axis=0)
         return out / samples
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - np.max(z, axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / np.sum(e, axis=-1, keepdims=True)
 
 
 def _psd_cholesky(S: np.ndarray) -> np.ndarray:

@@ -30,12 +30,7 @@ import numpy as np
 
 from laplace_lab._checks import dtype_eps, nonnegative_float, one_of, positive_float, positive_int
 from laplace_lab.numerics.backend import to_numpy
-from laplace_lab.numerics.fsp import (
-    FSPLaplace,
-    default_rcond,
-    fsp_laplace,
-    fsp_laplace_from_factor,
-)
+from laplace_lab.numerics.fsp import FSPLaplace, fsp_laplace, fsp_laplace_from_factor
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.jacobians import _trainable, jacobian_chunks, parameter_layout
 from laplace_lab.numerics.krylov import lanczos_inverse_sqrt
@@ -325,8 +320,6 @@ def network_fsp_laplace(
     num_steps = positive_int(num_steps, "num_steps")
     J_flat = J_C.reshape(-1, J_C.shape[-1])
     eps_in = dtype_eps(next(iter(_trainable(model).values())).dtype)  # J's own rounding
-    if rcond is None:
-        rcond = default_rcond(np.float64, J_flat.shape[1], J_flat.shape[0])
     if n_out == 1:
         result = fsp_laplace(
             J_flat, gram, Jw, num_steps=min(num_steps, gram.n), rcond=rcond, rtol=rtol,

@@ -142,11 +142,23 @@ def marginal_variance(ggn: GGN) -> Array:
         Linv = solve_triangular(L, xp.eye(p, dtype=Jw.dtype, device=dev))
         return xp.sum(Linv * Linv, axis=0)
     D = 1.0 / V
-    L = cholesky(weighted_gram(Jw, D) + xp.eye(n, dtype=Jw.dtype, device=dev))
+    return D - D * D * woodbury_column_squares(ggn)
+
+
+def woodbury_column_squares(ggn: GGN) -> Array:
+    """‖L⁻¹ J_w e_i‖² for every parameter i (p,), L Lᵀ = I + J_w D J_wᵀ, D = V⁻¹, in column
+    tiles: diag(Ω⁻¹) = D − D² · this (Woodbury), and 1 − v_i[Ω⁻¹]_ii = d_i · this — squares
+    only, so nothing cancels when J_wᵀJ_w ≪ V."""
+    xp, Jw = ggn.xp, ggn.Jw
+    n = Jw.shape[0]
+    dev = array_api_compat.device(Jw)
+    L = cholesky(
+        weighted_gram(Jw, 1.0 / ggn.prior_precision) + xp.eye(n, dtype=Jw.dtype, device=dev)
+    )
     parts = []
     for a, b in ggn._col_tiles():
-        Z = solve_triangular(L, Jw[:, a:b] * D[a:b])
-        parts.append(D[a:b] - xp.sum(Z * Z, axis=0))
+        Z = solve_triangular(L, Jw[:, a:b])
+        parts.append(xp.sum(Z * Z, axis=0))
     return xp.concat(parts)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, softmax
 
 __all__ = ["probit_probability"]
 
@@ -46,11 +46,11 @@ def probit_probability(mean: Any, variance: Any) -> np.ndarray:
         raise ValueError(f"mean must have shape (n,) or (n, d'); got shape {mu.shape}")
     if mu.shape != v.shape:
         raise ValueError(f"variance must have the shape of mean {mu.shape}; got {v.shape}")
+    if not np.all(np.isfinite(mu)):
+        raise ValueError("mean must be finite")
     if np.any(v < 0) or not np.all(np.isfinite(v)):
         raise ValueError("variance must be finite and non-negative")
     z = mu / np.sqrt(1.0 + np.pi * v / 8.0)
     if mu.ndim == 1 or mu.shape[1] == 1:
         return expit(z)
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+    return softmax(z, axis=1)

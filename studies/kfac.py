@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from laplace_lab.numerics.ggn import logistic_weight_root
+
 __all__ = ["KFACLaplace", "fit_kfac", "layer_signals"]
 
 
@@ -131,8 +133,7 @@ def fit_kfac(
     if likelihood == "regression":
         w = np.full(n, 1.0 / noise_var)
     else:
-        e = np.exp(-np.abs(f))
-        w = e / (1.0 + e) ** 2  # σ(f)σ(−f), without p rounding to 1
+        w = logistic_weight_root(f) ** 2
     eig_A, eig_G = [], []
     for a, d in sig:
         A = a.T @ a / n

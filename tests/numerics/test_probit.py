@@ -46,6 +46,7 @@ def test_extreme_logits_give_finite_probabilities_without_overflow():
         (np.zeros(3), np.ones(2), "variance must have the shape"),
         (np.zeros(2), np.array([1.0, -1.0]), "variance must be finite and non-negative"),
         (np.zeros(2), np.array([1.0, np.nan]), "variance must be finite and non-negative"),
+        (np.array([0.0, np.nan]), np.ones(2), "mean must be finite"),
     ],
 )
 def test_bad_input_names_the_argument(mean, variance, match):
