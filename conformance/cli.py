@@ -16,6 +16,7 @@ __all__ = ["add_validate_parser"]
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from laplace_lab._paths import writable_folder
     from laplace_lab._plugins import load_plugin
     from laplace_lab.conformance import cases, validate, write_validation_report
 
@@ -27,6 +28,7 @@ def _validate(args: argparse.Namespace) -> int:
         return 0
     if not args.target:
         raise ValueError("validate needs --target MODULE:CALLABLE (or --list)")
+    writable_folder(args.out)  # refused now, not after every case has run
 
     def progress(result) -> None:
         print(

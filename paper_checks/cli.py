@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 __all__ = ["add_check_parser"]
 
@@ -20,6 +19,7 @@ __all__ = ["add_check_parser"]
 def _check(args: argparse.Namespace) -> int:
     import datetime
 
+    from laplace_lab._paths import writable_folder
     from laplace_lab._plugins import load_plugin
     from laplace_lab.paper_checks.registry import (
         Context,
@@ -36,7 +36,7 @@ def _check(args: argparse.Namespace) -> int:
     for module in args.plugin or ():
         load_plugin(module, "claim plugin")
     claims = _selected(all_claims(args.paper), args.claim)
-    out_dir = Path(args.out)
+    out_dir = writable_folder(args.out)  # refused now, not after the claims have run
     ctx = Context(full=args.full, seed=args.seed, figure_dir=out_dir / "figures")
     verdicts = []
     for i, item in enumerate(claims, 1):

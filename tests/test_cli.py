@@ -74,6 +74,8 @@ def _bad_command_lines(tmp: Path, store: Path) -> list[tuple[list[str], int, str
         (["check", "--seed", "-1"], 2, "seed must be a non-negative integer; got seed=-1"),
         (["check", "--plugin", "no.such.module"], 2, "cannot import claim plugin module"),
         (["check", "--mutants", "some"], 2, "argument --mutants: invalid choice"),
+        (["check", "--out", str(blocked / "report")], 1, "a-file/report: Not a directory"),
+        (["validate", "--target", "m:f", "--out", str(blocked / "v")], 1, "Not a directory"),
         (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
     ]
 
@@ -116,7 +118,7 @@ def test_a_closed_output_pipe_ends_quietly(toy_store, tmp_path):
     assert "BrokenPipeError" not in err and "Traceback" not in err and err == ""
 
 
-def test_a_failing_report_folder_is_one_line_after_the_claims_ran(tmp_path):
+def test_an_unwritable_report_folder_is_one_line_before_any_claim_runs(tmp_path):
     (tmp_path / "my_claims.py").write_text(
         "from laplace_lab.paper_checks.registry import Status, Verdict, claim\n"
         "@claim(paper='my-lab', name='one', location='-', statement='1 = 1')\n"
@@ -128,7 +130,7 @@ def test_a_failing_report_folder_is_one_line_after_the_claims_ran(tmp_path):
     proc = _laplace_lab(*argv, "--out", "a-file/report", cwd=tmp_path, stdout=subprocess.PIPE)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 1, err
-    assert "[1/1] my-lab/one (-) ... CONFIRMED" in out
+    assert out == ""  # refused before the first claim, not after the last one
     assert err.startswith("laplace-lab check: error: ") and err.count("\n") == 1, err
 
 
