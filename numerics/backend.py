@@ -30,6 +30,8 @@ import numpy as np
 
 __all__ = [
     "TILE",
+    "add_diagonal",
+    "add_product",
     "as_float",
     "cho_solve",
     "cholesky",
@@ -40,6 +42,7 @@ __all__ = [
     "serial_blas",
     "solve_triangular",
     "subtract_gram_lower",
+    "tiles",
     "to_numpy",
     "weighted_gram",
 ]
@@ -153,8 +156,12 @@ def serial_blas(xp: ModuleType) -> Iterator[None]:
 # ---------------------------------------------------------------------------------------------
 
 
-def cholesky(A: Array) -> Array:
+def cholesky(A: Array, *, overwrite: bool = False) -> Array:
     """Lower Cholesky factor L of a symmetric positive-definite A (A = L Lᵀ).
+
+    ``overwrite=True`` lets a row-major NumPy or torch A (a temporary of the caller) hold L:
+    LAPACK factorises Aᵀ = A, which is column-major, in place, so no second n × n array is
+    allocated; A must not be used afterwards. CuPy ignores it.
 
     Raises
     ------
@@ -166,10 +173,15 @@ def cholesky(A: Array) -> Array:
     if kind == "numpy":
         import scipy.linalg
 
+        if overwrite and A.flags.c_contiguous and A.dtype in (np.float32, np.float64):
+            return scipy.linalg.cholesky(A.T, lower=True, overwrite_a=True, check_finite=False)
         return scipy.linalg.cholesky(A, lower=True, check_finite=False)
     if kind == "torch":
         import torch
 
+        if overwrite and A.is_contiguous() and not A.requires_grad:
+            # A.mT is column-major, LAPACK's layout: factorised in place, L read through it
+            return torch.linalg.cholesky(A.mT, out=A.mT)
         return torch.linalg.cholesky(A)
     if kind == "cupy":
         import cupy
@@ -178,11 +190,15 @@ def cholesky(A: Array) -> Array:
     return xp.linalg.cholesky(A)
 
 
-def solve_triangular(L: Array, B: Array, *, lower: bool = True, trans: bool = False) -> Array:
+def solve_triangular(
+    L: Array, B: Array, *, lower: bool = True, trans: bool = False, overwrite_b: bool = False
+) -> Array:
     """Solve L X = B (``trans=False``) or Lᵀ X = B (``trans=True``) for triangular L.
 
     ``B`` may be a vector (n,) or a matrix (n, r). The generic fallback uses the standard's
     ``xp.linalg.solve`` (exact but O(n³)); the named backends use triangular solvers.
+    ``overwrite_b=True`` lets a column-major NumPy or torch B (a temporary of the caller)
+    hold X, without a second array; CuPy ignores it.
     """
     xp = namespace(L, B)
     kind = _kind(xp)
@@ -191,7 +207,7 @@ def solve_triangular(L: Array, B: Array, *, lower: bool = True, trans: bool = Fa
         import scipy.linalg
 
         return scipy.linalg.solve_triangular(
-            L, B, lower=lower, trans=1 if trans else 0, check_finite=False
+            L, B, lower=lower, trans=1 if trans else 0, overwrite_b=overwrite_b, check_finite=False
         )
     if kind == "cupy":
         import cupyx.scipy.linalg
@@ -202,7 +218,11 @@ def solve_triangular(L: Array, B: Array, *, lower: bool = True, trans: bool = Fa
         import torch
 
         A = L.mT if trans else L
-        X = torch.linalg.solve_triangular(A, B2, upper=(lower == trans))
+        upper = lower == trans
+        if overwrite_b and B2.mT.is_contiguous() and not (A.requires_grad or B2.requires_grad):
+            X = torch.linalg.solve_triangular(A, B2, upper=upper, out=B2)  # column-major B
+        else:
+            X = torch.linalg.solve_triangular(A, B2, upper=upper)
     else:
         A = xp.matrix_transpose(L) if trans else L
         X = xp.linalg.solve(A, B2)
@@ -268,8 +288,10 @@ def subtract_gram_lower(S: Array, L: Array) -> Array:
 # ---------------------------------------------------------------------------------------------
 
 
-def _add_diagonal(A: Array, d: Array, xp: ModuleType) -> Array:
-    """A + diag(d) for a square A, in place on NumPy, CuPy and torch (no n × n temporaries)."""
+def add_diagonal(A: Array, d: Array | float) -> Array:
+    """A + diag(d) (``d`` a vector or a scalar) for a square A, in place on NumPy, CuPy and
+    torch (no n × n temporary); a new array on other namespaces."""
+    xp = namespace(A)
     kind = _kind(xp)
     if kind in ("numpy", "cupy"):
         idx = xp.arange(A.shape[0])
@@ -281,29 +303,71 @@ def _add_diagonal(A: Array, d: Array, xp: ModuleType) -> Array:
     return A + xp.eye(A.shape[0], dtype=A.dtype, device=array_api_compat.device(A)) * d
 
 
-def _tiles(n: int, tile: int) -> list[tuple[int, int]]:
+def tiles(n: int, tile: int = TILE) -> list[tuple[int, int]]:
+    """(start, end) of consecutive ranges of at most ``tile`` of n indices."""
     return [(a, min(a + tile, n)) for a in range(0, n, tile)]
 
 
-def gram_blocks(B: Array, *, diag: Array | None = None, tile: int = TILE) -> Array:
+#: Rows of B converted at a time when :func:`gram_blocks` accumulates in a wider dtype.
+WIDEN_ROWS = 256
+
+
+def add_product(out: Array, A: Array, B: Array) -> Array:
+    """out += Aᵀ B, in place (BLAS gemm with β = 1 on NumPy, ``addmm_`` on torch: no
+    temporary of out's size); ``out + Aᵀ B`` as a new array on other namespaces."""
+    xp = namespace(out, A, B)
+    kind = _kind(xp)
+    if kind == "numpy" and out.flags.c_contiguous and out.dtype == A.dtype == B.dtype:
+        import scipy.linalg.blas
+
+        gemm = scipy.linalg.blas.get_blas_funcs("gemm", (out,))
+        # out.T is column-major: outᵀ += Bᵀ A in place
+        gemm(1.0, B, A, beta=1.0, c=out.T, trans_a=1, overwrite_c=1)
+        return out
+    if kind == "torch":
+        return out.addmm_(A.mT, B)
+    return out + A.T @ B
+
+
+def _widened_product(B: Array, a: int, b: int, c: int, d: int, dtype: Any) -> Array:
+    """B[:, a:b]ᵀ B[:, c:d] in ``dtype``, accumulated in place over blocks of
+    :data:`WIDEN_ROWS` rows that are converted one at a time (no converted copy of B)."""
+    xp = namespace(B)
+    out = xp.zeros((b - a, d - c), dtype=dtype, device=array_api_compat.device(B))
+    for r0 in range(0, B.shape[0], WIDEN_ROWS):
+        rows = B[r0 : min(r0 + WIDEN_ROWS, B.shape[0]), :]
+        left = xp.astype(rows[:, a:b], dtype)
+        right = left if (a, b) == (c, d) else xp.astype(rows[:, c:d], dtype)
+        out = add_product(out, left, right)
+    return out
+
+
+def gram_blocks(
+    B: Array, *, diag: Array | None = None, tile: int = TILE, dtype: Any = None
+) -> Array:
     """Bᵀ B + diag(``diag``) (m × m) assembled from column tiles of at most ``tile`` columns.
 
     Only the blocks on and above the diagonal are computed; the lower blocks are their exact
     transposes, so the result is exactly symmetric. Each product involves ≤ ``tile`` columns,
     which avoids the OpenBLAS syrk crash at m ≳ 18000 (docs/numerical-hazards.md, "OpenBLAS
     syrk segfault"). The output is the only m × m allocation.
+
+    ``dtype`` (e.g. float64 for a float32 B) is the dtype of the result and of every product:
+    B is converted :data:`WIDEN_ROWS` rows at a time, never as a whole.
     """
     xp = namespace(B)
     m = B.shape[1]
     dev = array_api_compat.device(B)
-    tiles = _tiles(m, tile)
-    out = xp.empty((m, m), dtype=B.dtype, device=dev) if len(tiles) > 1 else None
-    for i, (a, b) in enumerate(tiles):
+    dtype = B.dtype if dtype is None else dtype
+    widen = dtype != B.dtype
+    parts = tiles(m, tile)
+    out = xp.empty((m, m), dtype=dtype, device=dev) if len(parts) > 1 else None
+    for i, (a, b) in enumerate(parts):
         Bi = B[:, a:b]
-        for c, d in tiles[i:]:
-            blk = Bi.T @ B[:, c:d]
+        for c, d in parts[i:]:
+            blk = _widened_product(B, a, b, c, d, dtype) if widen else Bi.T @ B[:, c:d]
             if c == a and diag is not None:
-                blk = _add_diagonal(blk, diag[a:b], xp)
+                blk = add_diagonal(blk, diag[a:b])
             if out is None:
                 return blk
             out[a:b, c:d] = blk
@@ -322,8 +386,11 @@ def weighted_gram(B: Array, d: Array, *, tile: int = TILE) -> Array:
     xp = namespace(B, d)
     root = xp.sqrt(d)
     out = None
-    for a, b in _tiles(B.shape[1], tile):
+    for a, b in tiles(B.shape[1], tile):
         X = B[:, a:b] * root[a:b]
         blk = gram_blocks(X.T, tile=tile)  # n may itself be ≥ 18000 (N·C rows)
-        out = blk if out is None else out + blk
+        if out is None:
+            out = blk
+        else:
+            out += blk  # in place: no third n × n array
     return out

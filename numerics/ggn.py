@@ -31,6 +31,7 @@ from laplace_lab.numerics.backend import (
     eigh,
     gram_blocks,
     namespace,
+    tiles,
     to_numpy,
     weighted_gram,
 )
@@ -256,8 +257,7 @@ class GGN:
         return namespace(self.Jw)
 
     def _col_tiles(self) -> list[tuple[int, int]]:
-        width = max(256, min(TILE, (1 << 22) // max(self.n_rows, 1)))
-        return [(a, min(a + width, self.p)) for a in range(0, self.p, width)]
+        return tiles(self.p, max(256, min(TILE, (1 << 22) // max(self.n_rows, 1))))
 
     def _index(self, idx: Any, name: str) -> Array:
         host = subset(idx, self.p, name, nonempty=True)

@@ -27,11 +27,13 @@ import numpy as np
 from laplace_lab._checks import nonnegative_float, positive_float, subset, subset_size
 from laplace_lab.numerics.backend import (
     TILE,
+    add_diagonal,
     as_float,
     cholesky,
     gram_blocks,
     namespace,
     solve_triangular,
+    tiles,
     weighted_gram,
 )
 from laplace_lab.numerics.ggn import GGN
@@ -71,30 +73,36 @@ def _test_rows(ggn: GGN, G_test: Any) -> tuple[Array, tuple[int, ...]]:
 
 
 def _epistemic(Jw: Array, V: Array, G: Array) -> Array:
-    """Row-wise gᵀ(J_wᵀJ_w + diag V)⁻¹g for the rows g of G (R × p) → (R,).
+    """Row-wise gᵀ(J_wᵀJ_w + diag V)⁻¹g for the rows g of G (R × p) → (R,), in G's dtype.
 
     Woodbury subtracts ‖L⁻¹J_wDg‖² from gᵀDg, which cancels when g lies near the row space
-    of J_w (training-like points, weak priors): float32 inputs are therefore evaluated in
+    of J_w (training-like points, weak priors): every product is therefore accumulated in
     float64 and the result cast back (in float32 no digit survives at weak priors on
-    training rows; docs/numerical-hazards.md, "Float32 Woodbury cancellation").
+    training rows; docs/numerical-hazards.md, "Float32 Woodbury cancellation"). Float32
+    inputs are converted one column tile (or row block) at a time, never as a whole, so the
+    float64 arrays are the n × n kernel and the n × R solves only.
     """
     xp = namespace(Jw)
-    if Jw.dtype == xp.float32:
-        up = [xp.astype(a, xp.float64) for a in (Jw, V, G)]
-        return xp.astype(_epistemic(*up), xp.float32)
+    wide = xp.float64
     n, p = Jw.shape
+    V = xp.astype(V, wide, copy=False)
     if n < p:  # Woodbury on the n × n kernel
         D = 1.0 / V
-        K = weighted_gram(Jw, D)
-        K = K + xp.eye(n, dtype=K.dtype, device=array_api_compat.device(K))
-        L = cholesky(K)
-        GD = G * D
-        Z = solve_triangular(L, Jw @ GD.T)
-        # vecdot: row-wise dot products without an (R × p) temporary (docs/performance.md)
-        return xp.vecdot(G, GD, axis=-1) - xp.vecdot(Z, Z, axis=-2)
-    L = cholesky(gram_blocks(Jw, diag=V))
-    Z = solve_triangular(L, G.T)
-    return xp.vecdot(Z, Z, axis=-2)
+        L = cholesky(add_diagonal(weighted_gram(Jw, D), 1.0), overwrite=True)
+        Ut, q = None, None  # (J_w D Gᵀ)ᵀ, (R, n): its transpose is column-major for LAPACK
+        for a, b in tiles(p):
+            Gt = xp.astype(G[:, a:b], wide, copy=False)
+            GD = Gt * D[a:b]
+            # vecdot: row-wise dot products without an (R × p) temporary (docs/performance.md)
+            part, qt = GD @ xp.astype(Jw[:, a:b], wide, copy=False).T, xp.vecdot(Gt, GD, axis=-1)
+            Ut, q = (part, qt) if Ut is None else (Ut + part, q + qt)
+        Z = solve_triangular(L, Ut.T, overwrite_b=True)
+        out = q - xp.vecdot(Z, Z, axis=-2)
+    else:
+        L = cholesky(gram_blocks(Jw, diag=V, dtype=wide), overwrite=True)
+        Z = solve_triangular(L, xp.astype(G.T, wide), overwrite_b=True)
+        out = xp.vecdot(Z, Z, axis=-2)
+    return xp.astype(out, G.dtype, copy=False)
 
 
 def predictive_variance(ggn: GGN, G_test: Any) -> Array:

@@ -56,6 +56,63 @@ def test_tiled_products_equal_direct_products(backend):
     np.testing.assert_allclose(K, (B.T * diag[:4]) @ B, rtol=0, atol=1e-13)
 
 
+def _shares_memory(a, b) -> bool:
+    if isinstance(a, np.ndarray):
+        return np.shares_memory(a, b)
+    return a.data_ptr() == b.data_ptr()  # torch
+
+
+def test_overwriting_factorisations_hold_their_result_in_the_input(backend):
+    """cholesky(overwrite=True) and solve_triangular(overwrite_b=True) return the same
+    numbers as the copying calls; on NumPy and torch they reuse the input's memory (a
+    column-major B for the solve), which is what keeps the float64 predictive at one n × n
+    array; array_api_strict ignores the flags."""
+    rng = np.random.default_rng(5)
+    A, B = _spd(rng, 9), rng.standard_normal((4, 9))
+    L_ref = np.linalg.cholesky(A)
+    Ad = backend(A)
+    L = bk.cholesky(Ad, overwrite=True)
+    np.testing.assert_allclose(host(L), L_ref, rtol=0, atol=1e-13 * np.abs(A).max())
+    Bt = backend(B.copy()).T  # column-major (9, 4), overwritten
+    X = bk.solve_triangular(L, Bt, overwrite_b=True)
+    np.testing.assert_allclose(host(X), np.linalg.solve(L_ref, B.T), rtol=1e-12)
+    if backend.name != "array_api_strict":
+        assert _shares_memory(L, Ad) and _shares_memory(X, Bt)
+
+
+def test_add_product_accumulates_in_place(backend):
+    rng = np.random.default_rng(6)
+    out, A, B = (
+        rng.standard_normal((3, 5)),
+        rng.standard_normal((7, 3)),
+        rng.standard_normal((7, 5)),
+    )
+    acc = backend(out.copy())
+    got = bk.add_product(acc, backend(A), backend(B))
+    np.testing.assert_allclose(host(got), out + A.T @ B, rtol=0, atol=1e-13)
+    if backend.name != "array_api_strict":
+        assert _shares_memory(got, acc)
+
+
+def test_widened_gram_is_the_float64_gram_of_float32_columns(backend, monkeypatch):
+    """gram_blocks(dtype=float64) of a float32 B equals the float64 Gram of the same
+    float32 numbers (converted in row blocks, here of 4 rows over 3-column tiles), far closer
+    than the float32 product, which rounds every partial sum."""
+    monkeypatch.setattr(bk, "WIDEN_ROWS", 4)
+    rng = np.random.default_rng(7)
+    B32 = (rng.standard_normal((50, 8)) * np.exp(rng.standard_normal(8))).astype(np.float32)
+    diag = rng.uniform(1, 2, 8)
+    B64 = B32.astype(np.float64)
+    ref = B64.T @ B64 + np.diag(diag)
+    got = bk.gram_blocks(
+        backend(B32), diag=backend(diag), tile=3, dtype=bk.namespace(backend(diag)).float64
+    )
+    assert host(got).dtype == np.float64
+    np.testing.assert_allclose(host(got), ref, rtol=1e-13)
+    plain = host(bk.gram_blocks(backend(B32), diag=backend(diag.astype(np.float32)), tile=3))
+    assert np.max(np.abs(plain - ref) / np.abs(ref)) > 1e-9  # float32 products round
+
+
 @pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-13), (np.float32, 1e-5)])
 def test_subtract_gram_lower(backend, dtype, tol):
     """S − LᵀL on the lower triangle (BLAS syrk in place on NumPy), float64 and float32."""

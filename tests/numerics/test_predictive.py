@@ -171,6 +171,31 @@ def test_no_pxp_allocation_at_large_p():
     assert np.all(sub <= out * (1 + 1e-12))  # Theorem 1: the sub-network underestimates
 
 
+@pytest.mark.parametrize(("n", "p"), [(400, 30_000), (3000, 1500)], ids=["woodbury", "dense"])
+def test_float32_inputs_are_widened_a_tile_at_a_time(n, p):
+    """Float32 J_w and G are accumulated in float64 without a float64 copy of either: the
+    traced peak stays below the 2·J.nbytes such a copy alone would take, while the result
+    equals the float64 computation on the same float32 numbers."""
+    rng = np.random.default_rng(5)
+    J = (rng.standard_normal((n, p)) / np.sqrt(p)).astype(np.float32)
+    G = (rng.standard_normal((20, p)) / np.sqrt(p)).astype(np.float32)
+    ggn = GGN.regression(J, noise_var=0.5, prior_precision=2.0)
+    tracemalloc.start()
+    try:
+        out = predictive_variance(ggn, G)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert out.dtype == np.float32
+    ref = predictive_variance(
+        GGN.regression(J.astype(np.float64), noise_var=0.5, prior_precision=2.0),
+        G.astype(np.float64),
+    )
+    np.testing.assert_allclose(out, ref, rtol=2e-7)  # float32 rounding of the result only
+    held = 8 * min(n, p) ** 2 + 8 * G.shape[0] * min(n, p)  # the float64 kernel and solves
+    assert peak < held + 2 * J.nbytes, (peak, held, J.nbytes)
+
+
 @pytest.mark.parametrize(
     ("call", "exc", "name"),
     [
