@@ -108,3 +108,5 @@ def test_gpu_benchmark_logic_on_a_numpy_stand_in():
     assert g.correct and "identical S: True" in g.note and g.ours > 0
     s = bench_gpu.streamed(fake, 50, 3000, 7, block=700)
     assert s.correct and "differ by 0.0e+00" in s.note
+    lr = bench_gpu.low_rank(fake, 40, 500, r=5)
+    assert lr.correct and "eigenvalues differ by 0.0e+00" in lr.note
