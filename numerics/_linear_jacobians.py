@@ -11,7 +11,7 @@ pass of Σ_n f_c(x_n) per output c. Then
 
 Applicable when every trainable parameter belongs to a ``torch.nn.Linear`` called exactly once
 per forward on a 2-D (batch, features) input; :mod:`laplace_lab.numerics.jacobians` checks the
-first row against ``torch.func`` and falls back to ``vmap(jacrev)`` otherwise.
+first row against autograd and falls back to ``vmap(jacrev)`` otherwise.
 """
 
 from __future__ import annotations
@@ -23,7 +23,14 @@ import numpy as np
 
 from laplace_lab.numerics._large_outputs import empty
 
-__all__ = ["LinearPlan", "LinearSignals", "linear_plan", "linear_signals"]
+__all__ = [
+    "ColumnPlan",
+    "LinearPlan",
+    "LinearSignals",
+    "column_plan",
+    "linear_plan",
+    "linear_signals",
+]
 
 
 @dataclass(frozen=True)
@@ -70,12 +77,52 @@ def linear_plan(model: Any, layout: Any) -> LinearPlan | None:
 
 
 @dataclass(frozen=True)
+class ColumnPlan:
+    """Where the columns S come from, grouped by layer: per Linear layer the output and input
+    indices (i, j) of its weight columns and the output indices of its bias columns (index
+    tensors or None), and ``order``, the positions in S of the columns in that grouped order
+    (weights then bias, layer by layer)."""
+
+    weights: tuple[tuple[Any, Any] | None, ...]
+    biases: tuple[Any | None, ...]
+    order: np.ndarray
+
+
+def column_plan(plan: LinearPlan, idx: np.ndarray, device: Any) -> ColumnPlan:
+    """The :class:`ColumnPlan` of the flat parameter indices ``idx`` under ``plan``."""
+    import torch
+
+    weights, biases, order = [], [], []
+    for m, ws, bs in zip(plan.modules, plan.weight_start, plan.bias_start, strict=True):
+        n_out, n_in = m.weight.shape
+        pos = np.flatnonzero((idx >= ws) & (idx < ws + n_out * n_in))
+        if pos.size:
+            i, j = np.divmod(idx[pos] - ws, n_in)
+            weights.append((torch.as_tensor(i, device=device), torch.as_tensor(j, device=device)))
+            order.append(pos)
+        else:
+            weights.append(None)
+        pos = np.flatnonzero((idx >= bs) & (idx < bs + n_out)) if bs is not None else pos[:0]
+        if pos.size:
+            biases.append(torch.as_tensor(idx[pos] - bs, device=device))
+            order.append(pos)
+        else:
+            biases.append(None)
+    return ColumnPlan(tuple(weights), tuple(biases), np.concatenate(order))
+
+
+@dataclass(frozen=True)
 class LinearSignals:
     """Layer inputs a_l (B, in) and output sensitivities δ_l (B, C, out) of one chunk."""
 
     plan: LinearPlan
     a: tuple[Any, ...]
     delta: tuple[Any, ...]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the layer inputs and sensitivities."""
+        return sum(t.numel() * t.element_size() for t in (*self.a, *self.delta))
 
     def _layers(self) -> Any:
         """(module, weight offset, bias offset, a, δ) per Linear layer."""
@@ -100,32 +147,46 @@ class LinearSignals:
     def columns(self, idx: np.ndarray) -> Any:
         """J[:, :, idx] (B, C, k) without forming the chunk: δ[:, :, i] · a[:, j] per column.
 
-        Gathered with ``index_select`` and placed with ``index_copy_`` (one product per
-        entry, so the values are those of the full chunk).
+        The columns are computed layer by layer (:meth:`grouped_columns`) and placed in the
+        order of ``idx`` with one ``index_copy_`` (one product per entry, so the values are
+        those of the full chunk).
         """
         import torch
 
-        B, C = self.delta[0].shape[:2]
-        out = torch.zeros((B * C, idx.size), dtype=self.a[0].dtype, device=self.a[0].device)
-        dev = out.device
+        cp = column_plan(self.plan, idx, self.a[0].device)
+        grouped = self.grouped_columns(cp, 0, self.a[0].shape[0])
+        out = torch.empty_like(grouped)
+        return out.index_copy_(2, torch.as_tensor(cp.order, device=out.device), grouped)
 
-        def place(pos: np.ndarray, values: Any) -> None:
-            out.index_copy_(1, torch.as_tensor(pos, device=dev), values.reshape(B * C, -1))
+    def grouped_columns(self, cp: ColumnPlan, start: int, stop: int, out: Any = None) -> Any:
+        """J[start:stop, :, S] with the columns of S grouped by layer (S[cp.order]), (r, C, k).
 
-        for m, ws, bs, a, d in self._layers():
-            n_out, n_in = m.weight.shape
-            d2 = d.reshape(B * C, n_out)  # gathers along the last axis of a 2-D view are fast
-            pos = np.flatnonzero((idx >= ws) & (idx < ws + n_out * n_in))
-            if pos.size:
-                i, j = np.divmod(idx[pos] - ws, n_in)
-                ti, tj = torch.as_tensor(i, device=dev), torch.as_tensor(j, device=dev)
-                di = d2.index_select(1, ti).view(B, C, -1)
-                place(pos, di * a.index_select(1, tj)[:, None, :])
-            if bs is not None:
-                pos = np.flatnonzero((idx >= bs) & (idx < bs + n_out))
-                if pos.size:
-                    place(pos, d2.index_select(1, torch.as_tensor(idx[pos] - bs, device=dev)))
-        return out.view(B, C, idx.size)
+        Each layer's columns are one product δ[:, :, i] · a[:, j] written into a contiguous
+        slice of ``out`` (a buffer of that shape and the signals' dtype, or a new one).
+        """
+        import torch
+
+        r, C = stop - start, self.delta[0].shape[1]
+        if out is None:
+            out = torch.empty(
+                (r, C, cp.order.size), dtype=self.a[0].dtype, device=self.a[0].device
+            )
+        at = 0
+        for (_, _, _, a, d), weights, bias in zip(
+            self._layers(), cp.weights, cp.biases, strict=True
+        ):
+            d2 = d[start:stop].reshape(r * C, -1)  # gathers along the last axis of 2-D are fast
+            if weights is not None:
+                ti, tj = weights
+                n = ti.numel()
+                rows = a[start:stop].index_select(1, tj)[:, None, :]
+                torch.mul(d2.index_select(1, ti).view(r, C, n), rows, out=out[:, :, at : at + n])
+                at += n
+            if bias is not None:
+                n = bias.numel()
+                out[:, :, at : at + n] = d2.index_select(1, bias).view(r, C, n)
+                at += n
+        return out
 
     def weighted_square_sums(self, W: Any) -> Any:
         """Σ_n ‖W_nᵀ J_n[:, i]‖² for every column i, (p,): (δ̃∘δ̃)ᵀ(a∘a) per layer.

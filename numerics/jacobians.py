@@ -22,7 +22,7 @@ torch is imported lazily so that :mod:`numerics` works without it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -398,7 +398,9 @@ def subset_gram(
     chunk of rows gives its columns in the model's precision (the values
     :func:`per_sample_jacobian` returns), which are weighted, converted to float64 in blocks
     of rows and accumulated by a symmetric rank-b update (BLAS ``dsyrk``: half the flops
-    of a general product) — memory O(chunk·k + k²). On a CUDA model the blocks are
+    of a general product) — memory O(chunk·k + k²). On the outer-product path each block
+    of rows is built directly with S's columns grouped by layer (no chunk of columns in S's
+    order), and the Gram is permuted back at the end. On a CUDA model the blocks are
     accumulated on the device by ``mm``.
 
     Parameters
@@ -425,44 +427,87 @@ def subset_gram(
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
        Results and Methods", arXiv:2605.09075 (2026), §2.1 eq. (2) and App. D.2 (Ω_SS).
     """
-    import scipy.linalg.blas
-
-    torch = _torch()
     _check_model(model)
     one_of(likelihood, "likelihood", _LIKELIHOODS)
     eps = nonnegative_float(eps, "eps")
     idx = check_subset(subset, parameter_layout(model).p, "subset", nonempty=True)
-    k, tidx, G = idx.size, None, None
-    for _, fb, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
-        if (fb.shape[1] > 1) != (likelihood == "multiclass"):
-            raise ValueError(
-                f"likelihood={likelihood!r} does not match the model's output of shape "
-                f"{tuple(fb.shape)}"
-            )
-        if sig is not None:
-            cols = sig.columns(idx)
-        else:
-            if tidx is None:
-                tidx = torch.as_tensor(idx, device=J.device)
-            cols = J.index_select(-1, tidx)
-        if likelihood != "regression":
-            cols = _weights(fb, likelihood, float(eps)).transpose(1, 2) @ cols
-        cols = cols.reshape(-1, k)
+    chunks = _chunks(model, X, chunk_size=chunk_size, method=method)
+    return _gram_of(chunks, idx, likelihood, eps)
+
+
+def _check_outputs(fb: Any, likelihood: str) -> None:
+    if (fb.shape[1] > 1) != (likelihood == "multiclass"):
+        raise ValueError(
+            f"likelihood={likelihood!r} does not match the model's output of shape "
+            f"{tuple(fb.shape)}"
+        )
+
+
+def _gram_of(chunks: Iterable[Any], idx: np.ndarray, likelihood: str, eps: float) -> np.ndarray:
+    """:func:`subset_gram` over the chunks of :func:`_chunks` (validated arguments)."""
+    from laplace_lab.numerics._linear_jacobians import column_plan
+
+    torch = _torch()
+    gram, order = _GramSum(idx.size), None
+    for _, fb, sig, J in chunks:
+        _check_outputs(fb, likelihood)
+        W = None if likelihood == "regression" else _weights(fb, likelihood, float(eps))
+        if sig is None:
+            cols = J.index_select(-1, torch.as_tensor(idx, device=J.device))
+            gram.add(cols if W is None else W.transpose(1, 2) @ cols)
+            continue
+        # The columns of S grouped by layer, built and converted a block of rows at a time
+        # (the Gram of the permuted columns is the permuted Gram: undone at the end).
+        if order is None:
+            cp = column_plan(sig.plan, idx, fb.device)
+            order, buf = cp.order, None
+        for a in range(0, fb.shape[0], _GRAM_ROWS):
+            b = min(a + _GRAM_ROWS, fb.shape[0])
+            reuse = buf is not None and buf.shape[0] == b - a
+            buf = sig.grouped_columns(cp, a, b, out=buf if reuse else None)
+            gram.add(buf if W is None else W[a:b].transpose(1, 2) @ buf)
+    G = gram.result()
+    if order is None:
+        return G
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(order.size)
+    return G[np.ix_(inverse, inverse)]
+
+
+class _GramSum:
+    """Σ blockᵀblock over blocks of Jacobian rows (any leading shape, k columns), float64.
+
+    On the host each block of at most :data:`_GRAM_ROWS` rows is converted to float64 and
+    added by a symmetric rank-b update (BLAS ``dsyrk``: half the flops of a product) to the
+    upper triangle; on a CUDA device the blocks are accumulated by ``mm``.
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.host: np.ndarray | None = None
+        self.device: Any = None
+
+    def add(self, cols: Any) -> None:
+        import scipy.linalg.blas
+
+        cols = cols.reshape(-1, self.k)
         if cols.device.type != "cpu":
             block = cols.double()
             part = block.T @ block
-            G = part if G is None else G + part
-            continue
-        if G is None:
-            G = np.zeros((k, k), dtype=np.float64, order="F")
+            self.device = part if self.device is None else self.device + part
+            return
+        if self.host is None:
+            self.host = np.zeros((self.k, self.k), dtype=np.float64, order="F")
         for a in range(0, cols.shape[0], _GRAM_ROWS):
             block = cols[a : a + _GRAM_ROWS].double().numpy()
-            # Fortran view of blockᵀ (k × b): syrk(trans=0) adds blockᵀblock to G's upper half
-            G = scipy.linalg.blas.dsyrk(1.0, block.T, beta=1.0, c=G, overwrite_c=1)
-    if not isinstance(G, np.ndarray):
-        return G.cpu().numpy()
-    upper = np.triu(G)
-    return upper + np.triu(upper, 1).T
+            # Fortran view of blockᵀ (k × b): syrk(trans=0) adds blockᵀblock to the upper half
+            self.host = scipy.linalg.blas.dsyrk(1.0, block.T, beta=1.0, c=self.host, overwrite_c=1)
+
+    def result(self) -> np.ndarray:
+        if self.device is not None:
+            return self.device.cpu().numpy()
+        upper = np.triu(self.host)
+        return upper + np.triu(upper, 1).T
 
 
 def _output_view(out: Any, shape: tuple[int, int, int], ref: Any) -> Any:
@@ -538,13 +583,15 @@ def gradient_scores(
     """
     one_of(likelihood, "likelihood", _LIKELIHOODS)
     eps = nonnegative_float(eps, "eps")
+    chunks = _chunks(model, X, chunk_size=chunk_size, method=method)
+    return _scores_of(chunks, likelihood, eps)
+
+
+def _scores_of(chunks: Iterable[Any], likelihood: str, eps: float) -> Any:
+    """:func:`gradient_scores` over the chunks of :func:`_chunks` (validated arguments)."""
     total, n = None, 0
-    for _, f, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
-        if (f.shape[1] > 1) != (likelihood == "multiclass"):
-            raise ValueError(
-                f"likelihood={likelihood!r} does not match the model's output of shape "
-                f"{tuple(f.shape)}"
-            )
+    for _, f, sig, J in chunks:
+        _check_outputs(f, likelihood)
         W = _weights(f, likelihood, float(eps))  # (b, C, K)
         if sig is not None:
             part = sig.weighted_square_sums(W)

@@ -8,7 +8,13 @@
 costs O(N·m) Jacobian entries for its m candidates instead of O(N·p). ``subset_gram(idx)``
 streams J_w[:, idx]ᵀJ_w[:, idx] without the columns and keeps the last one (up to
 :data:`GRAM_CACHE_BYTES`), so the Ω_SS of a sub-network chosen among Greedy-Laplace's
-candidates is a sub-block of the candidates' Gram, not a second pass over the data.
+candidates is a sub-block of the candidates' Gram, not a second pass over the data. For a
+network of ``nn.Linear`` layers the per-layer inputs and output sensitivities of the first
+pass are kept too (up to :data:`SIGNAL_CACHE_BYTES`), so the scores and every later Gram
+share one forward and backward pass over X.
+
+The model must not change while a ``NetworkGGN`` of it is in use: it is the GGN at the θ̂
+of its first evaluation.
 
 Arrays are NumPy float64 on the host.
 """
@@ -16,6 +22,7 @@ Arrays are NumPy float64 on the host.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -25,19 +32,27 @@ from laplace_lab.numerics._layout import trainable_vector
 from laplace_lab.numerics.ggn import GGN, prior_vector
 from laplace_lab.numerics.jacobians import (
     _check_eval_mode,
-    gradient_scores,
+    _chunks,
+    _gram_of,
+    _scores_of,
     layer_call_order,
     parameter_layout,
     per_sample_jacobian,
-    subset_gram,
 )
 
-__all__ = ["GRAM_CACHE_BYTES", "NetworkGGN"]
+__all__ = ["GRAM_CACHE_BYTES", "SIGNAL_CACHE_BYTES", "NetworkGGN"]
 
 #: Largest Gram (bytes) :meth:`NetworkGGN.subset_gram` keeps for later sub-blocks: 64 MiB.
 GRAM_CACHE_BYTES = 1 << 26
 
+#: Largest size (bytes) of the Linear-layer signals of X that a :class:`NetworkGGN` keeps
+#: for its later passes: 64 MiB.
+SIGNAL_CACHE_BYTES = 1 << 26
+
 _LIKELIHOODS = ("regression", "binary", "multiclass")
+
+#: The multiclass Hessian jitter ε of :meth:`~.ggn.GGN.multiclass`'s default.
+_EPS = 1e-6
 
 
 class NetworkGGN:
@@ -99,6 +114,8 @@ class NetworkGGN:
         )
         self._gram: tuple[dict[int, int], np.ndarray] | None = None
         self._layer_order: list[int] | None = None
+        self._signals: list[Any] | None = None  # the chunks of the first pass, when kept
+        self._stream_only = False  # a pass found torch.func chunks or too many signal bytes
 
     # ----------------------------------------------------------------------------- shapes
     @property
@@ -154,15 +171,33 @@ class NetworkGGN:
             )
 
     # ----------------------------------------------------------------------------- operators
+    def _passes(self) -> Iterable[Any]:
+        """The chunks of a pass over X (:func:`~.jacobians._chunks`): the kept ones, or a
+        fresh pass that keeps its chunks when they are Linear-layer signals of at most
+        :data:`SIGNAL_CACHE_BYTES` in all."""
+        if self._signals is not None:
+            return self._signals
+        fresh = _chunks(self.model, self.X, chunk_size=self.chunk_size, method=self.method)
+        if self._stream_only:
+            return fresh
+        return self._keep(fresh)
+
+    def _keep(self, fresh: Iterator[Any]) -> Iterator[Any]:
+        kept, nbytes = [], 0
+        for chunk in fresh:
+            sig = chunk[2]
+            nbytes += SIGNAL_CACHE_BYTES + 1 if sig is None else sig.nbytes
+            if nbytes > SIGNAL_CACHE_BYTES:
+                self._stream_only, kept = True, []
+            else:
+                kept.append(chunk)
+            yield chunk
+        if not self._stream_only:
+            self._signals = kept
+
     @functools.cached_property
     def _scores(self) -> np.ndarray:
-        s = gradient_scores(
-            self.model,
-            self.X,
-            likelihood=self.likelihood,
-            chunk_size=self.chunk_size,
-            method=self.method,
-        )
+        s = _scores_of(self._passes(), self.likelihood, _EPS)
         return s.detach().double().cpu().numpy()
 
     @functools.cached_property
@@ -205,7 +240,7 @@ class NetworkGGN:
     def subset_gram(self, idx: Any) -> np.ndarray:
         """J_w[:, idx]ᵀ J_w[:, idx] (|idx| × |idx|, float64; a new array).
 
-        Streamed by :func:`~.jacobians.subset_gram` (the columns are never stored); when every
+        Streamed as :func:`~.jacobians.subset_gram` (the columns are never stored); when every
         index of ``idx`` was in the last Gram computed (kept up to :data:`GRAM_CACHE_BYTES`),
         the result is its sub-block and costs no pass over the data.
         """
@@ -213,14 +248,7 @@ class NetworkGGN:
         if self._gram is not None and all(int(i) in self._gram[0] for i in idx):
             pos = np.fromiter((self._gram[0][int(i)] for i in idx), np.int64, idx.size)
             return self._gram[1][np.ix_(pos, pos)]
-        G = subset_gram(
-            self.model,
-            self.X,
-            idx,
-            likelihood=self.likelihood,
-            chunk_size=self.chunk_size,
-            method=self.method,
-        )
+        G = _gram_of(self._passes(), idx, self.likelihood, _EPS)
         if self.likelihood == "regression":
             G /= self.noise_var
         if G.nbytes <= GRAM_CACHE_BYTES:

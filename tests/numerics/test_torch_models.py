@@ -286,3 +286,53 @@ def test_a_network_ggn_of_a_training_mode_batch_norm_model_is_refused_before_any
     with pytest.raises(ValueError, match="batch-norm layer '1' is in training mode"):
         NetworkGGN(model, torch.randn(5, 2, dtype=torch.float64), likelihood="multiclass")
     torch.testing.assert_close(model[1].running_mean, before, rtol=0, atol=0)
+
+
+def _rows_through_first_layer(model: torch.nn.Module) -> list[int]:
+    seen: list[int] = []
+    first = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
+    first.register_forward_hook(lambda m, inp, out: seen.append(inp[0].shape[0]))
+    return seen
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["signals-kept", "over-budget"])
+def test_network_ggn_shares_one_pass_between_scores_and_grams(kept, monkeypatch):
+    """A Linear-layer network's scores and Grams come from one forward/backward pass over X
+    when its signals fit SIGNAL_CACHE_BYTES (a pass per call otherwise), with the values of
+    the streaming functions either way."""
+    from laplace_lab.numerics import jacobians, network_ggn
+
+    if not kept:
+        monkeypatch.setattr(network_ggn, "SIGNAL_CACHE_BYTES", 1000)
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(4, 20), torch.nn.ReLU(), torch.nn.Linear(20, 1)
+    ).double()
+    X = torch.randn(300, 4, dtype=torch.float64)
+    seen = _rows_through_first_layer(model)
+    net = NetworkGGN(model, X, noise_var=0.5, chunk_size=100)
+    scores = net.scores()
+    G1, G2 = net.subset_gram([3, 90, 7]), net.subset_gram([100, 0])
+    passes = sum(n for n in seen if n > 2) / 300  # the one- and two-row checks aside
+    assert passes == (1 if kept else 3)
+    ref = jacobians.gradient_scores(model, X, likelihood="regression", chunk_size=100)
+    np.testing.assert_array_equal(scores, ref.numpy())
+    for G, S in ((G1, [3, 90, 7]), (G2, [100, 0])):
+        np.testing.assert_array_equal(G, jacobians.subset_gram(model, X, S, chunk_size=100) / 0.5)
+
+
+def test_network_ggn_streams_torch_func_chunks():
+    """A model outside the outer-product path (a convolution) keeps nothing (every call is
+    its own torch.func pass), with the streaming functions' values."""
+    from laplace_lab.numerics import jacobians
+
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(
+        torch.nn.Conv1d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(8, 1)
+    ).double()
+    X = torch.randn(30, 1, 6, dtype=torch.float64)
+    net = NetworkGGN(model, X)
+    net.scores()
+    G = net.subset_gram([0, 5, 16])
+    assert net._signals is None and net._stream_only
+    np.testing.assert_allclose(G, jacobians.subset_gram(model, X, [0, 5, 16]), rtol=1e-12)
