@@ -9,11 +9,12 @@ __all__ = ["writable_folder"]
 
 
 def writable_folder(path: Path | str) -> Path:
-    """Create ``path`` (and its parents) if needed and prove that a file can be written there.
+    """Prove that ``path`` can be created (with its parents) and a file written there.
 
     ``laplace-lab check`` and ``validate`` write their reports only after every claim or
     case has run; calling this first turns an unwritable ``--out`` into an immediate error
-    instead of one after minutes of work.
+    instead of one after minutes of work. Folders it had to create for the proof are removed
+    again, so a run that stops before its report leaves nothing behind.
 
     Parameters
     ----------
@@ -32,10 +33,15 @@ def writable_folder(path: Path | str) -> Path:
         names the folder.
     """
     folder = Path(path)
+    created = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), str(folder)) from exc
+    finally:
+        for p in created:  # deepest first: the report writer creates them when it writes
+            if p.is_dir():
+                p.rmdir()
     return folder

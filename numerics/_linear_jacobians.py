@@ -148,13 +148,15 @@ class LinearSignals:
         """J[:, :, idx] (B, C, k) without forming the chunk: δ[:, :, i] · a[:, j] per column.
 
         The columns are computed layer by layer (:meth:`grouped_columns`) and placed in the
-        order of ``idx`` with one ``index_copy_`` (one product per entry, so the values are
-        those of the full chunk).
+        order of ``idx`` with one ``index_copy_`` unless ``idx`` is already in that order
+        (e.g. sorted); one product per entry, so the values are those of the full chunk.
         """
         import torch
 
         cp = column_plan(self.plan, idx, self.a[0].device)
         grouped = self.grouped_columns(cp, 0, self.a[0].shape[0])
+        if np.array_equal(cp.order, np.arange(cp.order.size)):  # idx already layer by layer
+            return grouped
         out = torch.empty_like(grouped)
         return out.index_copy_(2, torch.as_tensor(cp.order, device=out.device), grouped)
 

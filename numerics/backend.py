@@ -159,9 +159,10 @@ def serial_blas(xp: ModuleType) -> Iterator[None]:
 def cholesky(A: Array, *, overwrite: bool = False) -> Array:
     """Lower Cholesky factor L of a symmetric positive-definite A (A = L Lᵀ).
 
-    ``overwrite=True`` lets a row-major NumPy or torch A (a temporary of the caller) hold L:
-    LAPACK factorises Aᵀ = A, which is column-major, in place, so no second n × n array is
-    allocated; A must not be used afterwards. CuPy ignores it.
+    ``overwrite=True`` lets a row-major NumPy or torch A (a temporary of the caller, exactly
+    symmetric: its upper triangle is read) hold L: LAPACK factorises Aᵀ = A, which is
+    column-major, in place, so no second n × n array is allocated; A must not be used
+    afterwards. CuPy ignores it.
 
     Raises
     ------
@@ -173,7 +174,8 @@ def cholesky(A: Array, *, overwrite: bool = False) -> Array:
     if kind == "numpy":
         import scipy.linalg
 
-        if overwrite and A.flags.c_contiguous and A.dtype in (np.float32, np.float64):
+        blas = A.dtype in (np.float32, np.float64) and A.flags.writeable
+        if overwrite and blas and A.flags.c_contiguous:
             return scipy.linalg.cholesky(A.T, lower=True, overwrite_a=True, check_finite=False)
         return scipy.linalg.cholesky(A, lower=True, check_finite=False)
     if kind == "torch":
@@ -313,16 +315,20 @@ WIDEN_ROWS = 256
 
 
 def add_product(out: Array, A: Array, B: Array) -> Array:
-    """out += Aᵀ B, in place (BLAS gemm with β = 1 on NumPy, ``addmm_`` on torch: no
-    temporary of out's size); ``out + Aᵀ B`` as a new array on other namespaces."""
+    """out += Aᵀ B, in place on NumPy (BLAS gemm with β = 1 for float32/float64: no temporary
+    of out's size) and torch (``addmm_``); ``out + Aᵀ B`` as a new array on other namespaces."""
     xp = namespace(out, A, B)
     kind = _kind(xp)
-    if kind == "numpy" and out.flags.c_contiguous and out.dtype == A.dtype == B.dtype:
-        import scipy.linalg.blas
+    if kind == "numpy":
+        blas = out.dtype in (np.float32, np.float64) and out.dtype == A.dtype == B.dtype
+        if blas and out.flags.c_contiguous and out.flags.writeable:
+            import scipy.linalg.blas
 
-        gemm = scipy.linalg.blas.get_blas_funcs("gemm", (out,))
-        # out.T is column-major: outᵀ += Bᵀ A in place
-        gemm(1.0, B, A, beta=1.0, c=out.T, trans_a=1, overwrite_c=1)
+            gemm = scipy.linalg.blas.get_blas_funcs("gemm", (out,))
+            # out.T is column-major: outᵀ += Bᵀ A in place
+            gemm(1.0, B, A, beta=1.0, c=out.T, trans_a=1, overwrite_c=1)
+        else:
+            out += A.T @ B
         return out
     if kind == "torch":
         return out.addmm_(A.mT, B)

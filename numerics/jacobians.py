@@ -23,6 +23,7 @@ torch is imported lazily so that :mod:`numerics` works without it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -197,24 +198,38 @@ def _vmap_chunks(model: Any, X: Any, B: int, n_out: int) -> Iterator[tuple[int, 
     jac = vmap(jacrev(f, has_aux=True), in_dims=(None, 0))
     for start in range(0, X.shape[0], B):
         xb = X[start : start + B]
-        try:
+        with _random_draws_refused():
             grads, fb = jac(params, xb)
-        except RuntimeError as err:
-            if "random" not in str(err):
-                raise
-            raise ValueError(
-                "model draws random numbers in its forward pass; per-sample Jacobians need "
-                "a deterministic model (call model.eval())"
-            ) from err
         J = torch.cat([grads[n].reshape(xb.shape[0], n_out, -1) for n in names], dim=-1)
         yield start, J, fb.detach()
 
 
+@contextmanager
+def _random_draws_refused() -> Iterator[None]:
+    """Turn torch.func's refusal of a random operation under ``vmap`` into a ValueError."""
+    try:
+        yield
+    except RuntimeError as err:
+        if "random" not in str(err):
+            raise
+        raise ValueError(
+            "model draws random numbers in its forward pass; per-sample Jacobians need "
+            "a deterministic model (call model.eval())"
+        ) from err
+
+
 def _autograd_row(model: Any, x: Any, n_out: int) -> Any:
     """J (1, C, p) of the one-row batch ``x`` by reverse-mode autograd, one backward pass per
-    output: the reference of the ``"auto"`` check. Unlike torch.func it does not load
-    ``torch._dynamo`` (about a second and 0.1 GB of resident memory)."""
+    output: the reference of the ``"auto"`` check. A forward pass under ``vmap`` first
+    refuses a model that draws random numbers (a dropout outside an ``nn.Dropout`` module,
+    which two autograd passes could not tell from a deterministic one when their masks agree
+    on the row). Unlike ``jacrev`` neither loads ``torch._dynamo`` (about a second and
+    0.1 GB of resident memory)."""
+    from torch.func import vmap
+
     torch = _torch()
+    with torch.no_grad(), _random_draws_refused():
+        vmap(lambda row: model(row.unsqueeze(0)))(x)
     params = list(_trainable(model).values())
     with torch.enable_grad():
         out = model(x).reshape(-1)
@@ -493,8 +508,10 @@ class _GramSum:
         cols = cols.reshape(-1, self.k)
         if cols.device.type != "cpu":
             block = cols.double()
-            part = block.T @ block
-            self.device = part if self.device is None else self.device + part
+            if self.device is None:
+                self.device = block.T @ block
+            else:
+                self.device.addmm_(block.T, block)
             return
         if self.host is None:
             self.host = np.zeros((self.k, self.k), dtype=np.float64, order="F")

@@ -13,8 +13,8 @@ network of ``nn.Linear`` layers the per-layer inputs and output sensitivities of
 pass are kept too (up to :data:`SIGNAL_CACHE_BYTES`), so the scores and every later Gram
 share one forward and backward pass over X.
 
-The model must not change while a ``NetworkGGN`` of it is in use: it is the GGN at the θ̂
-of its first evaluation.
+Neither the model nor X may change while a ``NetworkGGN`` of them is in use: it is the GGN
+at the θ̂ and on the inputs of its first evaluation (the kept signals hold views of X).
 
 Arrays are NumPy float64 on the host.
 """

@@ -166,3 +166,20 @@ def test_a_claim_that_fails_is_one_line_pointing_to_the_report(tmp_path):
         f"(see {Path('report') / 'report.md'})\n"
     )
     assert "Traceback" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_the_output_folder_check_leaves_nothing_behind(tmp_path):
+    """--out is proven writable before any work, and the folders made for the proof are
+    removed again (a run refused later, e.g. for an unknown --target, leaves no folder)."""
+    from laplace_lab._paths import writable_folder
+
+    new = tmp_path / "a" / "b"
+    assert writable_folder(new) == new and not (tmp_path / "a").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    writable_folder(kept)
+    assert kept.is_dir() and list(kept.iterdir()) == []
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OSError) as err:
+        writable_folder(tmp_path / "file" / "x")
+    assert err.value.filename == str(tmp_path / "file" / "x")

@@ -61,7 +61,8 @@ def _cupy() -> Device:
 def device(request) -> Device:
     if request.param == "cupy":
         return _cupy()
-    return Device("numpy", np.asarray, np.asarray)
+    return Device("numpy", np.array, np.asarray)  # put copies: a kernel that wrote into its
+    # input would corrupt the device copy only, and the host reference would catch it
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def _network(device: Device, n: int, seed: int, outputs: int) -> Rows:
         assert dev.data.ptr == J.data_ptr()  # DLPack: the device buffer itself, no copy
     else:
         dev = J.numpy()
-    return Rows(J.cpu().numpy(), dev, f.cpu().numpy())
+    return Rows(J.cpu().numpy().copy(), dev, f.cpu().numpy())
 
 
 @pytest.fixture(params=["synthetic", "network"])

@@ -391,6 +391,27 @@ def test_random_forward_passes_get_a_clear_error():
         per_sample_jacobian(Noisy(), torch.randn(4, 3, dtype=torch.float64), method="vmap")
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_auto_refuses_a_functional_dropout_whatever_its_masks(seed):
+    """A dropout outside an nn.Dropout module escapes the eval-mode check; the outer-product
+    path's one-row check must still refuse it, not accept it when two passes happen to draw
+    the same mask on that row (a one-row mask of 8 units at p = 0.1 agrees ~1 time in 3)."""
+
+    class MCDropout(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1, self.l2 = torch.nn.Linear(3, 8), torch.nn.Linear(8, 1)
+
+        def forward(self, x):
+            h = torch.nn.functional.dropout(torch.tanh(self.l1(x)), p=0.1, training=True)
+            return self.l2(h)
+
+    torch.manual_seed(seed)
+    model = MCDropout().double()
+    with pytest.raises(ValueError, match="draws random numbers in its forward pass"):
+        per_sample_jacobian(model, torch.randn(6, 3, dtype=torch.float64))
+
+
 def test_dlpack_handoff_to_cupy():
     cupy = pytest.importorskip("cupy")
     if not cupy.cuda.is_available() or not torch.cuda.is_available():
