@@ -1,7 +1,7 @@
 """Subnetwork inference in large models vs full inference in small ones (Daxberger et al.,
 "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.2,
 Fig. 3), run by :func:`laplace_lab.studies.subnet_uci.uci_split` on the UCI sets that ship
-offline: Boston housing (quick mode: 2 splits, at most 300 epochs) and concrete (full mode:
+offline: Boston housing (quick mode: 8 splits, at most 300 epochs) and concrete (full mode:
 10 splits each, at most 1,000 epochs). With 150 epochs the log-likelihood comparison is
 already inconclusive: the quick budget is the smallest that decides it. The
 paper's wine, kin8nm and protein sets (and their "gap" splits) are not installed here.
@@ -27,9 +27,15 @@ LARGEST = tuple(ARCHITECTURES)[-1]
 
 @cached
 def _splits(seed: int, full: bool) -> tuple[UCISplit, ...]:
-    """Random 90/10 splits: Boston ×2 (quick) or Boston and concrete ×10 (full)."""
+    """Random 90/10 splits: Boston ×8 (quick) or Boston and concrete ×10 (full).
+
+    A split shows a decrease of the rescaled-prior path only about every other time (its
+    nested subnetworks are mostly dead weights, which hold no variance under any prior), so
+    the quick mode needs several: with 2 the verdict of seed 0 changed with the CPU that
+    trained the networks.
+    """
     rng = Context(seed=seed).rng("uci-subnetworks")
-    plan = [("boston", 10), ("concrete", 10)] if full else [("boston", 2)]
+    plan = [("boston", 10), ("concrete", 10)] if full else [("boston", 8)]
     epochs = 1000 if full else 300
     out = []
     for dataset, n in plan:
