@@ -49,7 +49,6 @@ from laplace_lab.numerics.ipv import (
 )
 from laplace_lab.numerics.jacobians import (
     ParameterLayout,
-    gradient_scores,
     parameter_layout,
     per_sample_jacobian,
 )
@@ -112,6 +111,7 @@ from laplace_lab.numerics.selection_registry import (
     selection_method,
     selection_methods,
 )
+from laplace_lab.numerics.streamed_ggn import gradient_scores
 from laplace_lab.numerics.surrogate_kernel import (
     SurrogateFit,
     draw_probes,

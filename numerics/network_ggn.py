@@ -3,7 +3,7 @@
 :class:`NetworkGGN` offers what sub-network selection reads from a :class:`~.ggn.GGN` —
 ``p``, ``prior_precision``, ``scores()``, ``diagonal()`` and the weighted Jacobian columns
 ``weighted_columns(idx)`` — for a model and a reference set, streaming the scores through
-:func:`~.jacobians.gradient_scores` and computing only the columns a method asks for
+:func:`~.streamed_ggn.gradient_scores` and computing only the columns a method asks for
 (:func:`~.jacobians.per_sample_jacobian` with ``subset=``). Greedy-Laplace on a network thus
 costs O(N·m) Jacobian entries for its m candidates instead of O(N·p). ``subset_gram(idx)``
 streams J_w[:, idx]ᵀJ_w[:, idx] without the columns and keeps the last one (up to
@@ -33,12 +33,11 @@ from laplace_lab.numerics.ggn import GGN, prior_vector
 from laplace_lab.numerics.jacobians import (
     _check_eval_mode,
     _chunks,
-    _gram_of,
-    _scores_of,
     layer_call_order,
     parameter_layout,
     per_sample_jacobian,
 )
+from laplace_lab.numerics.streamed_ggn import _gram_of, _scores_of
 
 __all__ = ["GRAM_CACHE_BYTES", "SIGNAL_CACHE_BYTES", "NetworkGGN"]
 
@@ -240,7 +239,7 @@ class NetworkGGN:
     def subset_gram(self, idx: Any) -> np.ndarray:
         """J_w[:, idx]ᵀ J_w[:, idx] (|idx| × |idx|, float64; a new array).
 
-        Streamed as :func:`~.jacobians.subset_gram` (the columns are never stored); when every
+        Streamed as :func:`~.streamed_ggn.subset_gram` (the columns are never stored); when every
         index of ``idx`` was in the last Gram computed (kept up to :data:`GRAM_CACHE_BYTES`),
         the result is its sub-block and costs no pass over the data.
         """

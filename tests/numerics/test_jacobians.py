@@ -9,13 +9,12 @@ torch = pytest.importorskip("torch")
 
 from laplace_lab.numerics.ggn import GGN  # noqa: E402
 from laplace_lab.numerics.jacobians import (  # noqa: E402
-    gradient_scores,
     jacobian_chunks,
     parameter_layout,
     per_sample_jacobian,
-    subset_gram,
     to_cupy,
 )
+from laplace_lab.numerics.streamed_ggn import gradient_scores, subset_gram  # noqa: E402
 
 
 def _mlp(d_in: int, d_out: int, seed: int = 0) -> torch.nn.Module:
@@ -203,9 +202,9 @@ def test_ggn_of_real_model_equals_dense_jt_h_j_plus_v(likelihood):
 def test_subset_gram_equals_dense_jt_h_j_block(likelihood, method, monkeypatch):
     """Σ_n J_n[:, S]ᵀ H_n J_n[:, S] streamed in chunks (3 rows) and float64 blocks (2 rows)
     equals the S block of Jᵀ H J from autograd's Jacobian and the loss Hessian."""
-    import laplace_lab.numerics.jacobians as jac
+    import laplace_lab.numerics.streamed_ggn as streamed
 
-    monkeypatch.setattr(jac, "_GRAM_ROWS", 2)
+    monkeypatch.setattr(streamed, "_GRAM_ROWS", 2)
     C = 3 if likelihood == "multiclass" else 1
     model = _mlp(3, C, seed=7)
     X = torch.randn(8, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(8))

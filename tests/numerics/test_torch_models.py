@@ -300,7 +300,7 @@ def test_network_ggn_shares_one_pass_between_scores_and_grams(kept, monkeypatch)
     """A Linear-layer network's scores and Grams come from one forward/backward pass over X
     when its signals fit SIGNAL_CACHE_BYTES (a pass per call otherwise), with the values of
     the streaming functions either way."""
-    from laplace_lab.numerics import jacobians, network_ggn
+    from laplace_lab.numerics import network_ggn, streamed_ggn
 
     if not kept:
         monkeypatch.setattr(network_ggn, "SIGNAL_CACHE_BYTES", 1000)
@@ -315,16 +315,18 @@ def test_network_ggn_shares_one_pass_between_scores_and_grams(kept, monkeypatch)
     G1, G2 = net.subset_gram([3, 90, 7]), net.subset_gram([100, 0])
     passes = sum(n for n in seen if n > 2) / 300  # the one- and two-row checks aside
     assert passes == (1 if kept else 3)
-    ref = jacobians.gradient_scores(model, X, likelihood="regression", chunk_size=100)
+    ref = streamed_ggn.gradient_scores(model, X, likelihood="regression", chunk_size=100)
     np.testing.assert_array_equal(scores, ref.numpy())
     for G, S in ((G1, [3, 90, 7]), (G2, [100, 0])):
-        np.testing.assert_array_equal(G, jacobians.subset_gram(model, X, S, chunk_size=100) / 0.5)
+        np.testing.assert_array_equal(
+            G, streamed_ggn.subset_gram(model, X, S, chunk_size=100) / 0.5
+        )
 
 
 def test_network_ggn_streams_torch_func_chunks():
     """A model outside the outer-product path (a convolution) keeps nothing (every call is
     its own torch.func pass), with the streaming functions' values."""
-    from laplace_lab.numerics import jacobians
+    from laplace_lab.numerics import streamed_ggn
 
     torch.manual_seed(4)
     model = torch.nn.Sequential(
@@ -335,4 +337,4 @@ def test_network_ggn_streams_torch_func_chunks():
     net.scores()
     G = net.subset_gram([0, 5, 16])
     assert net._signals is None and net._stream_only
-    np.testing.assert_allclose(G, jacobians.subset_gram(model, X, [0, 5, 16]), rtol=1e-12)
+    np.testing.assert_allclose(G, streamed_ggn.subset_gram(model, X, [0, 5, 16]), rtol=1e-12)
