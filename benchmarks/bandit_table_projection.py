@@ -102,8 +102,12 @@ def gram_floor(columns: int, rows: int = 8000) -> float:
 
 
 def gram_columns(method: str, k: int) -> int:
-    """Columns of the Gram an agent forms at each refit (0 for MAP)."""
-    return {"map": 0, "neural_linear": 101, "greedy_laplace": 2 * k}.get(method, k)
+    """Columns of the Gram an agent forms at each refit (0 for MAP; NeuralLinear: the last
+    layer's weights and bias)."""
+    from laplace_lab.studies.models import bandit_net
+
+    last_layer = sum(t.numel() for t in list(bandit_net().parameters())[-2:])
+    return {"map": 0, "neural_linear": last_layer, "greedy_laplace": 2 * k}.get(method, k)
 
 
 def table_floor(agent_list: tuple[str, ...], seeds: int = 25) -> tuple[float, float]:

@@ -184,12 +184,13 @@ class NetworkGGN:
     def _keep(self, fresh: Iterator[Any]) -> Iterator[Any]:
         kept, nbytes = [], 0
         for chunk in fresh:
-            sig = chunk[2]
-            nbytes += SIGNAL_CACHE_BYTES + 1 if sig is None else sig.nbytes
-            if nbytes > SIGNAL_CACHE_BYTES:
-                self._stream_only, kept = True, []
-            else:
-                kept.append(chunk)
+            sig = chunk[2]  # None for a torch.func chunk: nothing worth keeping
+            if not self._stream_only:
+                nbytes += sig.nbytes if sig is not None else 0
+                if sig is None or nbytes > SIGNAL_CACHE_BYTES:
+                    self._stream_only, kept = True, []
+                else:
+                    kept.append(chunk)
             yield chunk
         if not self._stream_only:
             self._signals = kept

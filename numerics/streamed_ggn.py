@@ -184,7 +184,7 @@ def _gram_of(chunks: Iterable[Any], idx: np.ndarray, likelihood: str, eps: float
     for _, fb, sig, J in chunks:
         _check_outputs(fb, likelihood)
         W = None if likelihood == "regression" else _weights(fb, likelihood, float(eps))
-        if sig is None:
+        if sig is None:  # a pass of _chunks is all torch.func chunks or all signals
             cols = J.index_select(-1, torch.as_tensor(idx, device=J.device))
             gram.add(cols if W is None else W.transpose(1, 2) @ cols)
             continue
@@ -211,7 +211,7 @@ class _GramSum:
 
     On the host each block of at most :data:`_GRAM_ROWS` rows is converted to float64 and
     added by a symmetric rank-b update (BLAS ``dsyrk``: half the flops of a product) to the
-    upper triangle; on a CUDA device the blocks are accumulated by ``mm``.
+    upper triangle; on a CUDA device the blocks are accumulated in place by ``addmm_``.
     """
 
     def __init__(self, k: int) -> None:
