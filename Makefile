@@ -11,7 +11,7 @@ LAPLACE_TORCH := laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-p
 # pytest-xdist workers: the suite takes about 6 minutes with 2 on 2 cores, 11 serially (0).
 TEST_WORKERS ?= 2
 
-.PHONY: test check lint format bench clean
+.PHONY: test check lint format bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/laplace-lab bench
+
+# On a machine with CUDA, CuPy and torch: the GPU tests and the GPU bench's quick rows, results
+# in $(OUT) (docs/performance.md, "GPU"). Installs nothing into the machine's environment.
+OUT ?= gpu-check
+gpu-check:
+	benchmarks/gpu_check.sh $(OUT) $(WHEELS)
 
 clean:
 	rm -rf $(VENV) report .pytest_cache .hypothesis

@@ -243,6 +243,7 @@ def test_subset_gram_of_a_float32_model_is_float64_of_its_columns():
         subset_gram(model, X, [1, 1])
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_subset_gram_on_a_cuda_model_equals_the_host_one():
     model = _mlp(3, 1, seed=11)
@@ -411,6 +412,7 @@ def test_auto_refuses_a_functional_dropout_whatever_its_masks(seed):
         per_sample_jacobian(model, torch.randn(6, 3, dtype=torch.float64))
 
 
+@pytest.mark.gpu
 def test_dlpack_handoff_to_cupy():
     cupy = pytest.importorskip("cupy")
     if not cupy.cuda.is_available() or not torch.cuda.is_available():
