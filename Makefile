@@ -13,7 +13,7 @@ TEST_WORKERS ?= 2
 
 .PHONY: test check lint format bench gpu-check clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'

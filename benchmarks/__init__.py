@@ -13,6 +13,7 @@ from laplace_lab.benchmarks._harness import (
     benchmarks,
     format_table,
     load_plugin,
+    main_for,
     run_benchmarks,
     timed,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "benchmarks",
     "format_table",
     "load_plugin",
+    "main_for",
     "run_benchmarks",
     "timed",
 ]

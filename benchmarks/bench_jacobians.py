@@ -1,12 +1,9 @@
-"""Per-sample Jacobians and the end-to-end Experiment 1 at the paper's sizes.
+"""Per-sample Jacobians of a 3×200 MLP (p = 98,801).
 
 Targets:
 - ``per_sample_jacobian`` (torch.func vmap over jacrev, chunked) at least 5× the throughput of
-  a Python loop of ``torch.autograd.grad`` per sample (3×200 MLP on 90 inputs, p = 98,801);
-- subset-only Jacobians: the same time as the full Jacobian but an output of N·k, not N·p;
-- ``--full``: the W2-vs-k curves of every selection method for the 3×200 MLP on a package
-  data set (statsmodels randhie), N = 2,000 training rows, 1,000 test points,
-  k ∈ {50, …, 10,000} (8 values) in under 3 minutes, with the time breakdown in the note.
+  a Python loop of ``torch.autograd.grad`` per sample (on 90 inputs);
+- subset-only Jacobians: the same time as the full Jacobian but an output of N·k, not N·p.
 """
 
 from __future__ import annotations
@@ -15,8 +12,8 @@ import numpy as np
 import torch
 
 from laplace_lab.benchmarks._harness import Row, benchmark, main_for, timed
+from laplace_lab.networks.models import mlp_3x200
 from laplace_lab.numerics.jacobians import per_sample_jacobian
-from laplace_lab.studies.models import mlp_3x200
 
 
 def _loop(
@@ -83,33 +80,6 @@ def subset(n: int, k: int) -> Row:
     )
 
 
-def experiment(budget_s: float = 180.0) -> Row:
-    from laplace_lab.studies.subnet_experiment import ExperimentConfig, run_seed, sized_methods
-
-    cfg = ExperimentConfig(
-        dataset="randhie",
-        model="mlp_3x200",
-        n_train=2000,
-        n_test=1000,
-        methods=sized_methods(),
-        ensemble_size=0,
-        kfac=False,
-        coverage_target="y",
-    )
-    res, ours = timed(lambda: run_seed(cfg, rng=0))
-    parts = ", ".join(f"{k} {v:.1f}s" for k, v in res.timings.items())
-    w2 = "; ".join(f"{m} " + "/".join(f"{v:.3g}" for v in vals) for m, vals in res.w2.items())
-    return Row(
-        f"Experiment 1 W2-vs-k, 3x200 MLP on randhie (p={res.p}, N=2000, 1000 test, "
-        f"k={list(res.ks)})",
-        ours,
-        "3-minute budget",
-        budget_s,
-        min_ratio=1.0,
-        note=f"{parts}. W2 per k: {w2}",
-    )
-
-
 @benchmark("jacobians")
 def run(full: bool = False) -> list[Row]:
     """Rows for ``laplace-lab bench`` (small sizes unless ``full``)."""
@@ -122,7 +92,6 @@ def run(full: bool = False) -> list[Row]:
                 throughput(1000, reuse=True),
                 throughput(1000, method="vmap", target=1.0),
                 subset(1000, 2000),
-                experiment(),
             ]
         return [
             throughput(500),

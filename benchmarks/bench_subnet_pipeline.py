@@ -48,7 +48,7 @@ PRIOR_PRECISION = 1.0
 def _problem(n: int, k: int, m: int) -> tuple[Any, Any, Any, Any, np.ndarray]:
     import torch
 
-    from laplace_lab.studies.models import mlp_3x200
+    from laplace_lab.networks.models import mlp_3x200
 
     torch.manual_seed(0)
     model = mlp_3x200(D_IN).eval()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 __all__ = ["add_bench_parser"]
 
@@ -17,6 +18,7 @@ def _bench(args: argparse.Namespace) -> int:
         run_benchmarks,
     )
 
+    args.catalog()
     for module in args.plugin or ():
         load_plugin(module)
     known = benchmarks()
@@ -37,11 +39,19 @@ def _bench(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def add_bench_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add the ``bench`` command to ``subparsers``."""
+def _nothing() -> None:
+    return None
+
+
+def add_bench_parser(
+    subparsers: argparse._SubParsersAction, *, catalog: Callable[[], None] = _nothing
+) -> argparse.ArgumentParser:
+    """Add the ``bench`` command to ``subparsers``; ``catalog()`` registers the benchmarks
+    that live outside this package (the papers') before they are listed."""
     bench = subparsers.add_parser(
         "bench", help="run the benchmarks and print baseline/ours ratios"
     )
+    bench.set_defaults(catalog=catalog)
     bench.add_argument("--full", action="store_true", help="the large sizes (slow)")
     bench.add_argument(
         "--only",

@@ -1,8 +1,10 @@
 """The ``laplace-lab`` console script: a thin parser that collects each layer's subcommands.
 
-``check`` (:mod:`laplace_lab.paper_checks.cli`), ``study`` (:mod:`laplace_lab.studies.cli`),
-``bench`` (:mod:`laplace_lab.benchmarks.cli`) and ``validate``
-(:mod:`laplace_lab.conformance.cli`). Building the parser imports no claim, study,
+``check`` (:mod:`laplace_lab.paper_checks.verification.cli`), ``study``
+(:mod:`laplace_lab.studies.cli`), ``bench`` (:mod:`laplace_lab.benchmarks.cli`) and
+``validate`` (:mod:`laplace_lab.conformance.cli`). This top layer wires the papers in: it hands
+each engine the loader of :mod:`laplace_lab.papers` that registers the papers' claims, studies
+or benchmarks, which the engines never import. Building the parser imports no claim, study,
 benchmark or conformance case.
 
 One convention for every subcommand: a handler returns an exit status or raises, and
@@ -28,7 +30,7 @@ from typing import NoReturn
 from laplace_lab._progress import quiet_progress
 from laplace_lab.benchmarks.cli import add_bench_parser
 from laplace_lab.conformance.cli import add_validate_parser
-from laplace_lab.paper_checks.cli import add_check_parser
+from laplace_lab.paper_checks.verification.cli import add_check_parser
 from laplace_lab.studies.cli import add_study_parser
 from laplace_lab.studies.executors import ReplicationError
 from laplace_lab.studies.store import StoreError
@@ -48,6 +50,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _claims(paper: str | None, names: Sequence[str]) -> None:
+    from laplace_lab.papers import load_claims
+
+    load_claims(paper, names)
+
+
+def _studies() -> None:
+    from laplace_lab.papers import load_studies
+
+    load_studies()
+
+
+def _benchmarks() -> None:
+    from laplace_lab.papers import load_benchmarks
+
+    load_benchmarks()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="laplace-lab",
@@ -57,9 +77,9 @@ def _parser() -> argparse.ArgumentParser:
         "--traceback", action="store_true", help="on an error, show the full Python traceback"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    add_check_parser(sub)
-    add_study_parser(sub)
-    add_bench_parser(sub)
+    add_check_parser(sub, catalog=_claims)
+    add_study_parser(sub, catalog=_studies)
+    add_bench_parser(sub, catalog=_benchmarks)
     add_validate_parser(sub)
     return parser
 

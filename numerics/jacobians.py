@@ -55,7 +55,7 @@ JACOBIAN_BUDGET_BYTES = 1 << 28
 
 
 # ------------------------------------------------------------------------------ Jacobians
-def _check_eval_mode(model: Any) -> None:
+def check_eval_mode(model: Any) -> None:
     """Batch-norm and dropout layers must be in eval mode: in training mode a per-sample
     Jacobian would depend on the rest of the batch (batch norm) or on random masks
     (dropout), and torch.func refuses both with errors that do not name the layer."""
@@ -146,7 +146,7 @@ def layer_call_order(model: Any, X: Any) -> list[int]:
     """
     torch = _torch()
     _check_model(model)
-    _check_eval_mode(model)  # before a forward pass could update batch-norm statistics
+    check_eval_mode(model)  # before a forward pass could update batch-norm statistics
     X = _as_input(model, X)
     layout = parameter_layout(model)
     modules = dict(model.named_modules())
@@ -241,7 +241,7 @@ def _autograd_row(model: Any, x: Any, n_out: int) -> Any:
     return torch.stack(rows)[None]
 
 
-def _chunks(
+def row_chunks(
     model: Any, X: Any, *, chunk_size: int | None, method: str
 ) -> Iterator[tuple[int, Any, Any, Any]]:
     """(start, f (b, C), signals or None, J (b, C, p) or None) over row chunks of X.
@@ -254,7 +254,7 @@ def _chunks(
     from laplace_lab.numerics._linear_jacobians import LinearSignals, linear_plan, linear_signals
 
     _check_model(model)
-    _check_eval_mode(model)
+    check_eval_mode(model)
     method = _method(method)
     X = _as_input(model, X)
     out_shape = _output_shape(model, X)
@@ -306,7 +306,7 @@ def jacobian_chunks(
     :mod:`laplace_lab.numerics._linear_jacobians`; Linear-layer networks only) or "auto"
     (linear when applicable and verified on row 0).
     """
-    for start, fb, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
+    for start, fb, sig, J in row_chunks(model, X, chunk_size=chunk_size, method=method):
         J = sig.full() if J is None else J
         if J.shape[1] == 1:
             yield start, J[:, 0], fb[:, 0]
@@ -359,7 +359,7 @@ def per_sample_jacobian(
     cols = p if idx is None else idx.size
     given, buf = out, None
     tidx = None
-    for start, fb, sig, J in _chunks(model, X, chunk_size=chunk_size, method=method):
+    for start, fb, sig, J in row_chunks(model, X, chunk_size=chunk_size, method=method):
         if buf is None:
             ref = fb if J is None else J
             shape = (X.shape[0], fb.shape[1], cols)

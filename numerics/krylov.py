@@ -39,7 +39,7 @@ Array = Any
 Matvec = Callable[[Array], Array]
 
 #: Default breakdown threshold, in units of the dtype's machine epsilon times ‖T‖.
-_BREAKDOWN_EPS_FACTOR = 50.0
+BREAKDOWN_EPS_FACTOR = 50.0
 
 
 class LanczosResult(NamedTuple):
@@ -72,7 +72,7 @@ class LanczosResult(NamedTuple):
     num_matvecs: int
 
 
-def _start_vector(
+def start_vector(
     space: _Space, v0: Array | None, rng: np.random.Generator, name: str = "v0"
 ) -> Array:
     if v0 is None:
@@ -92,7 +92,7 @@ def _start_vector(
 # ----------------------------------------------------------------------------- the process
 
 
-class _Krylov:
+class KrylovBasis:
     """Rows Q[0..m] of an orthonormal Krylov basis and the projected matrix T = QᵀAQ.
 
     T is dense on the host so that thick restarts (arrowhead + tridiagonal) fit in.
@@ -274,8 +274,8 @@ def lanczos(
     if rng is not None or v0 is None or on_breakdown == "restart":
         rng = as_generator(rng)
     space = _Space(n, v0, like)
-    tol = _BREAKDOWN_EPS_FACTOR * space.eps if tol is None else positive_float(tol, "tol")
-    kry = _Krylov(
+    tol = BREAKDOWN_EPS_FACTOR * space.eps if tol is None else positive_float(tol, "tol")
+    kry = KrylovBasis(
         matvec,
         space,
         num_steps,
@@ -284,7 +284,7 @@ def lanczos(
         full=reorthogonalize == "full",
         restart_on_breakdown=on_breakdown == "restart",
     )
-    kry.Q[0, :] = _start_vector(space, v0, rng)
+    kry.Q[0, :] = start_vector(space, v0, rng)
     m = kry.extend(0, num_steps)
     Qm = kry.Q[:m, :]
     gram = _to_host(Qm @ Qm.T)

@@ -428,11 +428,11 @@ def _jacobian_and_outputs(model: Any, X: Any, subset: Any) -> tuple[np.ndarray, 
     from laplace_lab.numerics.jacobians import per_sample_jacobian
 
     J = per_sample_jacobian(model, X, subset=subset).detach().double().cpu().numpy()
-    f = _outputs(model, X)
+    f = model_outputs(model, X)
     return (J[:, None, :] if J.ndim == 2 else J), f
 
 
-def _outputs(model: Any, X: Any) -> np.ndarray:
+def model_outputs(model: Any, X: Any) -> np.ndarray:
     """f_θ*(X) as a (N, C) float64 host array."""
     import torch
 

@@ -5,7 +5,7 @@ Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
 arXiv:2407.13711, §3.2 and Algorithm 2 (docs/mathematics.md, "FSP-Laplace on a torch model").
 
 :func:`network_fsp_laplace` takes a network trained to the FSP MAP (Algorithm 1,
-:func:`laplace_lab.studies.fsp_training.train_fsp_map`), the GP prior's covariance function, the
+:func:`laplace_lab.networks.fsp_training.train_fsp_map`), the GP prior's covariance function, the
 fixed context points C of the covariance computation and the training inputs. It forms the
 Jacobian J(C) of the d' outputs at the context points and the weighted Jacobian J_w of the
 likelihood's Gauss–Newton curvature at the training inputs (per-sample Jacobians in chunks), and
@@ -29,10 +29,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from laplace_lab._checks import dtype_eps, nonnegative_float, one_of, positive_float, positive_int
+from laplace_lab.numerics._layout import _trainable
 from laplace_lab.numerics.backend import to_numpy
 from laplace_lab.numerics.fsp import FSPLaplace, fsp_laplace, fsp_laplace_from_factor
 from laplace_lab.numerics.ggn import GGN
-from laplace_lab.numerics.jacobians import _trainable, jacobian_chunks, parameter_layout
+from laplace_lab.numerics.jacobians import jacobian_chunks, parameter_layout
 from laplace_lab.numerics.krylov import lanczos_inverse_sqrt
 
 __all__ = [

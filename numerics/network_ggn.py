@@ -31,13 +31,13 @@ from laplace_lab._checks import one_of, positive_float, subset
 from laplace_lab.numerics._layout import trainable_vector
 from laplace_lab.numerics.ggn import GGN, prior_vector
 from laplace_lab.numerics.jacobians import (
-    _check_eval_mode,
-    _chunks,
+    check_eval_mode,
     layer_call_order,
     parameter_layout,
     per_sample_jacobian,
+    row_chunks,
 )
-from laplace_lab.numerics.streamed_ggn import _gram_of, _scores_of
+from laplace_lab.numerics.streamed_ggn import gram_of, scores_of
 
 __all__ = ["GRAM_CACHE_BYTES", "SIGNAL_CACHE_BYTES", "NetworkGGN"]
 
@@ -96,7 +96,7 @@ class NetworkGGN:
 
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
-        _check_eval_mode(model)  # before any forward pass could update batch-norm statistics
+        check_eval_mode(model)  # before any forward pass could update batch-norm statistics
         self.model = model
         dtype = next(model.parameters()).dtype
         X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X))
@@ -171,12 +171,12 @@ class NetworkGGN:
 
     # ----------------------------------------------------------------------------- operators
     def _passes(self) -> Iterable[Any]:
-        """The chunks of a pass over X (:func:`~.jacobians._chunks`): the kept ones, or a
+        """The chunks of a pass over X (:func:`~.jacobians.row_chunks`): the kept ones, or a
         fresh pass that keeps its chunks when they are Linear-layer signals of at most
         :data:`SIGNAL_CACHE_BYTES` in all."""
         if self._signals is not None:
             return self._signals
-        fresh = _chunks(self.model, self.X, chunk_size=self.chunk_size, method=self.method)
+        fresh = row_chunks(self.model, self.X, chunk_size=self.chunk_size, method=self.method)
         if self._stream_only:
             return fresh
         return self._keep(fresh)
@@ -197,7 +197,7 @@ class NetworkGGN:
 
     @functools.cached_property
     def _scores(self) -> np.ndarray:
-        s = _scores_of(self._passes(), self.likelihood, _EPS)
+        s = scores_of(self._passes(), self.likelihood, _EPS)
         return s.detach().double().cpu().numpy()
 
     @functools.cached_property
@@ -248,7 +248,7 @@ class NetworkGGN:
         if self._gram is not None and all(int(i) in self._gram[0] for i in idx):
             pos = np.fromiter((self._gram[0][int(i)] for i in idx), np.int64, idx.size)
             return self._gram[1][np.ix_(pos, pos)]
-        G = _gram_of(self._passes(), idx, self.likelihood, _EPS)
+        G = gram_of(self._passes(), idx, self.likelihood, _EPS)
         if self.likelihood == "regression":
             G /= self.noise_var
         if G.nbytes <= GRAM_CACHE_BYTES:

@@ -26,7 +26,12 @@ import numpy as np
 
 from laplace_lab._checks import one_of
 from laplace_lab._random import as_generator
-from laplace_lab.numerics.lla import FeatureLaplace, GaussianPredictive, _outputs, feature_laplace
+from laplace_lab.numerics.lla import (
+    FeatureLaplace,
+    GaussianPredictive,
+    feature_laplace,
+    model_outputs,
+)
 from laplace_lab.numerics.surrogate_kernel import SurrogateFit, train_surrogate
 
 __all__ = ["ScaLLA"]
@@ -143,7 +148,7 @@ class ScaLLA:
         )
         posterior = feature_laplace(
             fit.features(X_train),
-            _outputs(model, X_train),
+            model_outputs(model, X_train),
             likelihood=likelihood,
             prior_precision=prior_precision,
             noise_var=noise_var,
@@ -168,5 +173,7 @@ class ScaLLA:
     def predictive(self, X: Any) -> GaussianPredictive:
         """N(f_θ*(x*), g(x*) A⁻¹ g(x*)ᵀ) for every row of ``X``."""
         return GaussianPredictive(
-            _outputs(self.model, X), self.posterior.covariance(self.features(X)), self.likelihood
+            model_outputs(self.model, X),
+            self.posterior.covariance(self.features(X)),
+            self.likelihood,
         )

@@ -21,9 +21,8 @@ References
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,7 +49,6 @@ __all__ = [
     "select",
     "selection_method",
     "selection_methods",
-    "substituted",
 ]
 
 
@@ -240,23 +238,6 @@ def select(
     if method.sized:
         k = subset_size(k, problem.p, low=1)
     return method.select(problem, k, rng=rng, **kwargs)
-
-
-@contextlib.contextmanager
-def substituted(original: Selector, replacement: Selector) -> Iterator[int]:
-    """Inside the block every method implemented by ``original`` runs ``replacement``.
-
-    For mutation testing of checks that dispatch through the registry; yields the number of
-    methods substituted and restores them on exit.
-    """
-    names = [n for n, m in _REGISTRY.items() if m.select is original]
-    saved = {n: _REGISTRY[n] for n in names}
-    try:
-        for n in names:
-            _REGISTRY[n] = replace(saved[n], select=replacement)
-        yield len(names)
-    finally:
-        _REGISTRY.update(saved)
 
 
 def greedy_candidates(rule: Any, k: int, p: int) -> int:

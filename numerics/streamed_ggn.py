@@ -25,7 +25,7 @@ from laplace_lab._checks import nonnegative_float, one_of
 from laplace_lab._checks import subset as check_subset
 from laplace_lab.numerics._layout import _check_model, _torch, parameter_layout
 from laplace_lab.numerics.ggn import logistic_weight_root
-from laplace_lab.numerics.jacobians import _chunks
+from laplace_lab.numerics.jacobians import row_chunks
 
 __all__ = ["gradient_scores", "subset_gram"]
 
@@ -89,12 +89,12 @@ def gradient_scores(
     """
     one_of(likelihood, "likelihood", _LIKELIHOODS)
     eps = nonnegative_float(eps, "eps")
-    chunks = _chunks(model, X, chunk_size=chunk_size, method=method)
-    return _scores_of(chunks, likelihood, eps)
+    chunks = row_chunks(model, X, chunk_size=chunk_size, method=method)
+    return scores_of(chunks, likelihood, eps)
 
 
-def _scores_of(chunks: Iterable[Any], likelihood: str, eps: float) -> Any:
-    """:func:`gradient_scores` over the chunks of :func:`_chunks` (validated arguments)."""
+def scores_of(chunks: Iterable[Any], likelihood: str, eps: float) -> Any:
+    """:func:`gradient_scores` over the chunks of :func:`row_chunks` (validated arguments)."""
     total, n = None, 0
     for _, f, sig, J in chunks:
         _check_outputs(f, likelihood)
@@ -163,8 +163,8 @@ def subset_gram(
     one_of(likelihood, "likelihood", _LIKELIHOODS)
     eps = nonnegative_float(eps, "eps")
     idx = check_subset(subset, parameter_layout(model).p, "subset", nonempty=True)
-    chunks = _chunks(model, X, chunk_size=chunk_size, method=method)
-    return _gram_of(chunks, idx, likelihood, eps)
+    chunks = row_chunks(model, X, chunk_size=chunk_size, method=method)
+    return gram_of(chunks, idx, likelihood, eps)
 
 
 def _check_outputs(fb: Any, likelihood: str) -> None:
@@ -175,8 +175,8 @@ def _check_outputs(fb: Any, likelihood: str) -> None:
         )
 
 
-def _gram_of(chunks: Iterable[Any], idx: np.ndarray, likelihood: str, eps: float) -> np.ndarray:
-    """:func:`subset_gram` over the chunks of :func:`_chunks` (validated arguments)."""
+def gram_of(chunks: Iterable[Any], idx: np.ndarray, likelihood: str, eps: float) -> np.ndarray:
+    """:func:`subset_gram` over the chunks of :func:`row_chunks` (validated arguments)."""
     from laplace_lab.numerics._linear_jacobians import column_plan
 
     torch = _torch()
@@ -184,7 +184,7 @@ def _gram_of(chunks: Iterable[Any], idx: np.ndarray, likelihood: str, eps: float
     for _, fb, sig, J in chunks:
         _check_outputs(fb, likelihood)
         W = None if likelihood == "regression" else _weights(fb, likelihood, float(eps))
-        if sig is None:  # a pass of _chunks is all torch.func chunks or all signals
+        if sig is None:  # a pass of row_chunks is all torch.func chunks or all signals
             cols = J.index_select(-1, torch.as_tensor(idx, device=J.device))
             gram.add(cols if W is None else W.transpose(1, 2) @ cols)
             continue

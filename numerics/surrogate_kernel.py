@@ -354,10 +354,10 @@ def train_surrogate(
     torch = _torch()
     from tqdm.auto import tqdm
 
-    from laplace_lab.numerics.jacobians import _check_eval_mode
+    from laplace_lab.numerics.jacobians import check_eval_mode
 
     _check_model(model)
-    _check_eval_mode(model)
+    check_eval_mode(model)
     m = positive_int(m, "m")
     steps = integer(steps, "steps", low=0)
     batch_size = positive_int(batch_size, "batch_size")

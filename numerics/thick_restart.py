@@ -18,11 +18,11 @@ from laplace_lab._checks import integer, one_of, positive_float, positive_int
 from laplace_lab._random import as_generator, spawn
 from laplace_lab.numerics._arrays import Space as _Space
 from laplace_lab.numerics.krylov import (
-    _BREAKDOWN_EPS_FACTOR,
+    BREAKDOWN_EPS_FACTOR,
     Array,
+    KrylovBasis,
     Matvec,
-    _Krylov,
-    _start_vector,
+    start_vector,
 )
 
 __all__ = ["EigshResult", "eigsh"]
@@ -177,16 +177,16 @@ def eigsh(
                 f"= {gap:.3g} for random x, y exceeds sqrt(eps) = {np.sqrt(space.eps):.3g} "
                 "(pass check_symmetry=False to skip this test)"
             )
-    kry = _Krylov(
+    kry = KrylovBasis(
         matvec,
         space,
         m,
         rng=rng,
-        tol=_BREAKDOWN_EPS_FACTOR * space.eps,
+        tol=BREAKDOWN_EPS_FACTOR * space.eps,
         full=True,
         restart_on_breakdown=True,
     )
-    kry.Q[0, :] = _start_vector(space, v0, rng)
+    kry.Q[0, :] = start_vector(space, v0, rng)
     start, restarts = 0, 0
     previous: np.ndarray | None = None
     while True:

@@ -1,9 +1,17 @@
 """Paper checks: every checkable claim of the five papers as a check with a verdict.
 
-One package per paper (``subnetwork_laplace_optimality``, ``subnetwork_inference``,
-``self_supervised_laplace``, ``fsp_laplace``, ``surrogate_ntk_lla``); their modules register
-claims with :func:`laplace_lab.paper_checks.registry.claim` and declare their mutants
-(:mod:`.mutants`). :mod:`.report` writes the verification report (the page itself:
-:mod:`.report_html`; the run's metadata: :mod:`.run_info`) and :mod:`.errata` lists the
-errors found in the papers, each linked to the claims it rests on.
+One folder per paper holds everything of that paper — its experiments (set-ups, training
+protocols), registered studies, claims, mutants, errata, recorded results, benchmarks and a
+``RESULTS.md``:
+
+- ``subnetwork_laplace_optimality`` — Raha, Khare & Patra, arXiv:2605.09075;
+- ``subnetwork_inference`` — Daxberger et al., ICML 2021, arXiv:2010.14689;
+- ``self_supervised_laplace`` — Rodemann et al., arXiv:2605.12208;
+- ``fsp_laplace`` — Cinquin et al., NeurIPS 2024, arXiv:2407.13711;
+- ``surrogate_ntk_lla`` — Ortega et al., arXiv:2601.21835.
+
+The verification machinery (claims, verdicts, contexts, mutants, the experiment cache,
+recorded runs, errata and the report) is :mod:`laplace_lab.paper_checks.verification`; it
+imports no paper. :mod:`laplace_lab.papers` finds the paper folders and loads what each
+registers; adding a paper is adding a folder.
 """

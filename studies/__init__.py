@@ -13,7 +13,8 @@ export``.
 
 ::
 
-    from laplace_lab.studies import get_study, run_study
+    from laplace_lab.papers import get_study
+    from laplace_lab.studies import run_study
 
     report = run_study(get_study("ipv-vs-pv"), grid={"N": [30, 100]}, replications=5)
     print(report.table())
@@ -25,10 +26,10 @@ from typing import Any
 
 from laplace_lab.studies.registry import get_study, register, studies
 from laplace_lab.studies.results import StudyResults, load_results
-from laplace_lab.studies.runner import RunReport, default_store_path, replicate, run_study
+from laplace_lab.studies.runner import RunReport, replicate, run_study
 from laplace_lab.studies.seeding import replication_rng, replication_seed
 from laplace_lab.studies.spec import Study, expand_grid
-from laplace_lab.studies.store import SCHEMA_VERSION, Row, Store, StoreError
+from laplace_lab.studies.store import SCHEMA_VERSION, Row, Store, StoreError, default_store_path
 
 #: Names loaded on first use: summaries and plots pull in SciPy, statsmodels and matplotlib,
 #: which the command line does not need to build its parser.

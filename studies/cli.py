@@ -11,26 +11,30 @@
     laplace-lab study export NAME [--store PATH] [--out FILE.csv | --out -] [--summary]
 
 ``run`` resumes: running the same command again after a crash completes the missing
-replications only. ``--plugin MODULE`` imports a module that registers extra studies.
+replications only. ``--plugin MODULE`` imports a module that registers extra studies. The
+command line that adds this command passes ``catalog``, which registers the shipped studies
+(the papers'; this engine imports none).
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from laplace_lab.studies.executors import EXECUTORS
 from laplace_lab.studies.registry import get_study, load_plugin, studies
 from laplace_lab.studies.results import StudyResults, load_results
-from laplace_lab.studies.runner import default_store_path, run_study
+from laplace_lab.studies.runner import run_study
 from laplace_lab.studies.seeding import params_key
 from laplace_lab.studies.spec import Study, expand_grid, parse_grid_overrides
-from laplace_lab.studies.store import Store
+from laplace_lab.studies.store import Store, default_store_path
 
 __all__ = ["add_study_parser"]
 
 
 def _study(args: argparse.Namespace) -> Study:
+    args.catalog()
     for module in args.plugin or ():
         load_plugin(module)
     return get_study(args.name)
@@ -51,6 +55,7 @@ def _values(grid: dict) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
+    args.catalog()
     for module in args.plugin or ():
         load_plugin(module)
     for name, study in studies().items():
@@ -130,9 +135,17 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_study_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add the ``study`` command (list, run, status, plot, export) to ``subparsers``."""
+def _nothing() -> None:
+    return None
+
+
+def add_study_parser(
+    subparsers: argparse._SubParsersAction, *, catalog: Callable[[], None] = _nothing
+) -> argparse.ArgumentParser:
+    """Add the ``study`` command (list, run, status, plot, export) to ``subparsers``;
+    ``catalog()`` registers the shipped studies before a study is looked up."""
     study = subparsers.add_parser("study", help="run Monte Carlo studies (list, run, ...)")
+    study.set_defaults(catalog=catalog)
     sub = study.add_subparsers(dest="study_command", required=True)
 
     def common(p: argparse.ArgumentParser, *, name: bool = True) -> None:

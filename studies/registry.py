@@ -1,20 +1,18 @@
 """The study registry: name → :class:`~laplace_lab.studies.spec.Study`.
 
-Shipped studies live in :mod:`laplace_lab.studies.catalog` (one module per study, auto-discovered,
-so a new study needs no central edit) and register themselves with :func:`register`. A user's own
-studies register the same way from any importable module; the CLI imports such modules
-with ``--plugin MODULE``.
+A study registers itself with :func:`register` when its module is imported. The shipped
+studies are the papers' (``paper_checks/<paper>/studies/``, one module each), which
+:func:`laplace_lab.papers.load_studies` imports; this engine imports no paper. A user's own
+studies register the same way from any importable module; the CLI imports such modules with
+``--plugin MODULE``.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 from laplace_lab._plugins import load_plugin as _load_plugin
 from laplace_lab.studies.spec import Study
 
-__all__ = ["get_study", "load_catalog", "load_plugin", "register", "studies"]
+__all__ = ["get_study", "load_plugin", "register", "studies"]
 
 _REGISTRY: dict[str, Study] = {}
 
@@ -30,22 +28,13 @@ def register(study: Study) -> Study:
     return study
 
 
-def load_catalog() -> None:
-    """Import every module of :mod:`laplace_lab.studies.catalog` (each registers its study)."""
-    import laplace_lab.studies.catalog as catalog
-
-    for info in pkgutil.iter_modules(catalog.__path__):
-        importlib.import_module(f"{catalog.__name__}.{info.name}")
-
-
 def load_plugin(module: str) -> None:
     """Import a user module that registers studies (``--plugin MODULE``)."""
     _load_plugin(module, "study plugin")
 
 
 def studies() -> dict[str, Study]:
-    """All registered studies by name (the catalog is loaded first)."""
-    load_catalog()
+    """All registered studies by name."""
     return dict(sorted(_REGISTRY.items()))
 
 

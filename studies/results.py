@@ -2,7 +2,8 @@
 
 ::
 
-    from laplace_lab.studies import get_study, load_results, run_study
+    from laplace_lab.papers import get_study  # registers the papers' studies
+    from laplace_lab.studies import load_results, run_study
 
     report = run_study(get_study("ipv-vs-pv"), grid={"N": [30, 100]}, replications=5)
     report.summary()       # list of SummaryRow: mean, s.e., 95% interval per point and metric
@@ -23,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from laplace_lab.studies.registry import get_study
 from laplace_lab.studies.spec import Study
-from laplace_lab.studies.store import Row, Store
+from laplace_lab.studies.store import Row, Store, default_store_path
 
 __all__ = ["StudyResults", "format_interval", "load_results"]
 
@@ -110,9 +112,6 @@ def load_results(
         Its store (default ``results/NAME.sqlite``, ``results/NAME-full.sqlite`` with
         ``full``).
     """
-    from laplace_lab.studies.registry import get_study
-    from laplace_lab.studies.runner import default_store_path
-
     study = get_study(study) if isinstance(study, str) else study
     if not isinstance(study, Study):
         raise TypeError(f"study must be a Study or a study name; got {type(study).__name__}")

@@ -20,7 +20,7 @@ from laplace_lab.studies.executors import Task, check_executor, execute, run_tas
 from laplace_lab.studies.results import StudyResults
 from laplace_lab.studies.seeding import params_key
 from laplace_lab.studies.spec import Params, Study, expand_grid
-from laplace_lab.studies.store import Store
+from laplace_lab.studies.store import Store, default_store_path
 
 __all__ = ["RunReport", "default_store_path", "plan", "replicate", "run_study"]
 
@@ -56,12 +56,6 @@ class RunReport:
     def to_csv(self, path: Any = None, *, summary: bool = False) -> Any:
         """The replications (or the summary) as CSV; see ``StudyResults.to_csv``."""
         return self.results.to_csv(path, summary=summary)
-
-
-def default_store_path(study: Study | str, *, full: bool = False) -> Path:
-    """``results/<name>.sqlite`` (``results/<name>-full.sqlite`` for the full grid)."""
-    name = study.name if isinstance(study, Study) else study
-    return Path("results") / f"{name}{'-full' if full else ''}.sqlite"
 
 
 def plan(

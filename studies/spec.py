@@ -33,22 +33,41 @@ _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _SCALARS = (bool, int, float, str)
 
 
-def _digested_sources() -> list[tuple[str, Path]]:
-    """(name, path) of every source file of the packages a study's maths can call, and of the
-    package's shared helpers (seeding, argument checks)."""
+#: The layers below the study engine and the engine itself: the code any study can call.
+_SHARED = ("theory", "numerics", "networks", "studies")
+
+
+def _tree(package: str) -> list[tuple[str, Path]]:
+    """(name relative to the layer's parent, path) of every source file of ``package``."""
+    root = Path(importlib.import_module(package).__file__).parent
+    return [(p.relative_to(root.parent).as_posix(), p) for p in sorted(root.rglob("*.py"))]
+
+
+def _owner(module: str) -> str | None:
+    """The package whose whole code a study defined in ``module`` may call beyond the shared
+    layers: the sub-package two levels below ``laplace_lab`` that holds it (a paper's folder,
+    with its experiments), or None (a module of a shared layer, or outside ``laplace_lab``)."""
+    parts = module.split(".")
+    if parts[0] != "laplace_lab" or len(parts) < 4 or parts[1] in _SHARED:
+        return None
+    return ".".join(parts[:3])
+
+
+def _digested_sources(owner: str | None = None) -> list[tuple[str, Path]]:
+    """(name, path) of every source file of the layers a study's maths can call, of the
+    package's shared helpers (seeding, argument checks) and of ``owner`` (:func:`_owner`)."""
     top = Path(importlib.import_module("laplace_lab").__file__).parent
     files = [(path.name, path) for path in sorted(top.glob("_*.py"))]
-    for name in ("theory", "numerics", "studies"):
-        root = Path(importlib.import_module(f"laplace_lab.{name}").__file__).parent
-        files += [(p.relative_to(root.parent).as_posix(), p) for p in sorted(root.rglob("*.py"))]
+    for name in (*_SHARED, *([owner] if owner else [])):
+        files += _tree(name if "." in name else f"laplace_lab.{name}")
     return files
 
 
 @functools.cache
-def _package_digest() -> str:
+def _package_digest(owner: str | None = None) -> str:
     """A hash of :func:`_digested_sources` (names and contents)."""
     h = hashlib.sha256()
-    for name, path in _digested_sources():
+    for name, path in _digested_sources(owner):
         h.update(name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:12]
@@ -169,14 +188,17 @@ class Study:
     @property
     def code_version(self) -> str:
         """``version``, a hash of ``run_one``'s module source and a hash of the package code
-        it can call (theory, numerics, studies): any change is a new version, so a resumed
+        it can call (theory, numerics, networks, studies, and the whole folder of the paper
+        that defines it, experiments included): any change is a new version, so a resumed
         run never mixes rows from old and new code."""
+        module = inspect.getmodule(self.run_one)
         try:
-            source = inspect.getsource(inspect.getmodule(self.run_one) or self.run_one)
+            source = inspect.getsource(module or self.run_one)
         except (OSError, TypeError):
             source = repr(self.run_one)
         digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-        return f"{self.version}+{digest}+{_package_digest()}"
+        owner = _owner(module.__name__) if module is not None else None
+        return f"{self.version}+{digest}+{_package_digest(owner)}"
 
     def grid_for(self, *, full: bool = False) -> dict[str, tuple[Any, ...]]:
         """The default or the full grid."""

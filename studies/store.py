@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "Row", "Store", "StoreError"]
+__all__ = ["SCHEMA_VERSION", "Row", "Store", "StoreError", "default_store_path"]
 
 #: The layout version written into every store; bump it when the tables change.
 SCHEMA_VERSION = 1
@@ -275,3 +275,10 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def default_store_path(study: Any, *, full: bool = False) -> Path:
+    """``results/<name>.sqlite`` (``results/<name>-full.sqlite`` for the full grid) of a
+    study (a :class:`~laplace_lab.studies.spec.Study`, or its name)."""
+    name = study if isinstance(study, str) else study.name
+    return Path("results") / f"{name}{'-full' if full else ''}.sqlite"

@@ -1,8 +1,8 @@
 """Deliberately wrong variants of what the FSP-Laplace claims rely on (their mutants).
 
-Each replaces a function or constant the claims use at run time; the claims declare them with
-the verdict they must then give (:mod:`laplace_lab.paper_checks.mutants`). A variant that calls
-the true function holds it as a default argument, which the mutant does not rebind.
+Each replaces a function or constant the claims use at run time; the claims declare them with the
+verdict they must then give (:mod:`laplace_lab.paper_checks.verification.mutants`). A variant that
+calls the true function holds it as a default argument, which the mutant does not rebind.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ WRONG_TABLE_C2 = {
 
 # --- Real-data experiments (Mauna Loa CO₂, UCI regression) -----------------------------------
 
+from laplace_lab.networks.fsp_laplace import expected_log_likelihood  # noqa: E402
+from laplace_lab.networks.fsp_training import ContextBox  # noqa: E402
 from laplace_lab.paper_checks.fsp_laplace._real_data import ML_SEEDS, co2_scores  # noqa: E402
-from laplace_lab.studies.fsp_laplace import expected_log_likelihood  # noqa: E402
-from laplace_lab.studies.fsp_mauna_loa import fit_co2_gp  # noqa: E402
-from laplace_lab.studies.fsp_training import ContextBox  # noqa: E402
+from laplace_lab.paper_checks.fsp_laplace.experiments.mauna_loa import fit_co2_gp  # noqa: E402
 
 
 def unwidened_box(cls, X, *, widen=0.5, _true=ContextBox.around.__func__):
@@ -73,7 +73,7 @@ def _rescaled_prior(self, X, y, rng, variance: float = 1.0, lengthscale: float =
     """The marginal-likelihood Matérn-5/2 prior with its variance and length scale scaled."""
     import dataclasses
 
-    from laplace_lab.studies.bayes_opt import fit_matern52
+    from laplace_lab.paper_checks.fsp_laplace.experiments.bayes_opt import fit_matern52
 
     prior = fit_matern52(X, y, rng=rng, restarts=self.restarts)
     k = prior.kernel

@@ -16,16 +16,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.recorded import Recorded, load_recorded
-from laplace_lab.paper_checks.registry import Context
-from laplace_lab.studies.fsp_mauna_loa import (
+from laplace_lab.paper_checks.fsp_laplace.experiments.mauna_loa import (
     co2_gp_scores,
     fit_co2_gp,
     load_mauna_loa,
     mauna_loa_experiment,
 )
-from laplace_lab.studies.fsp_uci import uci_fold
+from laplace_lab.paper_checks.fsp_laplace.experiments.uci import uci_fold
+from laplace_lab.paper_checks.verification import Context, Recorded, cached, load_recorded
 
 #: Training seeds of the Mauna Loa networks and their L-BFGS evaluations (quick, full).
 ML_SEEDS = {False: 3, True: 10}

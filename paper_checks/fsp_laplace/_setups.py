@@ -18,9 +18,8 @@ import numpy as np
 
 from laplace_lab.numerics.fsp import dropped_terms, fsp_laplace
 from laplace_lab.numerics.kernels import RBF, KernelGram, Matern12
-from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.fsp_laplace._tanh_mlp import TanhMLP, train_fsp_map
-from laplace_lab.paper_checks.registry import Context
+from laplace_lab.paper_checks.verification import Context, cached
 
 __all__ = [
     "ALG2_MAX_STEPS",

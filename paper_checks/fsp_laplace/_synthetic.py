@@ -23,8 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from laplace_lab.numerics.kernels import RBF, Matern12, Periodic
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.registry import Context
+from laplace_lab.paper_checks.verification import Context, cached
 
 __all__ = [
     "KERNELS",
@@ -72,7 +71,7 @@ def task(name: str, *, full: bool, seed: int, rep: int = 0) -> Task:
 
 def tanh_mlp(d_in: int, width: int, d_out: int = 1) -> Any:
     """Two hidden tanh layers of ``width`` units (float64)."""
-    from laplace_lab.studies.models import mlp
+    from laplace_lab.networks.models import mlp
 
     return mlp(d_in, [width, width], d_out, activation="tanh").double()
 
@@ -132,7 +131,7 @@ def fitted_kernel(name: str, family: str, full: bool, seed: int, rep: int = 0):
 
 def context_box(t: Task):
     """The box of the context points: [−2, 2] (regression), [−3.75, 3.75]² (two moons)."""
-    from laplace_lab.studies.fsp_training import ContextBox
+    from laplace_lab.networks.fsp_training import ContextBox
 
     d = t.X.shape[1]
     return ContextBox(np.full(d, t.low), np.full(d, t.high))
@@ -169,8 +168,8 @@ def fit_fsp(
     context points per step, Algorithm 2 at ``n_context`` points on a grid (App. B.1) or of
     the Halton sequence (App. C.1, context-point sweep); ``jitter`` relative to the prior
     variance on the diagonal of Σ(C, C)."""
-    from laplace_lab.studies.fsp_laplace import FSPLaplaceModel
-    from laplace_lab.studies.training import build_seeded, torch_threads
+    from laplace_lab.networks.fsp_laplace import FSPLaplaceModel
+    from laplace_lab.networks.training import build_seeded, torch_threads
 
     t = task(name, full=full, seed=seed, rep=rep)
     kernel, _ = fitted_kernel(name, family, full, seed, rep)
@@ -192,8 +191,8 @@ def fit_fsp(
 @cached
 def fit_laplace(name: str, full: bool, seed: int, rep: int = 0):
     """The linearised Laplace baseline (σ_p = 1 MAP, full GGN, evidence-optimised α)."""
-    from laplace_lab.studies.fsp_laplace import LinearizedLaplaceModel
-    from laplace_lab.studies.training import build_seeded, torch_threads
+    from laplace_lab.networks.fsp_laplace import LinearizedLaplaceModel
+    from laplace_lab.networks.training import build_seeded, torch_threads
 
     t = task(name, full=full, seed=seed, rep=rep)
     rng = Context(full=full, seed=seed).rng(f"fsp-synthetic/{name}/laplace/rep{rep}")

@@ -22,7 +22,7 @@ import numpy as np
 from laplace_lab.numerics.fsp import fsp_laplace_from_factor, thin_svd
 from laplace_lab.numerics.krylov import lanczos_inverse_sqrt
 from laplace_lab.paper_checks.fsp_laplace import _synthetic as synthetic
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim, require
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim, require
 from laplace_lab.theory.rates import fit_rate
 
 PAPER = "fsp-laplace"

@@ -1,11 +1,11 @@
 """Claims on FSP-Laplace as a Bayesian-optimisation surrogate (Cinquin et al., arXiv:2407.13711,
 §4 "Bayesian optimization", Fig. 3, App. B.2).
 
-Set-up (:mod:`laplace_lab.studies.bayes_opt`): Branin (2-D) and Hartmann-3 (3-D), expected
-improvement over Latin-hypercube candidates, three surrogates — FSP-Laplace under the
-marginal-likelihood Matérn-5/2 prior, the linearised Laplace (full GGN, evidence-optimised
-prior precision) and the exact GP with the same prior — on 2×50 tanh networks. Every
-replicate gives the three surrogates the same initial design. Scores are the simple regret
+Set-up (:mod:`laplace_lab.paper_checks.fsp_laplace.experiments.bayes_opt`): Branin (2-D) and
+Hartmann-3 (3-D), expected improvement over Latin-hypercube candidates, three surrogates —
+FSP-Laplace under the marginal-likelihood Matérn-5/2 prior, the linearised Laplace (full GGN,
+evidence-optimised prior precision) and the exact GP with the same prior — on 2×50 tanh networks.
+Every replicate gives the three surrogates the same initial design. Scores are the simple regret
 best − f* per iteration (the paper plots the reward −best; the ordering is the same).
 
 - ``bo-fsp-beats-laplace-low-dim``: FSP-Laplace converges more quickly (smaller mean regret
@@ -27,20 +27,27 @@ from typing import NamedTuple
 
 import numpy as np
 
-from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.fsp_laplace._mutants import (
     prior_lengthscale_over_100,
     prior_variance_times_100,
 )
-from laplace_lab.paper_checks.recorded import Recorded, load_recorded
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
-from laplace_lab.studies.bayes_opt import (
+from laplace_lab.paper_checks.fsp_laplace.experiments.bayes_opt import (
     FSPLaplaceSurrogate,
     GPSurrogate,
     LaplaceSurrogate,
     bayes_opt,
 )
-from laplace_lab.studies.bo_objectives import BRANIN, HARTMANN3
+from laplace_lab.paper_checks.fsp_laplace.experiments.bo_objectives import BRANIN, HARTMANN3
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Mutant,
+    Recorded,
+    Status,
+    Verdict,
+    cached,
+    claim,
+    load_recorded,
+)
 
 PAPER = "fsp-laplace"
 #: The low-dimensional tasks of Fig. 3 run here.
@@ -83,7 +90,7 @@ def regrets(method: str, task: str, full: bool, seed: int) -> np.ndarray:
     draws its initial design from the same stream."""
     from threadpoolctl import threadpool_limits
 
-    from laplace_lab.studies.training import torch_threads
+    from laplace_lab.networks.training import torch_threads
 
     b = FULL if full else QUICK
     objective = next(t for t in TASKS if t.name == task)

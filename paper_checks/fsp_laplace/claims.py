@@ -14,7 +14,7 @@ from laplace_lab.numerics.fsp import dropped_terms, rkhs_norm_estimate
 from laplace_lab.numerics.kernels import RBF, KernelGram, Matern12
 from laplace_lab.paper_checks.fsp_laplace import _mutants, _setups
 from laplace_lab.paper_checks.fsp_laplace._setups import table_c2_runs
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "fsp-laplace"
 

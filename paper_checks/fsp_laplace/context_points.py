@@ -29,11 +29,10 @@ import sys
 
 import numpy as np
 
+from laplace_lab.networks.fsp_laplace import FSPLaplaceModel
 from laplace_lab.numerics.kernels import Matern12
-from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.fsp_laplace import _synthetic as synthetic
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
-from laplace_lab.studies.fsp_laplace import FSPLaplaceModel
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
 
 PAPER = "fsp-laplace"
 FAMILIES = ("RBF", "Matern-1/2")

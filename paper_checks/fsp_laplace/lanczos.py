@@ -20,7 +20,7 @@ from laplace_lab.paper_checks.fsp_laplace._lanczos_factor import (
     lanczos_sweep,
     summarize,
 )
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "fsp-laplace"
 _THIS = sys.modules[__name__]

@@ -18,7 +18,7 @@ import numpy as np
 
 from laplace_lab.numerics.fsp import fsp_laplace_from_factor, induced_weight_prior
 from laplace_lab.numerics.kernels import RBF, Matern12, Matern52
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "fsp-laplace"
 #: Relative jitter of Σ(C, C) on both sides of the comparison.

@@ -1,13 +1,13 @@
 """Claims of the Mauna Loa CO₂ experiment (Cinquin et al., arXiv:2407.13711, §4.1, Table 1,
 App. B.2, Fig. C.9).
 
-Set-up (:mod:`laplace_lab.studies.fsp_mauna_loa`): monthly means of the statsmodels Mauna Loa
-series 1958–2001 (the paper's NOAA series 1974–2024 is not shipped offline), the first 70 % of
-the months train and the rest test; 2 × 50 tanh MLPs on (t, sin 2πt/T, cos 2πt/T), T one year;
-FSP-Laplace with Rasmussen & Williams's CO₂ covariance (marginal-likelihood hyperparameters) and
-100 context points on a regular grid; Laplace with the full GGN and an evidence-optimised prior
-precision; the exact GP with the same prior. Quick mode: 3 training seeds, 300 L-BFGS
-evaluations; full mode: 10 seeds, 1,000 evaluations.
+Set-up (:mod:`laplace_lab.paper_checks.fsp_laplace.experiments.mauna_loa`): monthly means of the
+statsmodels Mauna Loa series 1958–2001 (the paper's NOAA series 1974–2024 is not shipped offline),
+the first 70 % of the months train and the rest test; 2 × 50 tanh MLPs on (t, sin 2πt/T, cos
+2πt/T), T one year; FSP-Laplace with Rasmussen & Williams's CO₂ covariance (marginal-likelihood
+hyperparameters) and 100 context points on a regular grid; Laplace with the full GGN and an
+evidence-optimised prior precision; the exact GP with the same prior. Quick mode: 3 training seeds,
+300 L-BFGS evaluations; full mode: 10 seeds, 1,000 evaluations.
 
 Scores: MSE in ppm² and the expected log-likelihood (ELL) per test month on the standardised
 scale. Table 1's ELL values (thousands) are read as sums over the ≈ 180 test months of the
@@ -31,6 +31,7 @@ MIT Press 2006, §5.4.3.
 
 from __future__ import annotations
 
+from laplace_lab.networks.fsp_training import ContextBox
 from laplace_lab.paper_checks.fsp_laplace import _mutants as wrong
 from laplace_lab.paper_checks.fsp_laplace._real_data import (
     ML_SEEDS,
@@ -39,9 +40,8 @@ from laplace_lab.paper_checks.fsp_laplace._real_data import (
     difference,
     full_mode_record,
 )
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
-from laplace_lab.studies import fsp_mauna_loa
-from laplace_lab.studies.fsp_training import ContextBox
+from laplace_lab.paper_checks.fsp_laplace.experiments import mauna_loa as fsp_mauna_loa
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "fsp-laplace"
 NETWORKS = ("FSP-Laplace", "Laplace")

@@ -20,9 +20,9 @@ import sys
 
 import numpy as np
 
+from laplace_lab.networks.fsp_training import train_fsp_map
 from laplace_lab.paper_checks.fsp_laplace import _synthetic as synthetic
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
-from laplace_lab.studies.fsp_training import train_fsp_map
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "fsp-laplace"
 

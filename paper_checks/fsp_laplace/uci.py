@@ -1,11 +1,11 @@
 """Claims of the UCI regression experiment (Cinquin et al., arXiv:2407.13711, App. B.2 and
 App. C "Regression with UCI datasets", Table C.1).
 
-Set-up (:mod:`laplace_lab.studies.fsp_uci`): Boston housing and concrete (the Table C.1 sets
-shipped offline), 5-fold cross-validation, 20 % of the training folds for early stopping (App.
-C; App. B.2 says 10 %), 2 × 50 tanh MLPs with a learned noise scale; FSP-Laplace with an RBF
-prior of marginal-likelihood hyperparameters and context points drawn uniformly from the
-widened box of App. B.2; Laplace with the full GGN and an evidence-optimised prior precision.
+Set-up (:mod:`laplace_lab.paper_checks.fsp_laplace.experiments.uci`): Boston housing and concrete
+(the Table C.1 sets shipped offline), 5-fold cross-validation, 20 % of the training folds for early
+stopping (App. C; App. B.2 says 10 %), 2 × 50 tanh MLPs with a learned noise scale; FSP-Laplace
+with an RBF prior of marginal-likelihood hyperparameters and context points drawn uniformly from
+the widened box of App. B.2; Laplace with the full GGN and an evidence-optimised prior precision.
 Quick mode: three test folds of Boston; full mode: all five folds of both sets.
 
 - ``uci-fsp-beats-laplace-ell``: "our method is noticeably more accurate than the Laplace"
@@ -16,8 +16,8 @@ Quick mode: three test folds of Boston; full mode: all five folds of both sets.
 - ``uci-fsp-ood-near-laplace``: "FSP-Laplace ... is almost as accurate as the Laplace
   approximation" at out-of-distribution detection with a single threshold on the predictive
   uncertainty — at most 0.02 below within one standard error on every data set. The paper's
-  out-of-distribution inputs (the song data set) are not shipped offline; the first d
-  breast-cancer features stand in (:func:`laplace_lab.studies.fsp_uci.ood_inputs`).
+  out-of-distribution inputs (the song data set) are not shipped offline; the first d breast-cancer
+  features stand in (:func:`laplace_lab.paper_checks.fsp_laplace.experiments.uci.ood_inputs`).
 
 References
 ----------
@@ -32,6 +32,7 @@ import sys
 
 import numpy as np
 
+from laplace_lab.networks.fsp_laplace import expected_log_likelihood
 from laplace_lab.paper_checks.fsp_laplace import _mutants as wrong
 from laplace_lab.paper_checks.fsp_laplace._real_data import (
     UCI_RUNS,
@@ -39,8 +40,7 @@ from laplace_lab.paper_checks.fsp_laplace._real_data import (
     full_mode_record,
     uci_scores,
 )
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
-from laplace_lab.studies.fsp_laplace import expected_log_likelihood
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "fsp-laplace"
 #: Table C.1's expected log-likelihoods (FSP-Laplace, Laplace, MAP, GP) of the sets run here.

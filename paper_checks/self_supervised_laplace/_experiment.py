@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.registry import Context
+from laplace_lab.paper_checks.verification import Context, cached
 from laplace_lab.theory.conjugate_base import ConjugateModel
 from laplace_lab.theory.rates import RateFit, fit_rate
 from laplace_lab.theory.ssla import ssla_predictive

@@ -1,7 +1,7 @@
 """Deliberately wrong variants of what the SSLA claims rely on (their mutants).
 
 Each replaces a function or class attribute the claims reach at run time; the claims declare
-them with the verdict they must then give (:mod:`laplace_lab.paper_checks.mutants`). A
+them with the verdict they must then give (:mod:`laplace_lab.paper_checks.verification.mutants`). A
 variant that calls the true function holds it as a default argument, which the mutant does
 not rebind.
 """

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.paper_checks.self_supervised_laplace import _hdr, _mutants
 from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     MODELS,
@@ -27,6 +26,7 @@ from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     replications,
     slopes_text,
 )
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 from laplace_lab.theory.conjugate import NormalNormal, PoissonGamma
 from laplace_lab.theory.ssla_rates import PAPER_NS, refit_gaps
 

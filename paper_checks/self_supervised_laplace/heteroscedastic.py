@@ -1,12 +1,13 @@
 """Claims of Rodemann et al., "Self-Supervised Laplace Approximation for Bayesian Uncertainty
-Quantification" (TMLR, arXiv:2605.12208) on the heteroscedastic toy of §5.1 (eq. 18, Table 1),
-run by :func:`laplace_lab.studies.ssla_curvature.curvature_comparison`: a 2×50 MLP with a
-homoscedastic Gaussian likelihood, λ tuned by the Laplace evidence, LA / SSLA / ASSLA under
-the dense, diagonal and KFAC curvature, coverage on 2,000 held-out points per seed, 500
-training points and the study's Adam recipe (quick: 1 seed; full: 5 seeds). A MAP trained
-for half as long has a larger σ0² and makes LA conservative: the verdicts on LA need the
-fitted MAP. Table 1's coverages are all multiples of 4%, i.e. 25 test
-points, where one point moves a coverage by 4 percentage points.
+Quantification" (TMLR, arXiv:2605.12208) on the heteroscedastic toy of §5.1 (eq. 18, Table 1), run
+by
+:func:`laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature.curvature_comparison`:
+a 2×50 MLP with a homoscedastic Gaussian likelihood, λ tuned by the Laplace evidence, LA / SSLA /
+ASSLA under the dense, diagonal and KFAC curvature, coverage on 2,000 held-out points per seed, 500
+training points and the study's Adam recipe (quick: 1 seed; full: 5 seeds). A MAP trained for half
+as long has a larger σ0² and makes LA conservative: the verdicts on LA need the fitted MAP. Table
+1's coverages are all multiples of 4%, i.e. 25 test points, where one point moves a coverage by 4
+percentage points.
 
 Coverage is compared with the nominal level by one-sided exact binomial tests at family-wise
 level 5% (Bonferroni over the levels tested), fixed before running.
@@ -24,14 +25,13 @@ from laplace_lab.numerics.network_ssla import (
     log_det_ratio,
     ssla_log_density_from_variance,
 )
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
-from laplace_lab.studies.ssla_curvature import (
+from laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature import (
     CURVATURES,
     LEVELS,
     CurvatureCoverage,
     curvature_comparison,
 )
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
 
 PAPER = "self-supervised-laplace"
 ALPHA = 0.05

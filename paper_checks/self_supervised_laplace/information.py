@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
 from laplace_lab.theory import fit_rate
 from laplace_lab.theory.ssla_identities import ExponentialRegression
 

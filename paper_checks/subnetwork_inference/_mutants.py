@@ -1,8 +1,8 @@
 """Deliberately wrong variants of what the subnetwork-inference claims rely on (their mutants).
 
-Each replaces a function the claims call at run time; the claims declare them with the
-verdict they must then give (:mod:`laplace_lab.paper_checks.mutants`). A variant that calls
-the true function holds it as a default argument, which the mutant does not rebind.
+Each replaces a function the claims call at run time; the claims declare them with the verdict they
+must then give (:mod:`laplace_lab.paper_checks.verification.mutants`). A variant that calls the
+true function holds it as a default argument, which the mutant does not rebind.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from laplace_lab.paper_checks.registry import Status
+from laplace_lab.paper_checks.verification import Status
 
 ALPHA = 0.05
 

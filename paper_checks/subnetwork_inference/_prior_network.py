@@ -4,7 +4,7 @@
 homoscedastic Gaussian likelihood with the noise variance fitted by maximum likelihood,
 GGN-Laplace over the weights (not the biases), full-network prior precision λ = 3 and
 subnetworks of 50 %, 3 % and 1 % of the weights with λ_S = λ·S/D. The two-cluster task is
-the in-between toy of :func:`laplace_lab.studies.data.in_between_toy` (y = sin(2πx) + noise,
+the in-between toy of :func:`laplace_lab.networks.data.in_between_toy` (y = sin(2πx) + noise,
 x in [−1, −0.5] ∪ [0.5, 1]); predictive variances are taken on its 200 test inputs over
 [−1.5, 1.5], which cross the gap between the clusters.
 """
@@ -21,7 +21,7 @@ from laplace_lab.numerics.predictive import (
     predictive_variance,
     subnetwork_variance,
 )
-from laplace_lab.paper_checks.cache import cached
+from laplace_lab.paper_checks.verification import cached
 
 __all__ = ["PRIOR_PRECISION", "Fit", "fitted_networks", "subnetwork_pv"]
 
@@ -46,16 +46,16 @@ def fitted_networks(seed: int, count: int) -> tuple[Fit, ...]:
     import torch
 
     from laplace_lab._random import keyed_generator
-    from laplace_lab.numerics.jacobians import per_sample_jacobian
-    from laplace_lab.studies.data import in_between_toy
-    from laplace_lab.studies.models import mlp_2x50
-    from laplace_lab.studies.training import (
+    from laplace_lab.networks.data import in_between_toy
+    from laplace_lab.networks.models import mlp_2x50
+    from laplace_lab.networks.training import (
         adam_recipe,
         build_seeded,
         noise_variance,
         torch_threads,
         train_map,
     )
+    from laplace_lab.numerics.jacobians import per_sample_jacobian
 
     fits = []
     for r in range(count):

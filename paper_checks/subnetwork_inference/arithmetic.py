@@ -4,7 +4,7 @@ the UCI networks), §6.3 (ResNet-18's 11,168,000 parameters, the 0.38% subnetwor
 weights and its 7.2 GB covariance), and Fig. 5's discussion (≈ 500 TB for the full
 covariance, ≈ 4.0 MB for 1K² entries).
 
-Counts are measured on the torch networks of :mod:`laplace_lab.studies.models`, never typed in.
+Counts are measured on the torch networks of :mod:`laplace_lab.networks.models`, never typed in.
 Memory is entries × 4 bytes (float32, the paper's "× 4 Bytes") in decimal units (GB = 10⁹ B),
 the units the paper's numbers come out in.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 import sys
 
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
-from laplace_lab.studies.models import count_parameters, mlp, resnet18
+from laplace_lab.networks.models import count_parameters, mlp, resnet18
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "subnetwork-inference"
 

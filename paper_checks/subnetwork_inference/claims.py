@@ -17,15 +17,8 @@ from scipy import integrate
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from laplace_lab.paper_checks.registry import (
-    Context,
-    Mutant,
-    Status,
-    Verdict,
-    claim,
-    require,
-)
 from laplace_lab.paper_checks.subnetwork_inference import _mutants
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim, require
 from laplace_lab.theory.probit import logistic_gaussian_integral, probit_approximation
 from laplace_lab.theory.wasserstein import gaussian_w2, subnetwork_w2, w2_diagonal
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.paper_checks.subnetwork_inference import _mutants
 from laplace_lab.paper_checks.subnetwork_inference._prior_network import (
     PRIOR_PRECISION,
     fitted_networks,
     subnetwork_pv,
 )
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
 
 PAPER = "subnetwork-inference"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 from laplace_lab.theory.probit import probit_approximation, probit_softmax
 
 PAPER = "subnetwork-inference"

@@ -1,9 +1,9 @@
-"""Calibration under distribution shift (Daxberger et al., "Bayesian Deep Learning via
-Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.3, Fig. 4) on the offline substitute
-of :mod:`laplace_lab.studies.rotated_digits`: sklearn's 8×8 digits rotated by scipy.ndimage,
-a small CNN instead of ResNet-18 on MNIST (neither MNIST nor CIFAR-10 ships with an installed
-package). The subnetwork has k = 100 of p = 1,898 weights (5%; the paper's 0.38% of this CNN
-would be 7 weights).
+"""Calibration under distribution shift (Daxberger et al., "Bayesian Deep Learning via Subnetwork
+Inference", ICML 2021, arXiv:2010.14689, §6.3, Fig. 4) on the offline substitute of
+:mod:`laplace_lab.paper_checks.subnetwork_inference.experiments.rotated_digits`: sklearn's 8×8
+digits rotated by scipy.ndimage, a small CNN instead of ResNet-18 on MNIST (neither MNIST nor
+CIFAR-10 ships with an installed package). The subnetwork has k = 100 of p = 1,898 weights (5%; the
+paper's 0.38% of this CNN would be 7 weights).
 
 Verdicts rest on paired per-digit comparisons (every method scores the same test digits at
 every angle), pooled over the rotated angles (> 0°) and the seeds, fixed before running:
@@ -19,14 +19,13 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from laplace_lab.numerics.predictive import predictive_variance, subnetwork_variance
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.paper_checks.subnetwork_inference._paired import ALPHA, paired, status_of
-from laplace_lab.studies.rotated_digits import (
+from laplace_lab.paper_checks.subnetwork_inference.experiments.rotated_digits import (
     RotationShift,
     ensemble_rotation_shift,
     rotation_shift,
 )
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
 
 PAPER = "subnetwork-inference"
 WASS = "Subnetwork (Wasserstein)"

@@ -1,6 +1,7 @@
-"""The 1-D toy regression of Daxberger et al., "Bayesian Deep Learning via Subnetwork
-Inference" (ICML 2021, arXiv:2010.14689), §6.1 and Fig. 2, run by
-:func:`laplace_lab.studies.subnet_toy.toy_regression` (one seed per replication).
+"""The 1-D toy regression of Daxberger et al., "Bayesian Deep Learning via Subnetwork Inference"
+(ICML 2021, arXiv:2010.14689), §6.1 and Fig. 2, run by
+:func:`laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression.toy_regression`
+(one seed per replication).
 
 Three measured quantities of each method's epistemic standard deviation σ_m(x) on a test
 grid, against the full covariance σ_full(x), fixed before any run:
@@ -22,13 +23,12 @@ from matplotlib.figure import Figure
 
 from laplace_lab.numerics.predictive import marginal_variance
 from laplace_lab.numerics.selection import largest_marginal_variance
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
-from laplace_lab.studies.subnet_toy import (
+from laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression import (
     ToyRegression,
     subnetwork_prior_precision,
     toy_regression,
 )
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
 
 PAPER = "subnetwork-inference"
 SMALL = ("1%", "3%")

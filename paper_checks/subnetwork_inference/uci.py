@@ -1,10 +1,10 @@
 """Subnetwork inference in large models vs full inference in small ones (Daxberger et al.,
-"Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.2,
-Fig. 3), run by :func:`laplace_lab.studies.subnet_uci.uci_split` on the UCI sets that ship
-offline: Boston housing (quick mode: 8 splits, at most 300 epochs) and concrete (full mode:
-10 splits each, at most 1,000 epochs). With 150 epochs the log-likelihood comparison is
-already inconclusive: the quick budget is the smallest that decides it. The
-paper's wine, kin8nm and protein sets (and their "gap" splits) are not installed here.
+"Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.2, Fig. 3), run
+by :func:`laplace_lab.paper_checks.subnetwork_inference.experiments.uci.uci_split` on the UCI sets
+that ship offline: Boston housing (quick mode: 8 splits, at most 300 epochs) and concrete (full
+mode: 10 splits each, at most 1,000 epochs). With 150 epochs the log-likelihood comparison is
+already inconclusive: the quick budget is the smallest that decides it. The paper's wine, kin8nm
+and protein sets (and their "gap" splits) are not installed here.
 
 The log-likelihood comparison uses per-test-point paired differences pooled over splits
 (:mod:`laplace_lab.paper_checks.subnetwork_inference._paired`).
@@ -14,11 +14,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim, require
 from laplace_lab.paper_checks.subnetwork_inference._paired import ALPHA, paired, status_of
-from laplace_lab.studies.subnet_toy import subnetwork_prior_precision
-from laplace_lab.studies.subnet_uci import ARCHITECTURES, UCISplit, uci_split
+from laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression import (
+    subnetwork_prior_precision,
+)
+from laplace_lab.paper_checks.subnetwork_inference.experiments.uci import (
+    ARCHITECTURES,
+    UCISplit,
+    uci_split,
+)
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Mutant,
+    Status,
+    Verdict,
+    cached,
+    claim,
+    require,
+)
 
 PAPER = "subnetwork-inference"
 SMALLER = tuple(ARCHITECTURES)[:-1]

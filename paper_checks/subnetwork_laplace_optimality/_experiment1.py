@@ -2,10 +2,11 @@
 
 Every setup (§5.1 Setups A/B, App. C.5 Setup C, App. C.6 Setup D) states the same ordering:
 Gradient- and Greedy-Laplace give a lower W2 to the full linearized-Laplace predictive than
-Subnet-Diagonal and Last-k. All methods of one replication share its MAP, so the ordering is
-judged on *paired* per-seed differences; NeuralLinear (a fixed k, the last layer) is compared
-with the better proposed method along the k-grid. The helpers take an
-:class:`laplace_lab.studies.subnet_experiment.ExperimentResult` and return verdicts or their parts.
+Subnet-Diagonal and Last-k. All methods of one replication share its MAP, so the ordering is judged
+on *paired* per-seed differences; NeuralLinear (a fixed k, the last layer) is compared with the
+better proposed method along the k-grid. The helpers take an
+:class:`laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1.ExperimentResult`
+and return verdicts or their parts.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from laplace_lab.paper_checks.registry import Context, Status, Verdict
+from laplace_lab.paper_checks.verification import Context, Status, Verdict
 
 PROPOSED = ("gradient_laplace", "greedy_laplace")
 BASELINES = ("subnet_diagonal", "last_k")

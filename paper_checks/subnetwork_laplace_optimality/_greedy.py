@@ -1,12 +1,12 @@
 """Self-check of Greedy-Laplace for the claims that report it (Raha, Khare & Patra, Alg. 2).
 
-Every claim that reports a Greedy-Laplace result first checks that the method it dispatches
-to (the selection registry's ``greedy_laplace``, the blocked pivoted-Cholesky form) returns
-the same ordered S as the literal Algorithm 2 (row/column deletion and Schur updates,
+Every claim that reports a Greedy-Laplace result first checks that the method it dispatches to (the
+selection registry's ``greedy_laplace``, the blocked pivoted-Cholesky form) returns the same
+ordered S as the literal Algorithm 2 (row/column deletion and Schur updates,
 :func:`laplace_lab.numerics.greedy_laplace_reference`) on a random precision of the claim's
-likelihood whose off-diagonal structure matters: there, Greedy-Laplace without its Schur
-updates (the k largest diagonal entries of Ω_KK) picks a different S. A mismatch is a failure
-of our implementation — an ERROR via :func:`~laplace_lab.paper_checks.registry.require`,
+likelihood whose off-diagonal structure matters: there, Greedy-Laplace without its Schur updates
+(the k largest diagonal entries of Ω_KK) picks a different S. A mismatch is a failure of our
+implementation — an ERROR via :func:`~laplace_lab.paper_checks.verification.registry.require`,
 never a verdict on the paper.
 
 References
@@ -21,7 +21,7 @@ import numpy as np
 
 from laplace_lab.numerics import GGN, greedy_laplace_reference
 from laplace_lab.numerics.selection_registry import SubnetProblem, greedy_candidates, select
-from laplace_lab.paper_checks.registry import require
+from laplace_lab.paper_checks.verification import require
 
 __all__ = ["correlated_ggn", "require_literal_greedy"]
 

@@ -2,7 +2,7 @@
 
 Each is a plausible misreading or bug of something several claims rely on (IPV, Alg. 1–2,
 the parameter count, NeuralLinear's layer); the claims declare them as mutants
-(:mod:`laplace_lab.paper_checks.mutants`) with the verdict they must then give. Wrong
+(:mod:`laplace_lab.paper_checks.verification.mutants`) with the verdict they must then give. Wrong
 variants of a single claim's own helpers live beside that claim. The originals are captured
 as default arguments (bound at import time, which a mutant does not rebind), so a variant
 that wraps its original does not call itself while the mutant is applied.
@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
+from laplace_lab.networks import models
 from laplace_lab.numerics import selection
-from laplace_lab.paper_checks.mutants import Mutant
-from laplace_lab.studies import models
+from laplace_lab.paper_checks.verification import Mutant
 from laplace_lab.theory import exhaustive
 from laplace_lab.theory import theorems as theory_theorems
 

@@ -1,11 +1,11 @@
 """The Wheel Bandit's geometry and recorded runs (Raha, Khare & Patra, §5.2 and App. D).
 
-The paper's high-reward region is the annulus δ < ‖x‖ ≤ 1 of the unit disk, of area fraction
-1 − δ². The environment the bandit claims run (:class:`laplace_lab.studies.wheel_env.WheelBandit`)
-must pay the high reward exactly there: :func:`require_wheel_geometry` checks it by sampling
-its contexts (an ERROR otherwise, never a verdict on the paper). Runs at the paper's horizon
-take hours here; those made are recorded as data in ``recorded/`` and loaded by
-:func:`bandit_records`.
+The paper's high-reward region is the annulus δ < ‖x‖ ≤ 1 of the unit disk, of area fraction 1 −
+δ². The environment the bandit claims run
+(:class:`laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.wheel_env.WheelBandit`)
+must pay the high reward exactly there: :func:`require_wheel_geometry` checks it by sampling its
+contexts (an ERROR otherwise, never a verdict on the paper). Runs at the paper's horizon take hours
+here; those made are recorded as data in ``recorded/`` and loaded by :func:`bandit_records`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from laplace_lab.paper_checks.mutants import Mutant
-from laplace_lab.paper_checks.recorded import Recorded, load_recorded
-from laplace_lab.paper_checks.registry import require
+from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.wheel_env import (
+    WheelBandit,
+)
+from laplace_lab.paper_checks.verification import Mutant, Recorded, load_recorded, require
 from laplace_lab.studies.store import Row
-from laplace_lab.studies.wheel_env import WheelBandit
 
 __all__ = [
     "WHEEL_PAYS_INNER_DISK",
@@ -107,7 +107,7 @@ def regret_table(rows: Iterable[Row], delta: float, horizon: int) -> dict[str, A
     batch's time shared by its seeds). An agent with one seed gets an infinite half-width (no
     interval); agents with different numbers of seeds are a ValueError.
     """
-    from laplace_lab.studies.catalog.wheel_bandit import STUDY
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.studies.wheel_bandit import STUDY
     from laplace_lab.studies.summary import summarise
 
     chosen = [r for r in rows if (r.params["delta"], r.params["horizon"]) == (delta, horizon)]

@@ -14,12 +14,11 @@ import sys
 import numpy as np
 
 from laplace_lab.numerics import GGN, greedy_laplace, greedy_laplace_reference
-from laplace_lab.paper_checks.mutants import Mutant
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim, require
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
     GREEDY_TOP_K_DIAGONAL,
     GREEDY_WITHOUT_SCHUR,
 )
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim, require
 
 PAPER = "subnetwork-laplace-optimality"
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import sys
 
-from laplace_lab.paper_checks.mutants import Mutant
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._wheel import (
     WHEEL_PAYS_INNER_DISK,
     annulus_fraction,
     require_wheel_geometry,
 )
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "subnetwork-laplace-optimality"
 #: Bytes per float32 entry: App. C's allocations are float32 (4N² bytes).

@@ -1,17 +1,17 @@
 """Experiment 2 of Raha, Khare & Patra (arXiv:2605.09075): the Wheel Bandit (Tables 1–2).
 
-The paper's setting (§5.2, App. D: T = 16,000 rounds, 25 seeds, ten agents, δ ∈ {0.95, 0.9})
-takes many CPU-hours per table on a small machine (docs/performance.md, "Wheel Bandit").
-Quick mode cannot run it: it is NOT_REPRODUCIBLE_HERE, probes the cost with one seed of six
-agents at T = 150 (a linear-in-T extrapolation of the paper's cost, a lower bound since
-per-phase costs grow with the replay buffer; the probe's regrets are not evidence), and shows
-the runs recorded at longer horizons (``recorded/``) with what the full-mode rule makes of
-them. Full mode runs the paper's setting — T = 16,000, all ten agents (k ∈ {100, 500}),
-25 seeds, each agent's seeds in lockstep (:func:`~laplace_lab.studies.wheel_bandit.run_bandits`,
-each seed's run identical to its run alone): it CONFIRMs when every stated ordering holds
-with non-overlapping ±1.96 s.e. intervals, REFUTEs when a stated ordering is reversed with
-non-overlapping intervals (the counterexample), and is NOT_REPRODUCIBLE_HERE otherwise.
-Both modes first check that the environment pays the high reward on the annulus.
+The paper's setting (§5.2, App. D: T = 16,000 rounds, 25 seeds, ten agents, δ ∈ {0.95, 0.9}) takes
+many CPU-hours per table on a small machine (docs/performance.md, "Wheel Bandit"). Quick mode
+cannot run it: it is NOT_REPRODUCIBLE_HERE, probes the cost with one seed of six agents at T = 150
+(a linear-in-T extrapolation of the paper's cost, a lower bound since per-phase costs grow with the
+replay buffer; the probe's regrets are not evidence), and shows the runs recorded at longer
+horizons (``recorded/``) with what the full-mode rule makes of them. Full mode runs the paper's
+setting — T = 16,000, all ten agents (k ∈ {100, 500}), 25 seeds, each agent's seeds in lockstep
+(:func:`~laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.wheel_bandit.run_bandits`,
+each seed's run identical to its run alone): it CONFIRMs when every stated ordering holds with
+non-overlapping ±1.96 s.e. intervals, REFUTEs when a stated ordering is reversed with
+non-overlapping intervals (the counterexample), and is NOT_REPRODUCIBLE_HERE otherwise. Both modes
+first check that the environment pays the high reward on the annulus.
 """
 
 from __future__ import annotations
@@ -20,14 +20,12 @@ import time
 
 import numpy as np
 
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.recorded import Recorded
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._wheel import (
     WHEEL_PAYS_INNER_DISK,
     bandit_records,
     require_wheel_geometry,
 )
+from laplace_lab.paper_checks.verification import Context, Recorded, Status, Verdict, cached, claim
 
 PAPER = "subnetwork-laplace-optimality"
 PAPER_T, PAPER_SEEDS, PAPER_AGENTS = 16000, 25, 10
@@ -57,7 +55,7 @@ _ORDERINGS = {
 
 
 def _setting(full: bool) -> tuple[int, int, tuple[str, ...]]:
-    from laplace_lab.studies.catalog.wheel_bandit import agents
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.studies.wheel_bandit import agents
 
     if full:
         return PAPER_T, PAPER_SEEDS, agents((100, 500))
@@ -67,9 +65,14 @@ def _setting(full: bool) -> tuple[int, int, tuple[str, ...]]:
 @cached
 def _runs(delta: float, full: bool, seed: int) -> dict[str, object]:
     """Final regret (per seed) and mean cumulative-regret traces of every agent."""
-    from laplace_lab.studies.catalog.wheel_bandit import parse_agent
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.wheel_bandit import (
+        BanditConfig,
+        run_bandits,
+    )
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.studies.wheel_bandit import (
+        parse_agent,
+    )
     from laplace_lab.studies.seeding import replication_rng
-    from laplace_lab.studies.wheel_bandit import BanditConfig, run_bandits
 
     horizon, seeds, names = _setting(full)
     final: dict[str, list[float]] = {}

@@ -1,18 +1,19 @@
 """Which reading of App. D, if any, gives the Wheel bandit the scale and ordering of Table 1.
 
-Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2605.09075,
-§5.2, App. D, Table 1. Implemented as written, the bandit's final regrets at T = 16,000 are
-several times below Table 1's and Last-k-500 beats Gradient-Laplace-500 (the record of
-:mod:`.bandit`). App. D leaves details open; the study ``wheel-bandit-readings``
-(:mod:`laplace_lab.studies.catalog.wheel_bandit_readings`) runs the agents under each
-reading. Its runs take far longer than a check may (hours at T = 16,000), so the runs made
-are recorded in ``recorded/readings_wheel_bandit_*.json`` with their per-seed regrets, and
-the claim judges them:
+Raha, Khare & Patra, "Optimality of Sub-network Laplace Approximations", arXiv:2605.09075, §5.2,
+App. D, Table 1. Implemented as written, the bandit's final regrets at T = 16,000 are several times
+below Table 1's and Last-k-500 beats Gradient-Laplace-500 (the record of :mod:`.bandit`). App. D
+leaves details open; the study ``wheel-bandit-readings``
+(:mod:`laplace_lab.paper_checks.subnetwork_laplace_optimality.studies.wheel_bandit_readings`) runs
+the agents under each reading. Its runs take far longer than a check may (hours at T = 16,000), so
+the runs made are recorded in ``recorded/readings_wheel_bandit_*.json`` with their per-seed
+regrets, and the claim judges them:
 
 - per reading, Table 1's ordering (Gradient- and Greedy-Laplace-500 below every other agent;
-  :func:`~laplace_lab.studies.catalog.wheel_bandit_readings.table_ordering`) and the
-  distance to Table 1, mean |log(ours / table)| with the table scaled linearly to the run's
-  horizon (:func:`~laplace_lab.studies.catalog.wheel_bandit_readings.table_distance`);
+  :func:`~laplace_lab.paper_checks.subnetwork_laplace_optimality.studies.wheel_bandit_readings.table_ordering`)
+  and the distance to Table 1, mean |log(ours / table)| with the table scaled linearly to the run's
+  horizon
+  (:func:`~laplace_lab.paper_checks.subnetwork_laplace_optimality.studies.wheel_bandit_readings.table_distance`);
 - at the paper's horizon, a reading under which the ordering holds with non-overlapping
   ±1.96 s.e. intervals CONFIRMs that some reading reproduces Table 1; a record in which
   every reading has a leader significantly above another agent REFUTEs it (no reading of
@@ -32,20 +33,27 @@ from pathlib import Path
 
 import numpy as np
 
-from laplace_lab.paper_checks.recorded import Recorded, load_recorded
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim, require
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._wheel import (
     WHEEL_PAYS_INNER_DISK,
     bandit_records,
     require_wheel_geometry,
 )
-from laplace_lab.studies.catalog.wheel_bandit_readings import (
+from laplace_lab.paper_checks.subnetwork_laplace_optimality.studies.wheel_bandit_readings import (
     LEADERS,
     READING_GRID,
     TABLES,
     Stats,
     table_distance,
     table_ordering,
+)
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Recorded,
+    Status,
+    Verdict,
+    claim,
+    load_recorded,
+    require,
 )
 
 __all__ = ["judge_record", "projected_distance", "reading_records"]
@@ -154,7 +162,10 @@ def judge_record(record: Recorded, anchor: dict[str, float]) -> dict:
 
 def _probe(rng: np.random.Generator) -> tuple[float, float]:
     """(seconds, final regret) of one Gradient-Laplace-500 run at T = PROBE_T."""
-    from laplace_lab.studies.wheel_bandit import BanditConfig, run_bandit
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.wheel_bandit import (
+        BanditConfig,
+        run_bandit,
+    )
 
     t0 = time.perf_counter()
     res = run_bandit(BanditConfig(k=500, horizon=PROBE_T), rng=rng)

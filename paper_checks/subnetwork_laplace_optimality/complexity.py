@@ -20,15 +20,16 @@ from typing import NamedTuple
 import numpy as np
 
 from laplace_lab.numerics import GGN, gradient_laplace, greedy_laplace, greedy_laplace_reference
-from laplace_lab.paper_checks.mutants import Mutant
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim, require
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._greedy import require_literal_greedy
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import GREEDY_TOP_K_DIAGONAL
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._scaling import (
-    StageClock,
-    best_stage_times,
     gram_macs,
     literal_greedy_macs,
+)
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim, require
+from laplace_lab.paper_checks.verification.timing import (
+    StageClock,
+    best_stage_times,
     single_thread,
 )
 from laplace_lab.theory.rates import fit_rate

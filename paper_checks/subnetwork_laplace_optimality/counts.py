@@ -1,6 +1,6 @@
 """Parameter counts stated by Raha, Khare & Patra (arXiv:2605.09075, §5.1, §5.2, App. C–D).
 
-The counts are computed from the model zoo (:mod:`laplace_lab.studies.models`), built the way
+The counts are computed from the model zoo (:mod:`laplace_lab.networks.models`), built the way
 the paper describes each architecture; a figure that no faithful reading reproduces is
 REFUTED with the computed counts as evidence (the models are never adjusted to hit a
 number). For the CIFAR ResNets two faithful readings are computed: 1×1-conv + BN projection
@@ -14,14 +14,13 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from laplace_lab.networks import models
 from laplace_lab.numerics import neural_linear
-from laplace_lab.paper_checks.mutants import Mutant
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
     COUNT_WITHOUT_VECTORS,
     NEURAL_LINEAR_PENULTIMATE,
 )
-from laplace_lab.studies import models
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "subnetwork-laplace-optimality"
 #: A count must equal the stated p exactly (relative tolerance 0): parameters are integers.

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from laplace_lab.paper_checks.mutants import Mutant
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
-from laplace_lab.studies.catalog import ipv_vs_pv
+from laplace_lab.paper_checks.subnetwork_laplace_optimality.studies import ipv_vs_pv
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 from laplace_lab.studies.runner import replicate
 from laplace_lab.theory import fit_rate
 

@@ -1,9 +1,10 @@
 """Experiment 1 of Raha, Khare & Patra on a trained network (§5.1, Fig. 1, App. C.3, C.6).
 
-The claims run the end-to-end Experiment 1 (:mod:`laplace_lab.studies.subnet_experiment`) on a
-small seeded configuration built from a package data set; the paper's Setups A–D (and why A,
-B and parts of C and D cannot run here) are in :mod:`.setups`. Each claim first checks that
-the Greedy-Laplace it reports is the literal Algorithm 2 (:mod:`._greedy`).
+The claims run the end-to-end Experiment 1
+(:mod:`laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1`) on a small
+seeded configuration built from a package data set; the paper's Setups A–D (and why A, B and parts
+of C and D cannot run here) are in :mod:`.setups`. Each claim first checks that the Greedy-Laplace
+it reports is the literal Algorithm 2 (:mod:`._greedy`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ from typing import Any
 import numpy as np
 
 from laplace_lab.numerics import subnet_diagonal
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.mutants import Mutant
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._experiment1 import (
     neural_linear_paired,
     ordering_verdict,
@@ -27,13 +25,17 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
     GREEDY_TOP_K_DIAGONAL,
     PROPOSED_ASCENDING,
 )
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
 
 PAPER = "subnetwork-laplace-optimality"
 
 
 def _ordering_config(full: bool):  # -> ExperimentConfig
-    from laplace_lab.studies.subnet_experiment import PAPER_METHODS, ExperimentConfig
-    from laplace_lab.studies.training import adam_recipe
+    from laplace_lab.networks.training import adam_recipe
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+        PAPER_METHODS,
+        ExperimentConfig,
+    )
 
     if full:
         return ExperimentConfig(
@@ -76,7 +78,9 @@ def _require_greedy(ctx: Context) -> str:
 @cached(maxsize=4)
 def _experiment(full: bool, seed: int):  # -> (ExperimentConfig, seeds, ExperimentResult)
     """One Experiment-1 run shared by the claims below (same mode and base seed)."""
-    from laplace_lab.studies.subnet_experiment import run_experiment
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+        run_experiment,
+    )
 
     config, seeds = _ordering_config(full)
     return config, seeds, run_experiment(config, seeds, seed=seed)

@@ -19,10 +19,14 @@ from laplace_lab.numerics.predictive import (
     wasserstein_gap,
 )
 from laplace_lab.numerics.selection_registry import greedy_candidates
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
-from laplace_lab.studies.greedy_candidates import greedy_candidate_rules
-from laplace_lab.studies.setup_networks import binary_network, setup_d_network
+from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.greedy_candidates import (
+    greedy_candidate_rules,
+)
+from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.setup_networks import (
+    binary_network,
+    setup_d_network,
+)
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
 from laplace_lab.theory import BayesianLinearRegression, exhaustive_extremes, fit_rate, ipv
 from laplace_lab.theory.classes import random_psd
 

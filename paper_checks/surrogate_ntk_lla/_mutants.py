@@ -1,9 +1,9 @@
 """Deliberately wrong variants of what the surrogate-NTK claims rely on (their mutants).
 
-Each is a replacement for a function or constant the claims use at run time; the claims
-declare them with the verdict they must then give (:mod:`laplace_lab.paper_checks.mutants`).
-A wrong variant that calls the true function holds it as a default argument, which the
-mutant does not rebind.
+Each is a replacement for a function or constant the claims use at run time; the claims declare
+them with the verdict they must then give (:mod:`laplace_lab.paper_checks.verification.mutants`). A
+wrong variant that calls the true function holds it as a default argument, which the mutant does
+not rebind.
 """
 
 from __future__ import annotations

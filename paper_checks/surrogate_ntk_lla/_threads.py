@@ -10,7 +10,7 @@ import functools
 from collections.abc import Callable
 from typing import TypeVar
 
-from laplace_lab.paper_checks.subnetwork_laplace_optimality._scaling import single_thread
+from laplace_lab.paper_checks.verification.timing import single_thread
 
 F = TypeVar("F", bound=Callable)
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from laplace_lab._random import keyed_generator, spawn
 from laplace_lab.numerics import LinearizedLaplace, ScaLLA, per_sample_jacobian
-from laplace_lab.paper_checks.cache import cached
 from laplace_lab.paper_checks.surrogate_ntk_lla._threads import one_thread
+from laplace_lab.paper_checks.verification import cached
 
 #: Blob centres (one per class), blob standard deviation and the half-width of the square.
 CENTRES = np.array([[-2.0, 0.0], [2.0, 0.0], [0.0, 2.5]])
@@ -60,8 +60,8 @@ def _far(n: int, rng: np.random.Generator) -> np.ndarray:
 @one_thread
 def toy(seed: int) -> Toy:
     """The toy problem of one seed: data, MAP (full-batch Adam) and the exact LLA."""
-    from laplace_lab.studies.models import mlp
-    from laplace_lab.studies.training import adam_recipe, build_seeded, train_map
+    from laplace_lab.networks.models import mlp
+    from laplace_lab.networks.training import adam_recipe, build_seeded, train_map
 
     r_data, r_init, r_train = spawn(keyed_generator("surrogate-ntk-lla", "toy", seed=seed), 3)
     X, y = _blobs(90, r_data)

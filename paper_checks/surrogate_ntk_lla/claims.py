@@ -22,9 +22,9 @@ from laplace_lab.numerics.ntk_sketch import (
     ntk_estimate_variance,
     paper_ntk_variance,
 )
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim, require
 from laplace_lab.paper_checks.surrogate_ntk_lla import _moments, _mutants
 from laplace_lab.paper_checks.surrogate_ntk_lla._moments import discrete_moments, gaussian_moments
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim, require
 
 PAPER = "surrogate-ntk-lla"
 #: Relative tolerance of an exact identity evaluated by enumeration or quadrature: a few

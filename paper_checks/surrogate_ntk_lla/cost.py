@@ -27,8 +27,8 @@ from laplace_lab.numerics import (
     model_jvp,
     surrogate_like,
 )
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
-from laplace_lab.paper_checks.subnetwork_laplace_optimality._scaling import (
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification.timing import (
     StageClock,
     best_stage_times,
     single_thread,
@@ -51,8 +51,8 @@ def _width(p: int, d: int = 64, c: int = 10) -> int:
 
 
 def _mlp(d: int, w: int, c: int, rng: np.random.Generator) -> object:
-    from laplace_lab.studies.models import mlp
-    from laplace_lab.studies.training import build_seeded
+    from laplace_lab.networks.models import mlp
+    from laplace_lab.networks.training import build_seeded
 
     return build_seeded(lambda: mlp(d, [w, w], c), rng=rng).eval()
 

@@ -25,7 +25,6 @@ from laplace_lab.numerics import (
     expected_calibration_error,
     negative_log_likelihood,
 )
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.paper_checks.surrogate_ntk_lla._digits import (
     STEPS,
     M,
@@ -35,6 +34,7 @@ from laplace_lab.paper_checks.surrogate_ntk_lla._digits import (
     digits_scores,
     training_seeds,
 )
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "surrogate-ntk-lla"
 RESAMPLES = 1000

@@ -24,14 +24,14 @@ from laplace_lab.numerics import (
     ntk_estimate_variance,
     per_sample_jacobian,
 )
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim, require
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim, require
 
 PAPER = "surrogate-ntk-lla"
 
 
 def _network(rng: np.random.Generator, d: int, widths: list[int], C: int) -> object:
-    from laplace_lab.studies.models import mlp
-    from laplace_lab.studies.training import build_seeded
+    from laplace_lab.networks.models import mlp
+    from laplace_lab.networks.training import build_seeded
 
     return build_seeded(lambda: mlp(d, widths, C, activation="tanh"), rng=rng, dtype=_float64())
 

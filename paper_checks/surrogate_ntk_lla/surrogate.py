@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 
 from laplace_lab.numerics import SurrogateFit, draw_probes, kernel_matching_loss, train_surrogate
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
 from laplace_lab.paper_checks.surrogate_ntk_lla._toy import (
     ALPHA,
     CENTRES,
@@ -29,6 +28,7 @@ from laplace_lab.paper_checks.surrogate_ntk_lla._toy import (
     surrogate,
     toy,
 )
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "surrogate-ntk-lla"
 #: Features per output of the toy's surrogates (the rank of the toy's NTK Grams is ≈ 10).

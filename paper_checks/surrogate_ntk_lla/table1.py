@@ -10,7 +10,7 @@ digit". The same statements are measured on an offline substitute in
 
 from __future__ import annotations
 
-from laplace_lab.paper_checks.registry import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "surrogate-ntk-lla"
 

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from laplace_lab.networks.models import mlp
+from laplace_lab.networks.training import build_seeded
 from laplace_lab.numerics import (
     GGN,
     GaussianPredictive,
@@ -19,8 +21,6 @@ from laplace_lab.numerics import (
     per_sample_jacobian,
     predictive_variance,
 )
-from laplace_lab.studies.models import mlp
-from laplace_lab.studies.training import build_seeded
 
 
 def _softmax(f):

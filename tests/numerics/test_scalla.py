@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from laplace_lab.networks.models import mlp
+from laplace_lab.networks.training import build_seeded
 from laplace_lab.numerics import (
     LinearizedLaplace,
     ScaLLA,
@@ -21,8 +23,6 @@ from laplace_lab.numerics import (
     train_surrogate,
 )
 from laplace_lab.numerics import jacobians as jacobians_module
-from laplace_lab.studies.models import mlp
-from laplace_lab.studies.training import build_seeded
 
 
 @pytest.fixture(autouse=True)

@@ -232,7 +232,7 @@ def test_finding_the_last_layer_leaves_batch_norm_statistics_alone():
 
 
 def test_kfac_pairs_each_layer_with_its_own_signals_whatever_the_registration_order():
-    from laplace_lab.studies.kfac import layer_signals
+    from laplace_lab.numerics.kfac import layer_signals
 
     torch.manual_seed(0)
     model = HeadFirst().double().eval()

@@ -5,10 +5,16 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from laplace_lab.paper_checks.registry import Context, Status, all_claims, run_claim, run_mutant
-from laplace_lab.paper_checks.report import VERDICT_SCHEMA, Outcome
+from laplace_lab.paper_checks.verification.registry import (
+    Context,
+    Status,
+    run_claim,
+    run_mutant,
+)
+from laplace_lab.paper_checks.verification.report import VERDICT_SCHEMA, Outcome
+from laplace_lab.papers import claims
 
-CLAIMS = all_claims()
+CLAIMS = claims()
 
 
 @pytest.mark.parametrize("item", CLAIMS, ids=[c.key for c in CLAIMS])

@@ -110,7 +110,22 @@ def test_code_version_hashes_the_maths_and_the_shared_seeding_and_checks():
 
     names = {name for name, _ in _digested_sources()}
     assert {"_random.py", "_checks.py", "numerics/ggn.py", "studies/spec.py"} <= names
-    assert "theory/ipv.py" in names
+    assert {"theory/ipv.py", "networks/training.py"} <= names
+    assert not any(n.startswith("paper_checks/") for n in names)
+
+
+def test_code_version_of_a_paper_study_hashes_the_papers_experiments():
+    """A study of a paper calls its experiments: a change there must be a new code version,
+    or a resumed store would mix rows of old and new code."""
+    from laplace_lab.studies.spec import _digested_sources, _owner
+
+    owner = _owner("laplace_lab.paper_checks.fsp_laplace.studies.some_study")
+    assert owner == "laplace_lab.paper_checks.fsp_laplace"
+    names = {name for name, _ in _digested_sources(owner)}
+    assert {"fsp_laplace/experiments/uci.py", "fsp_laplace/claims.py"} <= names
+    assert not any(n.startswith("subnetwork_inference/") for n in names)
+    assert _owner("laplace_lab.studies.runner") is None
+    assert _owner("my_studies") is None
 
 
 def test_code_version_tracks_the_source_of_run_one():

@@ -1,0 +1,75 @@
+"""The verification machinery: claims and verdicts, mutants, the experiment cache, recorded
+runs, errata and the report. It imports no paper; each paper's modules import it.
+
+A claim module of a paper needs only this package::
+
+    from laplace_lab.paper_checks.verification import Context, Status, Verdict, claim, require
+
+Modules
+-------
+registry
+    :func:`claim`, :class:`Claim`, :class:`Context`, :class:`Verdict`, :class:`Status`,
+    :func:`require`; running a claim and a claim under a mutant.
+mutants
+    :class:`Mutant`: a deliberately wrong variant and the verdict it must produce.
+cache
+    :func:`cached`: experiments shared by claims, true and mutant results kept apart.
+recorded
+    :class:`Recorded`: evidence of costly runs stored beside the claims.
+errata
+    :class:`Erratum` and :func:`register_errata`.
+outcome, report, report_html, run_info
+    The report (``index.html``, ``report.md``, ``verdicts.json``) and the run's metadata.
+cli
+    ``laplace-lab check``.
+"""
+
+import importlib
+from typing import Any
+
+#: Public name → the module that defines it, imported on first use: the command line imports
+#: this package to build its parser and must not pay for NumPy there.
+_HOME = {
+    "cached": "cache",
+    "Erratum": "errata",
+    "register_errata": "errata",
+    "Mutant": "mutants",
+    "Recorded": "recorded",
+    "load_recorded": "recorded",
+    "Claim": "registry",
+    "Context": "registry",
+    "FigurePath": "registry",
+    "ImplementationError": "registry",
+    "Status": "registry",
+    "Verdict": "registry",
+    "claim": "registry",
+    "require": "registry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = [
+    "Claim",
+    "Context",
+    "Erratum",
+    "FigurePath",
+    "ImplementationError",
+    "Mutant",
+    "Recorded",
+    "Status",
+    "Verdict",
+    "cached",
+    "claim",
+    "load_recorded",
+    "register_errata",
+    "require",
+]

@@ -1,0 +1,102 @@
+"""Cached experiments of the paper checks, kept apart from a mutant's.
+
+Claims share expensive experiments — trained networks, fitted GP priors, bandit runs — through
+helpers decorated with :func:`cached`. While a mutant is applied
+(:func:`laplace_lab.paper_checks.verification.mutants.applied`), a cached helper neither returns
+the true code's results nor stores into them: what it computes under the mutant is kept apart and
+dropped when the mutant's run ends. So a mutant can neither reuse nor poison the true results, and
+the true results survive every mutant run for the claims that share them.
+
+A mutant may name, in ``Mutant.reuses``, cached helpers whose results do not depend on what it
+replaces (a network's training, when the mutant changes a verdict threshold or a step after
+it). Under that mutant those helpers return the true code's results. Reuse can only narrow
+what a mutant changes, never make it caught: a mutant that is still caught is caught by the
+code downstream of the reused results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any
+
+__all__ = ["Cached", "cached", "mutant_scope"]
+
+_REGISTRY: list[Cached] = []
+#: The cached helpers that may return true results under the applied mutant (None: no mutant).
+_SCOPE: list[frozenset[Cached] | None] = [None]
+
+
+class Cached:
+    """A function whose results are cached by argument, true and mutant results apart.
+
+    Parameters
+    ----------
+    fn : callable
+        The experiment; its arguments must be hashable.
+    maxsize : int or None
+        Keep at most this many true results, the least recently used dropped first (None:
+        all; for experiments whose results are large).
+    """
+
+    def __init__(self, fn: Callable[..., Any], maxsize: int | None = None) -> None:
+        if maxsize is not None and (not isinstance(maxsize, int) or maxsize < 1):
+            raise ValueError(f"maxsize must be a positive int or None; got {maxsize!r}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.maxsize = maxsize
+        self._true: OrderedDict[Hashable, Any] = OrderedDict()
+        self._mutant: dict[Hashable, Any] = {}
+        _REGISTRY.append(self)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        key = (args, tuple(sorted(kwargs.items())))
+        reusable = _SCOPE[-1]
+        if reusable is None or (self in reusable and key in self._true):
+            store = self._true
+        else:
+            store = self._mutant
+        if key in store:
+            if store is self._true:
+                self._true.move_to_end(key)
+            return store[key]
+        value = self.fn(*args, **kwargs)
+        store[key] = value
+        if store is self._true and self.maxsize is not None and len(store) > self.maxsize:
+            store.popitem(last=False)
+        return value
+
+    def cache_clear(self) -> None:
+        """Forget every result, true and mutant."""
+        self._true.clear()
+        self._mutant.clear()
+
+    def __repr__(self) -> str:
+        return f"<cached {self.__module__}.{self.__qualname__}>"
+
+    def __reduce__(self) -> str:
+        """Pickled by reference (its module-level name), like a function, not its results."""
+        return self.__qualname__
+
+
+def cached(fn: Callable[..., Any] | None = None, *, maxsize: int | None = None) -> Any:
+    """Decorate an experiment shared by claims: ``@cached`` or ``@cached(maxsize=2)``."""
+    if fn is None:
+        return functools.partial(Cached, maxsize=maxsize)
+    return Cached(fn, maxsize)
+
+
+@contextlib.contextmanager
+def mutant_scope(reuses: frozenset[Cached] = frozenset()) -> Iterator[None]:
+    """Inside the block, cached results are a mutant's: computed apart, dropped at the end,
+    except the true results of the helpers in ``reuses``."""
+    _SCOPE.append(frozenset(reuses))
+    try:
+        yield
+    finally:
+        _SCOPE.pop()
+        if _SCOPE[-1] is None:
+            for helper in _REGISTRY:
+                helper._mutant.clear()

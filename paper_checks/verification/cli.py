@@ -1,0 +1,154 @@
+"""``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S] [--plugin M]
+[--mutants none|light|all]``.
+
+Runs every registered paper claim, then each claim under its mutants (light ones by
+default), and writes the verification report (``index.html``, ``report.md``,
+``verdicts.json`` with the run's metadata). Exits 1 if a claim check itself fails (an ERROR
+verdict).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+__all__ = ["add_check_parser"]
+
+
+def _check(args: argparse.Namespace) -> int:
+    import datetime
+
+    from laplace_lab._paths import writable_folder
+    from laplace_lab._plugins import load_plugin
+    from laplace_lab.paper_checks.verification.registry import (
+        Context,
+        Status,
+        all_claims,
+        run_claim,
+        run_mutant,
+    )
+    from laplace_lab.paper_checks.verification.report import Outcome, write_report
+    from laplace_lab.paper_checks.verification.run_info import run_metadata
+
+    started = datetime.datetime.now(datetime.UTC)
+    clock = time.perf_counter()
+    args.catalog(args.paper, tuple(args.claim or ()))
+    for module in args.plugin or ():
+        load_plugin(module, "claim plugin")
+    claims = _selected(all_claims(args.paper), args.claim)
+    out_dir = writable_folder(args.out)  # refused now, not after the claims have run
+    ctx = Context(full=args.full, seed=args.seed, figure_dir=out_dir / "figures")
+    verdicts = []
+    for i, item in enumerate(claims, 1):
+        print(f"[{i}/{len(claims)}] {item.key} ({item.location}) ...", end=" ", flush=True)
+        start = time.perf_counter()
+        verdict = run_claim(item, ctx)
+        verdicts.append((verdict, time.perf_counter() - start))
+        print(f"{verdict.status.value} in {verdicts[-1][1]:.1f} s", flush=True)
+    # Mutants after every true run: the claims share their cached experiments, whose true
+    # results a mutant run keeps (it computes its own apart, reusing only those it names).
+    outcomes = []
+    for item, (verdict, seconds) in zip(claims, verdicts, strict=True):
+        chosen = [m for m in item.mutants if args.mutants == "all" or not m.heavy]
+        if args.mutants == "none":
+            chosen = []
+        mutants = []
+        for m in chosen:
+            mutants.append(run_mutant(item, m, ctx))
+            got = mutants[-1]
+            print(
+                f"mutant {item.key}:{m.name} ... {got.status.value} in {got.seconds:.1f} s"
+                + ("" if got.caught else f" — NOT CAUGHT (must be {m.expect})"),
+                flush=True,
+            )
+        outcomes.append(Outcome(item, verdict, seconds, tuple(mutants)))
+    meta = run_metadata(
+        full=args.full,
+        seed=args.seed,
+        mutants=args.mutants,
+        seconds=time.perf_counter() - clock,
+        started=started,
+        command=_command(args),
+    )
+    paths = write_report(outcomes, out_dir, meta=meta)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    caught = sum(m.caught for o in outcomes for m in o.mutants)
+    run = sum(len(o.mutants) for o in outcomes)
+    print(f"{len(outcomes)} claims in {meta['seconds']:.0f} s; mutants caught {caught}/{run}")
+    errors = [o for o in outcomes if o.verdict.status is Status.ERROR]
+    for o in errors:  # one line each; the traceback is in the report
+        last = (o.verdict.evidence_text.strip().splitlines() or ["no evidence"])[-1]
+        print(
+            f"laplace-lab check: error: {o.claim.key}: {last} (see {paths['markdown']})",
+            file=sys.stderr,
+        )
+    return 1 if errors else 0
+
+
+def _selected(claims: list, names: list[str] | None) -> list:
+    """The claims named by ``--claim`` (a name or a ``paper/name`` key), in registry order."""
+    if not names:
+        return claims
+    unknown = [n for n in names if not any(n in (c.name, c.key) for c in claims)]
+    if unknown:
+        raise ValueError(
+            f"claim must name a registered claim (see the report, or --paper); got "
+            f"claim={unknown[0]!r}"
+        )
+    return [c for c in claims if c.name in names or c.key in names]
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line that reproduces this run."""
+    parts = ["laplace-lab", "check", "--full" if args.full else "--quick"]
+    parts += ["--seed", str(args.seed), "--mutants", args.mutants, "--out", str(args.out)]
+    parts += ["--paper", args.paper] if args.paper else []
+    for name in args.claim or ():
+        parts += ["--claim", name]
+    for module in args.plugin or ():
+        parts += ["--plugin", module]
+    return " ".join(parts)
+
+
+def _nothing(paper: str | None, names: Sequence[str]) -> None:
+    return None
+
+
+def add_check_parser(
+    subparsers: argparse._SubParsersAction,
+    *,
+    catalog: Callable[[str | None, Sequence[str]], None] = _nothing,
+) -> argparse.ArgumentParser:
+    """Add the ``check`` command to ``subparsers``.
+
+    ``catalog(paper, names)`` registers the claims (of ``paper``, or all; ``names`` are the
+    ``--claim`` values, so that it may import less) when the command runs; this package
+    imports no paper.
+    """
+    check = subparsers.add_parser("check", help="run the paper claims and write the report")
+    check.set_defaults(catalog=catalog)
+    check.add_argument("--paper", help="only the claims of this paper (e.g. fsp-laplace)")
+    check.add_argument(
+        "--claim",
+        action="append",
+        metavar="NAME",
+        help="only this claim (its name or paper/name key; repeatable)",
+    )
+    mode = check.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="full", action="store_false", help="quick mode (default)")
+    mode.add_argument("--full", dest="full", action="store_true", help="the papers' full sizes")
+    check.add_argument("--out", default="report", help="report folder (default: report)")
+    check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
+    check.add_argument(
+        "--plugin", action="append", metavar="MODULE", help="import a module of your own claims"
+    )
+    check.add_argument(
+        "--mutants",
+        choices=("none", "light", "all"),
+        default="light",
+        help="run each claim under its mutants to measure its power (default: light ones)",
+    )
+    check.set_defaults(handler=_check, full=False)
+    return check

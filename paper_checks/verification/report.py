@@ -1,0 +1,151 @@
+"""Write the verification report: ``index.html``, ``report.md`` and ``verdicts.json``
+(its schema: :data:`laplace_lab.paper_checks.verification.outcome.VERDICT_SCHEMA`)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from laplace_lab.paper_checks.verification.errata import errata_of, registered_errata
+from laplace_lab.paper_checks.verification.outcome import (
+    VERDICT_SCHEMA,
+    Outcome,
+    format_value,
+    paper_counts,
+)
+from laplace_lab.paper_checks.verification.registry import Status
+from laplace_lab.paper_checks.verification.report_html import render_html
+from laplace_lab.paper_checks.verification.run_info import run_metadata
+
+__all__ = ["VERDICT_SCHEMA", "Outcome", "write_report"]
+
+
+def _md_cell(value: Any) -> str:
+    return format_value(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
+    counts = paper_counts(outcomes)
+    lines = [
+        "# laplace-lab verification report",
+        "",
+        f"{meta['mode']} mode · seed {meta['seed']} · {meta['date']} · commit "
+        f"{meta['commit'][:10]}{' (modified)' if meta.get('commit_dirty') else ''} · "
+        f"{len(outcomes)} claims in {meta['seconds']:.0f} s · mutants: {meta['mutants']}",
+        "",
+        "| paper | claims | " + " | ".join(s.value for s in Status) + " | mutants caught |",
+        "|---|---|" + "---|" * len(Status) + "---|",
+    ]
+    for paper, row in counts.items():
+        lines.append(
+            f"| [{paper}](#{paper}) | {row['claims']} | "
+            + " | ".join(str(row["status"].get(s, 0)) for s in Status)
+            + f" | {row['caught']}/{row['run']} |"
+        )
+    for paper in counts:
+        lines += [
+            "",
+            f'<a id="{paper}"></a>',
+            f"## {paper}",
+            "",
+            "| claim | location | verdict | why | measured | tolerance | mutants caught |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        mine = [o for o in outcomes if o.claim.paper == paper]
+        for o in mine:
+            v = o.verdict
+            lines.append(
+                f"| [{o.claim.name}](#{o.anchor}) | {_md_cell(o.claim.location)} | "
+                f"**{v.status.value}** | {_md_cell(v.reason)} | {_md_cell(v.measured)} | "
+                f"{_md_cell(v.tolerance)} | {o.power} |"
+            )
+        for o in mine:
+            lines += _markdown_claim(o)
+    lines += ["", '<a id="errata"></a>', "## Errata", ""]
+    for e in (e for e in registered_errata() if e.paper in counts):
+        links = ", ".join(f"[{k.split('/', 1)[1]}](#{k.replace('/', '-')})" for k in e.claims)
+        lines.append(
+            f'- <a id="{e.anchor}"></a>**{e.paper}, {e.location}.** {e.says} — {e.correction}'
+            + (f" *Rests on:* {links}." if links else " *Read from the text.*")
+        )
+    lines += ["", "## Run", ""]
+    lines += [f"- **{k}**: {json.dumps(v, ensure_ascii=False)}" for k, v in meta.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_claim(o: Outcome) -> list[str]:
+    v = o.verdict
+    lines = [
+        "",
+        f'<a id="{o.anchor}"></a>',
+        f"### {o.claim.name} — {o.claim.location}: **{v.status.value}**",
+        "",
+        f"*Claim.* {o.claim.statement}",
+        "",
+        f"*Why.* {v.reason}",
+        "",
+        f"*Measured* {format_value(v.measured)}; *expected* {format_value(v.expected)}; "
+        f"*tolerance* {format_value(v.tolerance)}; {o.seconds:.2f} s.",
+        "",
+    ]
+    if v.status is Status.ERROR:
+        lines.append(f"```\n{v.evidence_text}\n```")
+    else:
+        lines.append(v.evidence_text)
+    for r in v.recorded:
+        lines += ["", f"*Recorded* ({r.date}, commit {r.commit[:10]}, `{r.command}`): {r.summary}"]
+    for fig in v.figures:
+        lines += ["", f"![{o.claim.name}]({fig})"]
+        if getattr(fig, "caption", ""):
+            lines += ["", f"*{fig.caption}*"]
+    if o.mutants:
+        lines += ["", f"*Mutants caught {o.power}:*"]
+        lines += [
+            f"- `{m.mutant.name}` ({m.mutant.description}): {m.status.value}, must be "
+            f"{m.mutant.expect} — {'caught' if m.caught else '**not caught**'}"
+            for m in o.mutants
+        ]
+    errata = errata_of(o.claim.key)
+    if errata:
+        lines += ["", "*Errata resting on this claim:* "]
+        lines[-1] += ", ".join(f"[{e.location}](#{e.anchor})" for e in errata)
+    return lines
+
+
+def write_report(
+    outcomes: Sequence[Outcome],
+    out_dir: Path,
+    *,
+    full: bool = False,
+    seed: int = 0,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Path]:
+    """Write ``index.html``, ``report.md`` and ``verdicts.json`` into ``out_dir``.
+
+    ``meta`` is the run's metadata
+    (:func:`laplace_lab.paper_checks.verification.run_info.run_metadata`); without it a minimal one
+    is built from ``full`` and ``seed``. Returns the paths keyed by ``"html"``, ``"markdown"`` and
+    ``"json"``.
+    """
+    if meta is None:
+        meta = run_metadata(
+            full=full,
+            seed=seed,
+            mutants="light" if any(o.mutants for o in outcomes) else "none",
+            seconds=sum(o.seconds + sum(m.seconds for m in o.mutants) for o in outcomes),
+            started=datetime.datetime.now(datetime.UTC),
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "html": out_dir / "index.html",
+        "markdown": out_dir / "report.md",
+        "json": out_dir / "verdicts.json",
+    }
+    paths["html"].write_text(render_html(outcomes, meta), encoding="utf-8")
+    paths["markdown"].write_text(_markdown(outcomes, meta), encoding="utf-8")
+    payload = {"meta": meta, "claims": [o.as_json() for o in outcomes]}
+    paths["json"].write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n", "utf-8")
+    return paths

@@ -1,0 +1,270 @@
+"""The HTML page of the verification report (``index.html``).
+
+Layout, top to bottom: the run in one line and a table of verdict counts and mutant power
+per paper; then per paper its citation, a table of its claims (verdict, the reason in one
+line, measured, tolerance, mutants caught) and a section per claim (statement, reason,
+evidence as a list, recorded runs, figures with captions, the mutants and what they gave,
+the errata that rest on it); then the errata, each linked to its claims; then the run's
+metadata in full.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from laplace_lab.paper_checks.verification.errata import errata_of, registered_errata
+from laplace_lab.paper_checks.verification.outcome import Outcome, format_value, paper_counts
+from laplace_lab.paper_checks.verification.registry import Status
+
+__all__ = ["render_html"]
+
+e = html.escape
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:78rem;margin:1.5rem auto;padding:0 1rem;
+line-height:1.45;color:#1f2328}
+h1{margin-bottom:.2rem}h2{margin-top:2.5rem;border-bottom:2px solid #d0d7de}
+h3{margin:0 0 .4rem}h4{margin:.8rem 0 .3rem;font-size:.95rem}
+table{border-collapse:collapse;width:100%;font-size:.85rem;margin:.5rem 0}
+td,th{border:1px solid #d0d7de;padding:.25rem .45rem;text-align:left;vertical-align:top}
+th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:.05rem .45rem;border-radius:.7rem;font-size:.75rem;
+font-weight:600;color:#fff;white-space:nowrap}
+.CONFIRMED{background:#1a7f37}.REFUTED{background:#b42318}
+.NOT_REPRODUCIBLE_HERE{background:#9a6700}.ERROR{background:#8250df}
+.zero{color:#8c959f}.why{max-width:26rem}.why.CONFIRMED-why{color:#57606a}
+.claim{border:1px solid #d0d7de;border-radius:.5rem;padding:.8rem 1rem;margin:1rem 0}
+.meta{color:#57606a;font-size:.9rem}.loc{color:#57606a;font-weight:normal;font-size:.9rem}
+.statement{font-style:italic}.reason{background:#f6f8fa;padding:.3rem .6rem;border-radius:.3rem}
+.caught{color:#1a7f37;font-weight:600}.missed{color:#b42318;font-weight:600}
+figure{margin:.6rem 0}figure img{max-width:min(100%,62rem);border:1px solid #eaeef2}
+ul.errata li{margin:.35rem 0}
+figcaption{font-size:.85rem;color:#3d444d;max-width:60rem}
+pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;font-size:.8rem}
+ul.evidence li{margin:.15rem 0}nav a{margin-right:.8rem}
+.warn{color:#b42318;font-weight:600}code{font-size:.85em;overflow-wrap:anywhere}
+"""
+
+_LEGEND = (
+    "CONFIRMED: the claim holds as measured, within the stated tolerance. REFUTED: it does "
+    "not; the counterexample is in the evidence. NOT_REPRODUCIBLE_HERE: the check could not "
+    "run here (the reason is given). ERROR: our own implementation failed a self-check or "
+    "crashed — a defect of ours, not a verdict on the paper. Mutants caught k/n: each claim "
+    "is re-run under deliberately wrong variants of what it relies on; k of n gave the "
+    "verdict they must give (a check that cannot say no would catch none)."
+)
+
+
+def _badge(status: Status) -> str:
+    return f"<span class='badge {status.value}'>{status.value}</span>"
+
+
+def _short(value: Any, limit: int = 90) -> str:
+    """Escaped text, cut at ``limit`` characters with the full text as a tooltip."""
+    text = format_value(value)
+    if len(text) <= limit:
+        return e(text)
+    return f"<span title='{e(text)}'>{e(text[: limit - 1].rstrip())}…</span>"
+
+
+def _title(paper: str, outcomes: Sequence[Outcome]) -> str:
+    """The paper's citation: the first paragraph of its claims package's docstring."""
+    for o in outcomes:
+        package = sys.modules.get(o.claim.func.__module__.rsplit(".", 1)[0])
+        doc = (getattr(package, "__doc__", None) or "").strip()
+        if doc and package.__name__.startswith("laplace_lab.paper_checks."):
+            first = " ".join(doc.split("\n\n")[0].split()).replace("*", "")
+            return first.removeprefix("Claims of ")
+    return paper
+
+
+def _overview(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
+    counts = paper_counts(outcomes)
+    rows = []
+    for paper, row in counts.items():
+        cells = "".join(
+            f"<td class='num{'' if row['status'].get(s) else ' zero'}'>"
+            f"{row['status'].get(s, 0)}</td>"
+            for s in Status
+        )
+        power = f"{row['caught']}/{row['run']}" if row["run"] else "none run"
+        missed = row["run"] - row["caught"] or not row["run"]
+        rows.append(
+            f"<tr><td><a href='#{e(paper)}'>{e(paper)}</a></td><td class='num'>{row['claims']}"
+            f"</td>{cells}<td class='num{' warn' if missed else ''}'>{power}</td>"
+            f"<td class='num'>{row['s']:.0f} s</td></tr>"
+        )
+    total = {s: sum(r["status"].get(s, 0) for r in counts.values()) for s in Status}
+    caught = sum(r["caught"] for r in counts.values())
+    run = sum(r["run"] for r in counts.values())
+    rows.append(
+        f"<tr><th>all</th><th class='num'>{len(outcomes)}</th>"
+        + "".join(f"<th class='num'>{total[s]}</th>" for s in Status)
+        + f"<th class='num'>{caught}/{run}</th><th class='num'>{meta['seconds']:.0f} s</th></tr>"
+    )
+    head = "".join(f"<th>{_badge(s)}</th>" for s in Status)
+    return (
+        "<table class='overview'><thead><tr><th>paper</th><th>claims</th>"
+        f"{head}<th>mutants caught</th><th>time</th></tr></thead><tbody>{''.join(rows)}"
+        f"</tbody></table><p class='meta'>{e(_LEGEND)}</p>"
+    )
+
+
+def _claims_table(outcomes: Sequence[Outcome]) -> str:
+    rows = []
+    for o in outcomes:
+        v = o.verdict
+        missed = any(not m.caught for m in o.mutants)
+        rows.append(
+            f"<tr><td><a href='#{e(o.anchor)}'>{e(o.claim.name)}</a></td>"
+            f"<td>{e(o.claim.location)}</td><td>{_badge(v.status)}</td>"
+            f"<td class='why {v.status.value}-why'>{_short(v.reason, 140)}</td>"
+            f"<td>{_short(v.measured)}</td><td>{_short(v.tolerance)}</td>"
+            f"<td class='num{' warn' if missed else ''}'>{e(o.power)}</td></tr>"
+        )
+    return (
+        "<table><thead><tr><th>claim</th><th>location</th><th>verdict</th><th>why</th>"
+        "<th>measured</th><th>tolerance</th><th>mutants caught</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _evidence(o: Outcome) -> str:
+    v = o.verdict
+    if v.status is Status.ERROR:
+        return f"<details><summary>traceback</summary><pre>{e(v.evidence_text)}</pre></details>"
+    if isinstance(v.evidence, str):
+        return f"<p>{e(v.evidence_text)}</p>" if v.evidence_text else ""
+    return "<ul class='evidence'>" + "".join(f"<li>{e(p)}</li>" for p in v.points) + "</ul>"
+
+
+def _mutants(o: Outcome) -> str:
+    if not o.mutants:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{e(m.mutant.name)}</code>{' (heavy)' if m.mutant.heavy else ''}</td>"
+        f"<td>{e(m.mutant.description)}</td><td>{_badge(Status(m.mutant.expect))}</td>"
+        f"<td>{_badge(m.status)}</td><td class='{'caught' if m.caught else 'missed'}'>"
+        f"{'caught' if m.caught else 'not caught'}</td><td>{_short(m.reason, 160)}</td></tr>"
+        for m in o.mutants
+    )
+    return (
+        f"<h4>Mutants caught {e(o.power)}</h4><table><thead><tr><th>mutant</th>"
+        "<th>what is wrong</th><th>must give</th><th>gave</th><th></th><th>why</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _claim_section(o: Outcome) -> str:
+    v = o.verdict
+    figures = "".join(
+        f"<figure><img src='{e(str(f))}' alt='{e(o.claim.name)}'>"
+        + (f"<figcaption>{e(f.caption)}</figcaption>" if getattr(f, "caption", "") else "")
+        + "</figure>"
+        for f in v.figures
+    )
+    recorded = "".join(
+        f"<p><i>Recorded</i> ({e(r.date)}, commit {e(r.commit[:10])}, <code>{e(r.command)}"
+        f"</code>): {e(r.summary)}</p>"
+        for r in v.recorded
+    )
+    errata = errata_of(o.claim.key)
+    errata_html = (
+        "<p><i>Errata resting on this claim:</i> "
+        + ", ".join(
+            f"<a href='#{e(x.anchor)}'>{_erratum_label(x)} ({e(x.location)})</a>" for x in errata
+        )
+        + "</p>"
+        if errata
+        else ""
+    )
+    drift = (
+        f"<p class='warn'>Recorded verdict: {o.claim.expected.value}; this run gave "
+        f"{v.status.value}.</p>"
+        if v.status is not o.claim.expected
+        else ""
+    )
+    return (
+        f"<section class='claim' id='{e(o.anchor)}'><h3>{_badge(v.status)} {e(o.claim.name)} "
+        f"<span class='loc'>— {e(o.claim.location)}</span></h3>{drift}"
+        f"<p class='statement'>{e(o.claim.statement)}</p>"
+        f"<p class='reason'><b>Why:</b> {e(v.reason)}</p>"
+        "<table><tr><th>measured</th><th>expected</th><th>tolerance</th><th>time</th></tr>"
+        f"<tr><td>{e(format_value(v.measured))}</td><td>{e(format_value(v.expected))}</td>"
+        f"<td>{e(format_value(v.tolerance))}</td><td class='num'>{o.seconds:.1f} s</td>"
+        "</tr></table>"
+        f"<h4>Evidence</h4>{_evidence(o)}{recorded}{figures}{_mutants(o)}{errata_html}"
+        "</section>"
+    )
+
+
+def _erratum_label(x: Any) -> str:
+    return f"E{x.anchor.rsplit('-', 1)[1]}"
+
+
+def _errata(papers: Sequence[str]) -> str:
+    """The errata of the papers in the report, grouped by paper."""
+    parts = []
+    known = registered_errata()
+    for paper in (p for p in dict.fromkeys(x.paper for x in known) if p in papers):
+        items = []
+        for x in (x for x in known if x.paper == paper):
+            links = ", ".join(
+                f"<a href='#{e(k.replace('/', '-', 1))}'>{e(k.split('/', 1)[1])}</a>"
+                for k in x.claims
+            )
+            items.append(
+                f"<li id='{e(x.anchor)}'><b>{_erratum_label(x)} · {e(x.location)}.</b> "
+                f"<i>The paper:</i> {e(x.says)} <i>Correction:</i> {e(x.correction)} "
+                + (f"<i>Rests on:</i> {links}." if links else "<i>Read from the text.</i>")
+                + "</li>"
+            )
+        parts.append(f"<h3>{e(paper)}</h3><ul class='errata'>{''.join(items)}</ul>")
+    return f"<section id='errata'><h2>Errata</h2>{''.join(parts)}</section>"
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, dict):
+        return "<br>".join(f"{e(str(k))}: {_value(x)}" for k, x in v.items())
+    if isinstance(v, list):
+        return "<br>".join(_value(x) for x in v) or "–"
+    return e("–" if v is None else v if isinstance(v, str) else json.dumps(v))
+
+
+def _run(meta: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{_value(v)}</td></tr>" for k, v in meta.items())
+    return f"<section id='run'><h2>Run</h2><table>{rows}</table></section>"
+
+
+def render_html(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
+    """The report page for ``outcomes`` of a run described by ``meta``."""
+    papers = list(dict.fromkeys(o.claim.paper for o in outcomes))
+    commit = meta["commit"][:10] + (" (modified)" if meta.get("commit_dirty") else "")
+    date = meta["date"].replace("T", " ").replace("+00:00", " UTC")
+    line = (
+        f"{meta['mode']} mode · seed {meta['seed']} · {date} · commit {commit} · "
+        f"{len(outcomes)} claims in {meta['seconds']:.0f} s · mutants: {meta['mutants']} · "
+        f"{meta['python']} · {meta['threads'].get('usable_cpus', '?')} CPUs"
+    )
+    nav = "".join(f"<a href='#{e(p)}'>{e(p)}</a>" for p in papers)
+    body = []
+    for paper in papers:
+        mine = [o for o in outcomes if o.claim.paper == paper]
+        body.append(
+            f"<section id='{e(paper)}'><h2>{e(paper)}</h2><p class='meta'>"
+            f"{e(_title(paper, mine))}</p>{_claims_table(mine)}"
+            + "".join(_claim_section(o) for o in mine)
+            + "</section>"
+        )
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>laplace-lab verification report</title><style>{_CSS}</style></head><body>"
+        f"<h1>laplace-lab verification report</h1><p class='meta'>{e(line)}</p>"
+        f"<nav>{nav}<a href='#errata'>errata</a><a href='#run'>run</a></nav>"
+        f"{_overview(outcomes, meta)}{''.join(body)}{_errata(papers)}{_run(meta)}</body></html>\n"
+    )

@@ -1,2 +1,0 @@
-"""The shipped studies, one module each; :func:`laplace_lab.studies.registry.load_catalog` imports
-them."""

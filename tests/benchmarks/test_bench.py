@@ -1,0 +1,115 @@
+"""``laplace-lab bench``: the registry, the row contract and the printed table."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+
+from laplace_lab.benchmarks import Row, benchmarks, format_table, run_benchmarks
+from laplace_lab.cli import main
+from laplace_lab.papers import load_benchmarks
+
+PLUGIN = """
+from laplace_lab.benchmarks import Row, benchmark
+
+@benchmark("toy-good")
+def good(full=False):
+    return [Row("toy", 0.5, "slow", 2.0, min_ratio=3.0, note="full" if full else "small")]
+
+@benchmark("toy-bad")
+def bad(full=False):
+    return [{"name": "not a row"}]
+"""
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    (tmp_path / "toy_benchmarks.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "toy_benchmarks"
+    sys.modules.pop("toy_benchmarks", None)
+
+
+def test_shipped_benchmarks_are_registered():
+    shipped = {"gpu", "greedy", "jacobians", "lanczos", "predictive", "subnet-pipeline"}
+    assert shipped <= set(benchmarks())
+    load_benchmarks()  # the papers' own: the Wheel bandit, Experiment 1
+    assert shipped | {"bandit", "experiment1"} <= set(benchmarks())
+
+
+def test_ratio_is_always_baseline_over_ours():
+    faster = Row("a", 1.0, "b", 4.0, min_ratio=3.0)
+    assert faster.ratio == 4.0 and faster.passed
+    within = Row("a", 2.0, "b", 1.0, min_ratio=1 / 3)  # "within 3x of the baseline"
+    assert within.ratio == 0.5 and within.passed
+    wrong = Row("a", 1.0, "b", 100.0, min_ratio=1.0, correct=False)
+    assert not wrong.passed
+    assert math.isnan(Row("a", 0.0, "b", 1.0, min_ratio=1.0).ratio)
+
+
+def test_run_and_table(plugin):
+    from laplace_lab.benchmarks import load_plugin
+
+    load_plugin(plugin)
+    rows, errors = run_benchmarks(["toy-good", "toy-bad"], full=True)
+    assert [r.name for r in rows] == ["toy"] and rows[0].note == "full"
+    assert len(errors) == 1 and "not Row" in errors[0]
+    table = format_table(rows)
+    assert "4x" in table.splitlines()[2] and ">= 3x" in table and "yes" in table
+    with pytest.raises(ValueError, match="unknown benchmark 'nope'"):
+        run_benchmarks(["nope"])
+
+
+def test_cli_bench_only(plugin, capsys):
+    assert main(["bench", "--plugin", plugin, "--only", "toy-good"]) == 0
+    out = capsys.readouterr().out
+    assert "toy" in out and "1/1 targets met" in out
+    assert main(["bench", "--plugin", plugin, "--only", "toy-bad"]) == 1
+    err = capsys.readouterr().err  # one line; `laplace-lab --traceback bench` shows the trace
+    assert err == (
+        "laplace-lab bench: error: benchmark toy-bad failed: TypeError: benchmark toy-bad "
+        "returned dict, not Row\n"
+    )
+    assert main(["bench", "--only", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "laplace-lab bench: error: unknown benchmark 'nope'; known: " + ", ".join(benchmarks())
+    ]
+
+
+def test_a_benchmark_that_cannot_run_here_is_skipped_not_failed(capsys):
+    rows, errors = run_benchmarks(["gpu"])  # no CUDA device on the CI machines
+    if rows:  # pragma: no cover - a machine with CuPy and a GPU
+        assert all(r.correct for r in rows)
+        return
+    assert errors == [] and "skipped gpu:" in capsys.readouterr().out
+
+
+def test_gpu_benchmark_logic_on_a_numpy_stand_in():
+    """The GPU rows' bookkeeping (timing, agreement, memory note) with NumPy in CuPy's place."""
+    import types
+
+    import numpy as np
+
+    from laplace_lab.benchmarks import bench_gpu
+
+    pool = types.SimpleNamespace(free_all_blocks=lambda: None, total_bytes=lambda: 2**20)
+    fake = types.SimpleNamespace(
+        asarray=np.asarray,
+        asnumpy=np.asarray,
+        all=np.all,
+        isfinite=np.isfinite,
+        ones=np.ones,
+        float32=np.float32,
+        random=types.SimpleNamespace(default_rng=np.random.default_rng),
+        get_default_memory_pool=lambda: pool,
+        cuda=types.SimpleNamespace(Device=lambda: types.SimpleNamespace(synchronize=lambda: None)),
+    )
+    g = bench_gpu.greedy(fake, 60, 200, 40)
+    assert g.correct and "identical S: True" in g.note and g.ours > 0
+    s = bench_gpu.streamed(fake, 50, 3000, 7, block=700)
+    assert s.correct and "differ by 0.0e+00" in s.note
+    lr = bench_gpu.low_rank(fake, 40, 500, r=5)
+    assert lr.correct and "eigenvalues differ by 0.0e+00" in lr.note

@@ -1,0 +1,53 @@
+"""Curvature representations of the heteroscedastic SSLA study; grid intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+pytest.importorskip("torch")
+
+from laplace_lab.networks.training import adam_recipe
+from laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature import (
+    CURVATURES,
+    curvature_comparison,
+    grid_intervals,
+)
+
+
+def test_grid_intervals_of_a_normal_density():
+    y = np.linspace(-10, 10, 4001)[None, :] + np.array([[0.0], [3.0]])
+    logp = stats.norm(np.array([[0.0], [3.0]]), 2.0).logpdf(y) + 7.0  # any constant
+    iv = grid_intervals(y, logp, (0.95, 0.5))
+    np.testing.assert_allclose(iv[0, 0], [-1.96 * 2, 1.96 * 2], atol=2e-3)
+    np.testing.assert_allclose(iv[1, 1], [3 - 0.6745 * 2, 3 + 0.6745 * 2], atol=2e-3)
+
+
+def test_assla_is_the_same_for_every_curvature_and_ssla_is_not():
+    r = curvature_comparison(
+        rng=0,
+        n_train=80,
+        n_test=60,
+        config=adam_recipe(lr=1e-2, epochs=30, batch_size=40),
+        grid_points=401,
+    )
+    covs = [r.coverage["ASSLA"][c] for c in CURVATURES]
+    for c in covs[1:]:
+        np.testing.assert_array_equal(c, covs[0])
+    assert r.density_spread["ASSLA"] < 1e-10
+    # SSLA in the linearised network is LA: the same coverage up to the grid
+    for c in CURVATURES:
+        np.testing.assert_allclose(r.coverage["SSLA"][c], r.coverage["LA"][c], atol=2 / 60)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"grid_points": 1}, r"grid_points must be in \[2, inf\]; got grid_points=1"),
+        ({"prior_precision": -1.0}, r"prior_precision must be positive and finite"),
+    ],
+)
+def test_bad_grid_or_prior_is_refused_before_training(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        curvature_comparison(rng=0, **kwargs)

@@ -1,0 +1,104 @@
+"""The studies behind the subnetwork-inference claims: rotations, ECE, SWAG, ResNet-18, the
+toy and UCI runs on tiny budgets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from laplace_lab.networks.models import count_parameters, mlp, resnet18, weight_indices  # noqa: E402
+from laplace_lab.networks.swag import swag_diagonal_variance  # noqa: E402
+from laplace_lab.numerics.classification_metrics import expected_calibration_error  # noqa: E402
+from laplace_lab.paper_checks.subnetwork_inference.experiments.rotated_digits import (  # noqa: E402
+    rotate_digits,
+    wasserstein_subnetwork,
+)
+from laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression import (  # noqa: E402
+    subnetwork_prior_precision,
+    toy_regression,
+)
+from laplace_lab.paper_checks.subnetwork_inference.experiments.uci import uci_split  # noqa: E402
+
+
+def test_resnet18_matches_the_published_counts():
+    # torchvision's ImageNet ResNet-18 has 11,689,512 parameters; the CIFAR-10 adaptation
+    # (3×3 stem, no max-pool, 10 classes) 11,173,962
+    assert count_parameters(resnet18(n_outputs=1000, stem="imagenet")) == 11_689_512
+    assert count_parameters(resnet18()) == 11_173_962
+    no_bn = resnet18(batch_norm=False)
+    assert count_parameters(no_bn) == 11_173_962 - 2 * 4800  # 4,800 BN channels
+
+
+def test_weight_indices_count_the_papers_d():
+    model = mlp(1, [50, 50], 1)
+    W = weight_indices(model)
+    assert W.size == 2600 and count_parameters(model) == 2701
+    assert np.all(np.diff(W) > 0) and W.max() < 2701
+    assert subnetwork_prior_precision(3.0, 26, 2600) == pytest.approx(0.03)
+
+
+def test_rotations_and_calibration_error():
+    img = np.zeros((1, 64))
+    img[0, 8 * 1 + 6] = 1.0  # row 1, column 6
+    np.testing.assert_array_equal(rotate_digits(img, 0), img)
+    np.testing.assert_allclose(rotate_digits(img, 360), img)
+    quarter = rotate_digits(img, 90).reshape(8, 8)
+    # a counter-clockwise quarter turn about the centre sends (row 1, col 6) to (row 1, col 1)
+    assert np.unravel_index(np.argmax(quarter), (8, 8)) == (1, 1)
+    assert np.all(rotate_digits(np.random.default_rng(0).uniform(0, 1, (5, 64)), 33) >= 0)
+    # perfectly calibrated: confidence 0.8 and 80% correct in the one occupied bin
+    probs = np.tile([0.8, 0.2], (10, 1))
+    labels = np.array([0] * 8 + [1] * 2)
+    assert expected_calibration_error(probs, labels) == pytest.approx(0.0, abs=1e-12)
+    assert expected_calibration_error(probs, np.ones(10, int)) == pytest.approx(0.8)
+    np.testing.assert_array_equal(wasserstein_subnetwork([0.1, 0.5, 0.3, 0.5], 2), [1, 3])
+    with pytest.raises(ValueError):
+        wasserstein_subnetwork([0.1, 0.2], 3)
+
+
+def test_swag_gives_dead_parameters_zero_variance_and_leaves_the_model():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    with torch.no_grad():
+        model[0].weight[0] = -1.0  # unit 0 is dead on positive inputs
+        model[0].bias[0] = -1.0
+    before = [t.detach().clone() for t in model.parameters()]
+    X = np.random.default_rng(0).uniform(0, 1, (40, 3))
+    y = X.sum(1)
+    var = swag_diagonal_variance(
+        model, X, y, likelihood="regression", rng=0, epochs=3, prior_precision=0.0
+    )
+    assert var.shape == (21,)
+    assert np.all(var[[0, 1, 2, 12]] == 0.0)  # unit 0's weights and bias never move
+    assert var[16] == 0.0  # its output weight sees a zero activation
+    assert np.all(var[[3, 4, 5]] > 0)
+    for a, b in zip(before, model.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_swag_refuses_a_negative_prior_precision():
+    model = torch.nn.Linear(3, 1)
+    X = np.zeros((4, 3))
+    with pytest.raises(ValueError, match="prior_precision must be >= 0; got prior_precision=-1"):
+        swag_diagonal_variance(
+            model, X, X.sum(1), likelihood="regression", rng=0, prior_precision=-1.0
+        )
+
+
+def test_toy_regression_small_run():
+    r = toy_regression(rng=0, n_train=40, n_test=31, epochs=60)
+    assert r.weights["Full Cov"] == 2600 and r.weights["Wass 1%"] == 26
+    assert np.all(r.std["Full Cov"] > 0)
+    # every dead weight sits exactly at the prior variance 1/λ under both rules
+    np.testing.assert_allclose(r.diagonal_variance[r.dead_mask], 1 / 3.0, rtol=1e-12)
+    assert np.all(r.marginal_variance <= 1 / 3.0 * (1 + 1e-9))
+    assert r.dead == int(r.dead_mask.sum())
+
+
+def test_uci_split_nested_subnetworks_with_a_fixed_prior_never_lose_variance():
+    r = uci_split("boston", rng=0, epochs=20)
+    assert r.weights == {"1x50": 700, "1x100": 1400, "2x50": 3200, "2x100": 11400}
+    assert r.decreases_fixed == 0.0
+    assert set(r.ll_subnetwork) == {"1x50", "1x100", "2x50"}
+    assert all(v.shape == r.ll_full["1x50"].shape for v in r.ll_subnetwork.values())
