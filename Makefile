@@ -11,7 +11,7 @@ LAPLACE_TORCH := laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-p
 # pytest-xdist workers: the suite takes about 6 minutes with 2 on 2 cores, 11 serially (0).
 TEST_WORKERS ?= 2
 
-.PHONY: test check lint format bench gpu-check clean
+.PHONY: test check results lint format bench gpu-check clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ test: $(STAMP)
 
 check: $(STAMP)
 	$(VENV)/bin/laplace-lab check
+
+# The check, then each paper's RESULTS.md verdicts and figures rewritten from it.
+results: $(STAMP)
+	$(VENV)/bin/laplace-lab check --write-results
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

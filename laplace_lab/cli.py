@@ -25,6 +25,7 @@ import os
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
+from pathlib import Path
 from typing import NoReturn
 
 from laplace_lab._progress import quiet_progress
@@ -56,6 +57,12 @@ def _claims(paper: str | None, names: Sequence[str]) -> None:
     load_claims(paper, names)
 
 
+def _paper_folder(paper: str) -> Path:
+    from laplace_lab.papers import paper_folder
+
+    return paper_folder(paper)
+
+
 def _studies() -> None:
     from laplace_lab.papers import load_studies
 
@@ -77,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         "--traceback", action="store_true", help="on an error, show the full Python traceback"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    add_check_parser(sub, catalog=_claims)
+    add_check_parser(sub, catalog=_claims, results_folder=_paper_folder)
     add_study_parser(sub, catalog=_studies)
     add_bench_parser(sub, catalog=_benchmarks)
     add_validate_parser(sub)

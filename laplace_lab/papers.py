@@ -23,11 +23,12 @@ imports what each registers. Adding a paper is adding a folder.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import pkgutil
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 from laplace_lab.paper_checks.verification.errata import Erratum, registered_errata
 from laplace_lab.paper_checks.verification.registry import Claim, all_claims
@@ -35,6 +36,7 @@ from laplace_lab.studies.registry import studies as registered_studies
 from laplace_lab.studies.spec import Study
 
 __all__ = [
+    "claim_index",
     "claims",
     "errata",
     "get_study",
@@ -88,30 +90,94 @@ def _submodules(package: str) -> list[str]:
     ]
 
 
-def _wanted(paper: str | None, names: Sequence[str]) -> list[str]:
-    """The papers to load for ``paper`` and the claim ``names`` (``paper/name`` keys name
-    their paper; a bare name may be any paper's). A paper that is no folder here (a plugin's)
-    loads nothing."""
+def _wanted(paper: str | None) -> list[str]:
+    """The papers to load for ``paper`` (None: all); a paper that is no folder here (a
+    plugin's) loads nothing."""
     known = papers()
     if paper is not None:
         return [paper] if paper in known else []
-    if names and all("/" in n for n in names):
-        return [p for p in known if any(n.split("/", 1)[0] == p for n in names)]
     return list(known)
 
 
+def _claim_modules(paper: str) -> list[str]:
+    """The claim modules of ``paper`` (its public modules), in report order."""
+    package = _package(paper)
+    folder = Path(importlib.util.find_spec(package).origin).parent
+    infos = [i for i in pkgutil.iter_modules([str(folder)]) if not i.ispkg]
+    public = [i.name for i in infos if not i.name.startswith("_") and i.name not in _PARTS]
+    first = [m for m in getattr(importlib.import_module(package), "CLAIM_MODULES", ())]
+    first = [m for m in first if m in public]
+    return [f"{package}.{m}" for m in first + sorted(set(public) - set(first))]
+
+
+def _static_names(tree: ast.Module) -> list[str]:
+    """The claim names a module registers, read from its source: ``claim(name="...")``, and
+    the string given for ``name`` to a module function that calls ``claim(name=name)``."""
+    names, registrars = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "claim":
+            for kw in node.keywords:
+                if kw.arg == "name" and isinstance(kw.value, ast.Constant):
+                    names.append(kw.value.value)
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        params = [a.arg for a in fn.args.args]
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "claim":
+                for kw in node.keywords:
+                    if kw.arg == "name" and getattr(kw.value, "id", None) in params:
+                        registrars[fn.name] = params.index(kw.value.id)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in registrars:
+            at = registrars[node.func.id]
+            args = {a.arg: a.value for a in node.keywords}
+            value = node.args[at] if at < len(node.args) else args.get("name")
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                names.append(value.value)
+    return names
+
+
+def claim_index() -> dict[str, str]:
+    """``paper/name`` → the module that registers it, read from the sources without importing
+    them (what lets ``laplace-lab check --claim NAME`` import one module, and refuse an
+    unknown name at once). The test suite checks it against the registry."""
+    index = {}
+    for paper in papers():
+        for module in _claim_modules(paper):
+            origin = importlib.util.find_spec(module).origin
+            tree = ast.parse(Path(origin).read_text(encoding="utf-8"))
+            for name in _static_names(tree):
+                index[f"{paper}/{name}"] = module
+    return index
+
+
+def _import_paper(paper: str, modules: Sequence[str] | None = None) -> None:
+    for module in _claim_modules(paper) if modules is None else modules:
+        importlib.import_module(module)
+    errata = f"{_package(paper)}.errata"
+    if importlib.util.find_spec(errata) is not None:
+        importlib.import_module(errata)
+
+
 def load_claims(paper: str | None = None, names: Sequence[str] = ()) -> None:
-    """Import the claim modules (and errata) of ``paper``, of the papers the claim keys
-    ``names`` (``paper/name``) name, or of every paper."""
-    for name in _wanted(paper, names):
-        package: ModuleType = importlib.import_module(_package(name))
-        infos = [i for i in pkgutil.iter_modules(package.__path__) if not i.ispkg]
-        public = [i.name for i in infos if not i.name.startswith("_") and i.name not in _PARTS]
-        first = [m for m in getattr(package, "CLAIM_MODULES", ()) if m in public]
-        for module in first + sorted(set(public) - set(first)):
-            importlib.import_module(f"{package.__name__}.{module}")
-        if any(i.name == "errata" for i in infos):
-            importlib.import_module(f"{package.__name__}.errata")
+    """Import the claim modules (and errata) of ``paper``, or of every paper; with claim
+    ``names`` (names or ``paper/name`` keys) and no ``paper``, only the modules that register
+    them, or none when a name is none of the papers' (a plugin's, or unknown)."""
+    if paper is None and names:
+        index = claim_index()
+        found: dict[str, list[str]] = {}
+        for name in names:
+            keys = [k for k in index if name in (k, k.split("/", 1)[1])]
+            if not keys:
+                return
+            for key in keys:
+                found.setdefault(key.split("/", 1)[0], []).append(index[key])
+        for where, modules in found.items():
+            _import_paper(where, list(dict.fromkeys(modules)))
+        return
+    for name in _wanted(paper):
+        _import_paper(name)
 
 
 def claims(paper: str | None = None) -> list[Claim]:

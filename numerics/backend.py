@@ -20,6 +20,7 @@ the standard's type promotion (to float64).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from types import ModuleType
@@ -32,13 +33,16 @@ __all__ = [
     "TILE",
     "add_diagonal",
     "add_product",
+    "all_finite",
     "as_float",
+    "available_memory",
     "cho_solve",
     "cholesky",
     "eigh",
     "eps",
     "gram_blocks",
     "namespace",
+    "require_memory",
     "serial_blas",
     "solve_triangular",
     "subtract_gram_lower",
@@ -96,9 +100,51 @@ def as_float(x: Array, name: str, xp: ModuleType | None = None) -> Array:
         x = xp.astype(x, xp.float64)
     else:
         raise TypeError(f"{name} must be a real array; got dtype {x.dtype}")
-    if not bool(xp.all(xp.isfinite(x))):
+    if not all_finite(x, xp):
         raise ValueError(f"{name} must be finite; it contains NaN or Inf")
     return x
+
+
+def available_memory() -> int | None:
+    """Bytes of host memory available to a new allocation (Linux ``MemAvailable``), or None
+    where the system does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def require_memory(nbytes: int, what: str, hint: str = "") -> None:
+    """Refuse an allocation of ``nbytes`` for ``what`` that cannot fit in the available host
+    memory, with a MemoryError naming it and its size (rather than NumPy's bare
+    ``_ArrayMemoryError``, or a machine pushed into swap)."""
+    free = available_memory()
+    if free is not None and nbytes > free:
+        raise MemoryError(
+            f"{what} needs {nbytes / 2**30:.2f} GiB, more than the {free / 2**30:.2f} GiB of "
+            f"memory available{'; ' + hint if hint else ''}"
+        )
+
+
+#: Elements of the boolean temporary of one block of :func:`all_finite` (1 MiB).
+_FINITE_BLOCK = 1 << 20
+
+
+def all_finite(x: Array, xp: ModuleType | None = None) -> bool:
+    """Whether every entry of ``x`` is finite, checked a block of rows at a time: the boolean
+    temporary is at most max(1 MiB, 1/64 of ``x``'s entries), not a second array of x's shape
+    (for an 8 GB Jacobian that would be another 1 GB)."""
+    xp = namespace(x) if xp is None else xp
+    size = math.prod(x.shape)
+    if x.ndim == 0 or size <= _FINITE_BLOCK:
+        return bool(xp.all(xp.isfinite(x)))
+    per_row = size // x.shape[0]
+    step = max(1, max(_FINITE_BLOCK, size // 64) // max(per_row, 1))
+    return all(bool(xp.all(xp.isfinite(x[i : i + step, ...]))) for i in range(0, x.shape[0], step))
 
 
 def eps(x: Array) -> float:

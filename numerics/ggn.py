@@ -31,6 +31,7 @@ from laplace_lab.numerics.backend import (
     eigh,
     gram_blocks,
     namespace,
+    require_memory,
     tiles,
     to_numpy,
     weighted_gram,
@@ -106,6 +107,9 @@ def logistic_weight_root(f: Array) -> Array:
 class GGN:
     """Generalised Gauss–Newton precision Ω = J_wᵀ J_w + diag(prior_precision).
 
+    Use the constructors :meth:`regression`, :meth:`binary`, :meth:`multiclass`; the plain
+    constructor validates its arguments too.
+
     Parameters
     ----------
     Jw : (N', p) array
@@ -119,9 +123,6 @@ class GGN:
         N, the number of training points (N' = N for one output, N·C for C classes).
     likelihood : str
         "regression", "binary", "multiclass" or "custom".
-
-    Use the constructors :meth:`regression`, :meth:`binary`, :meth:`multiclass`; the plain
-    constructor validates its arguments too.
     """
 
     Jw: Array
@@ -143,7 +144,9 @@ class GGN:
 
     # ----------------------------------------------------------------------------- builders
     @classmethod
-    def regression(cls, J: Array, *, noise_var: float, prior_precision: Any) -> GGN:
+    def regression(
+        cls, J: Array, *, noise_var: float, prior_precision: Any, overwrite_J: bool = False
+    ) -> GGN:
         """Ω = JᵀJ/σ0² + V (eq. 2 of [1]_): J_w = J/σ0.
 
         Parameters
@@ -154,6 +157,11 @@ class GGN:
             σ0² > 0.
         prior_precision : float or (p,) array
             V (a scalar means αI), every entry > 0.
+        overwrite_J : bool, optional
+            Scale ``J`` in place to J/σ0 (it is then the GGN's J_w) instead of allocating a
+            scaled copy: one Jacobian in memory, not two. With σ0² = 1, J itself is J_w and
+            nothing is copied either way. A copy that cannot fit in the available memory is
+            refused with a MemoryError naming its size.
 
         References
         ----------
@@ -162,13 +170,22 @@ class GGN:
         """
         J = _jacobian(J, 2)
         s2 = positive_float(noise_var, "noise_var")
-        return cls(
-            J / s2**0.5,
-            prior_precision,
-            noise_var=s2,
-            n_data=J.shape[0],
-            likelihood="regression",
-        )
+        if not isinstance(overwrite_J, bool):
+            raise TypeError(f"overwrite_J must be a bool; got overwrite_J={overwrite_J!r}")
+        if s2 == 1.0:
+            Jw = J
+        elif overwrite_J:
+            J *= 1.0 / s2**0.5
+            Jw = J
+        else:
+            if isinstance(J, np.ndarray):
+                require_memory(
+                    J.nbytes,
+                    f"J/σ0 (a copy of J, shape {tuple(J.shape)}, {J.dtype})",
+                    "pass overwrite_J=True to scale J in place",
+                )
+            Jw = J / s2**0.5
+        return cls(Jw, prior_precision, noise_var=s2, n_data=J.shape[0], likelihood="regression")
 
     @classmethod
     def binary(cls, J: Array, logits: Array, *, prior_precision: Any) -> GGN:

@@ -149,74 +149,70 @@ _TWICE = Mutant(
     expect=Status.CONFIRMED,
 )
 
-#: (name, depth, outputs, stated p, location, recorded verdict, mutants) of every ResNet figure.
-_RESNET_FIGURES = (
-    (
-        "resnet20-binary-parameter-count",
-        20,
-        1,
-        271_889,
-        "App. C.2, Fig. 4",
-        Status.CONFIRMED,
-        (COUNT_WITHOUT_VECTORS,),
-    ),
-    (
-        "resnet32-binary-parameter-count",
-        32,
-        1,
-        466_906,
-        "App. C.2, Fig. 4",
-        Status.REFUTED,
-        (_TEN_OUTPUTS,),
-    ),
-    (
-        "resnet56-binary-parameter-count",
-        56,
-        1,
-        855_930,
-        "App. C.2, Fig. 4",
-        Status.REFUTED,
-        (_LOOSE,),
-    ),
-    (
-        "resnet110-binary-parameter-count",
-        110,
-        1,
-        1_730_129,
-        "§5.1, Fig. 2",
-        Status.CONFIRMED,
-        (COUNT_WITHOUT_VECTORS,),
-    ),
-    (
-        "resnet20-10class-parameter-count",
-        20,
-        10,
-        272_474,
-        "App. C.5, Fig. 5",
-        Status.CONFIRMED,
-        (COUNT_WITHOUT_VECTORS,),
-    ),
-    (
-        "resnet32-10class-parameter-count",
-        32,
-        10,
-        466_906,
-        "App. C.5 (text)",
-        Status.CONFIRMED,
-        (COUNT_WITHOUT_VECTORS,),
-    ),
-    (
-        "resnet32-10class-figure5-parameter-count",
-        32,
-        10,
-        467_556,
-        "App. C.5, Fig. 5",
-        Status.REFUTED,
-        (_TWICE,),
-    ),
+# Every ResNet figure: (name, depth, outputs, stated p, location, recorded verdict, mutants).
+_resnet_claim(
+    "resnet20-binary-parameter-count",
+    20,
+    1,
+    271_889,
+    "App. C.2, Fig. 4",
+    Status.CONFIRMED,
+    (COUNT_WITHOUT_VECTORS,),
 )
-for _figure_args in _RESNET_FIGURES:
-    _resnet_claim(*_figure_args)
+_resnet_claim(
+    "resnet32-binary-parameter-count",
+    32,
+    1,
+    466_906,
+    "App. C.2, Fig. 4",
+    Status.REFUTED,
+    (_TEN_OUTPUTS,),
+)
+_resnet_claim(
+    "resnet56-binary-parameter-count",
+    56,
+    1,
+    855_930,
+    "App. C.2, Fig. 4",
+    Status.REFUTED,
+    (_LOOSE,),
+)
+_resnet_claim(
+    "resnet110-binary-parameter-count",
+    110,
+    1,
+    1_730_129,
+    "§5.1, Fig. 2",
+    Status.CONFIRMED,
+    (COUNT_WITHOUT_VECTORS,),
+)
+_resnet_claim(
+    "resnet20-10class-parameter-count",
+    20,
+    10,
+    272_474,
+    "App. C.5, Fig. 5",
+    Status.CONFIRMED,
+    (COUNT_WITHOUT_VECTORS,),
+)
+_resnet_claim(
+    "resnet32-10class-parameter-count",
+    32,
+    10,
+    466_906,
+    "App. C.5 (text)",
+    Status.CONFIRMED,
+    (COUNT_WITHOUT_VECTORS,),
+)
+_resnet_claim(
+    "resnet32-10class-figure5-parameter-count",
+    32,
+    10,
+    467_556,
+    "App. C.5, Fig. 5",
+    Status.REFUTED,
+    (_TWICE,),
+)
 
 
 @claim(

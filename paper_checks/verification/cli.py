@@ -13,6 +13,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 __all__ = ["add_check_parser"]
 
@@ -74,6 +75,13 @@ def _check(args: argparse.Namespace) -> int:
     )
     paths = write_report(outcomes, out_dir, meta=meta)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
+    if args.write_results:
+        from laplace_lab.paper_checks.verification.results_md import write_results
+
+        for path in write_results(
+            outcomes, meta, report_dir=out_dir, folder_of=args.results_folder
+        ):
+            print(f"wrote {path}")
     caught = sum(m.caught for o in outcomes for m in o.mutants)
     run = sum(len(o.mutants) for o in outcomes)
     print(f"{len(outcomes)} claims in {meta['seconds']:.0f} s; mutants caught {caught}/{run}")
@@ -116,19 +124,25 @@ def _nothing(paper: str | None, names: Sequence[str]) -> None:
     return None
 
 
+def _no_folder(paper: str) -> Path:
+    raise ValueError(f"--write-results: no folder is known for the paper {paper!r}")
+
+
 def add_check_parser(
     subparsers: argparse._SubParsersAction,
     *,
     catalog: Callable[[str | None, Sequence[str]], None] = _nothing,
+    results_folder: Callable[[str], Path] = _no_folder,
 ) -> argparse.ArgumentParser:
     """Add the ``check`` command to ``subparsers``.
 
     ``catalog(paper, names)`` registers the claims (of ``paper``, or all; ``names`` are the
-    ``--claim`` values, so that it may import less) when the command runs; this package
-    imports no paper.
+    ``--claim`` values, so that it may import less) when the command runs, and
+    ``results_folder(paper)`` is where ``--write-results`` writes a paper's RESULTS.md; this
+    package imports no paper.
     """
     check = subparsers.add_parser("check", help="run the paper claims and write the report")
-    check.set_defaults(catalog=catalog)
+    check.set_defaults(catalog=catalog, results_folder=results_folder)
     check.add_argument("--paper", help="only the claims of this paper (e.g. fsp-laplace)")
     check.add_argument(
         "--claim",
@@ -149,6 +163,11 @@ def add_check_parser(
         choices=("none", "light", "all"),
         default="light",
         help="run each claim under its mutants to measure its power (default: light ones)",
+    )
+    check.add_argument(
+        "--write-results",
+        action="store_true",
+        help="also rewrite each paper's RESULTS.md verdicts and figures (source checkout)",
     )
     check.set_defaults(handler=_check, full=False)
     return check

@@ -5,6 +5,7 @@ CuPy runs the same kernels in test_cupy.py, which skips without a CUDA device.
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -63,3 +64,13 @@ def random_problem(
     J = rng.standard_normal((n, p)) * np.exp(spread * rng.standard_normal(p))
     V = rng.uniform(0.5, 2.0, p)
     return J, V
+
+
+def traced_peak(fn: Callable[[], Any]) -> tuple[Any, int]:
+    """(fn(), peak bytes traced by tracemalloc while it ran)."""
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()

@@ -10,7 +10,7 @@ import pytest
 
 from laplace_lab.numerics import GGN, SubnetProblem, select
 from laplace_lab.numerics.ggn import DENSE_MAX_P
-from tests.numerics.conftest import host, random_problem
+from tests.numerics.conftest import host, random_problem, traced_peak
 
 RTOL = 1e-10  # float64
 RTOL32 = 2e-5  # float32: ~100 eps32 relative to max|Ω| for these well-scaled problems
@@ -205,3 +205,33 @@ def test_prior_and_logits_from_another_backend(backend):
     ref = (J * (prob * (1 - prob))[:, None]).T @ J + np.diag(V)
     np.testing.assert_allclose(host(ggn.dense()), ref, rtol=1e-12)
     assert type(ggn.prior_precision) is type(ggn.Jw)
+
+
+@pytest.mark.parametrize(
+    ("noise_var", "overwrite"), [(1.0, False), (0.3, True)], ids=["unit-noise", "in-place"]
+)
+def test_a_regression_ggn_holds_one_jacobian(noise_var, overwrite):
+    """With σ0² = 1, or scaled in place, J is the GGN's J_w: the peak memory of building the
+    GGN (J itself included) stays within 1.1 × J, where a scaled copy would need 2 × J."""
+    J = np.random.default_rng(0).standard_normal((1000, 4000))
+    expected = J / noise_var**0.5
+    ggn, peak = traced_peak(
+        lambda: GGN.regression(J, noise_var=noise_var, prior_precision=2.0, overwrite_J=overwrite)
+    )
+    assert (J.nbytes + peak) / J.nbytes <= 1.1
+    assert np.shares_memory(ggn.Jw, J)
+    np.testing.assert_allclose(ggn.Jw, expected, rtol=1e-15)
+    np.testing.assert_allclose(ggn.diagonal(), np.sum(expected**2, axis=0) + 2.0, rtol=1e-12)
+
+
+def test_a_scaled_copy_of_j_that_cannot_fit_is_refused_by_name(monkeypatch):
+    import laplace_lab.numerics.backend as backend
+
+    J = np.ones((100, 50))
+    monkeypatch.setattr(backend, "available_memory", lambda: J.nbytes // 2)
+    with pytest.raises(MemoryError, match=r"J/σ0 \(a copy of J, shape \(100, 50\).*overwrite_J"):
+        GGN.regression(J, noise_var=0.3, prior_precision=1.0)
+    kept = GGN.regression(J, noise_var=0.25, prior_precision=1.0, overwrite_J=True)
+    assert kept.Jw is J and float(J[0, 0]) == 2.0  # scaled in place: 1 / √0.25
+    with pytest.raises(TypeError, match="overwrite_J must be a bool"):
+        GGN.regression(J, noise_var=0.3, prior_precision=1.0, overwrite_J=1)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -18,7 +17,7 @@ from laplace_lab.numerics import (
     subnetwork_variance_path,
     wasserstein_gap,
 )
-from tests.numerics.conftest import host, random_problem
+from tests.numerics.conftest import host, random_problem, traced_peak
 
 RTOL = 1e-10
 
@@ -148,16 +147,6 @@ def test_metrics():
     assert coverage(f_ref, f_map, var, z=1.0) == 0.25
 
 
-def _traced_peak(fn):
-    """(fn(), peak bytes traced by tracemalloc while it ran)."""
-    tracemalloc.start()
-    try:
-        out = fn()
-        return out, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_no_pxp_allocation_at_large_p():
     """Woodbury at p = 100000: peak traced memory stays O(N'p), far below p² (80 GB)."""
     rng = np.random.default_rng(4)
@@ -165,7 +154,7 @@ def test_no_pxp_allocation_at_large_p():
     J = rng.standard_normal((n, p))
     G = rng.standard_normal((3, p))
     ggn = GGN.regression(J, noise_var=1.0, prior_precision=1.0)
-    out, peak = _traced_peak(lambda: predictive_variance(ggn, G))
+    out, peak = traced_peak(lambda: predictive_variance(ggn, G))
     sub = subnetwork_variance(ggn, G, np.arange(0, p, 2))
     assert peak < 6 * J.nbytes  # a p×p float64 matrix would be 5000× J.nbytes
     # check against the small-N identity gᵀΩ⁻¹g = gᵀg − gᵀJᵀ(I + JJᵀ)⁻¹Jg (V = I)
@@ -185,7 +174,7 @@ def test_float32_inputs_are_widened_a_tile_at_a_time(n, p):
     J = (rng.standard_normal((n, p)) / np.sqrt(p)).astype(np.float32)
     G = (rng.standard_normal((20, p)) / np.sqrt(p)).astype(np.float32)
     ggn = GGN.regression(J, noise_var=0.5, prior_precision=2.0)
-    out, peak = _traced_peak(lambda: predictive_variance(ggn, G))
+    out, peak = traced_peak(lambda: predictive_variance(ggn, G))
     assert out.dtype == np.float32
     ref = predictive_variance(
         GGN.regression(J.astype(np.float64), noise_var=0.5, prior_precision=2.0),
