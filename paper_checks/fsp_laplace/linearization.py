@@ -311,7 +311,9 @@ def _assumption_a2(ctx: Context) -> Verdict:
         evidence=(
             f"Gaussian ℓ(f) = ‖y − f‖²/(2λ²) with λ = {lam}, y ∈ ℝ³. inf_f ℓ(f) "
             f"{'−' if sign > 0 else '+'} η‖f‖² by η: "
-            + ", ".join(f"η={e}: {v:.3g}" for e, v in bounds.items())
+            + ", ".join(
+                f"η={e}: {v:.3g}" if np.isfinite(v) else f"η={e}: −∞" for e, v in bounds.items()
+            )
             + (
                 f". For η ≥ 1/(2λ²) = {1 / (2 * lam**2):g} (here η ∈ {failing}) the infimum "
                 "is −∞ along f = t·y/‖y‖, so no K(η) exists and the printed condition fails "
@@ -323,5 +325,9 @@ def _assumption_a2(ctx: Context) -> Verdict:
                 else ". Every infimum is finite: the condition holds for the Gaussian likelihood."
             )
         ),
-        details={"bounds": {str(k): v for k, v in bounds.items()}, "sign": sign},
+        details={
+            "bounds": {str(k): v for k, v in bounds.items() if np.isfinite(v)},
+            "unbounded_below_for_eta": failing,
+            "sign": sign,
+        },
     )

@@ -112,3 +112,19 @@ def likelihood_proportional_to_loss(bs=(0.25, 0.5, 1.0, 2.0, 4.0)):
 def region_with_mode(alpha):
     """A final region that contains the mode (density ratio 1)."""
     return Region(0.0, 1.96, 1.0)
+
+
+def poisson_predictive_prior_rate(self, s, y_new, x_new):
+    """The NegBin predictive with the prior rate β where the posterior's β + n belongs: its
+    log-pmf no longer sums to one over k, and the divergences against it are not numbers."""
+    r = self.shape + s.total
+    b = self.rate
+    k = np.asarray(y_new, dtype=np.float64)
+    j = np.arange(max(int(np.max(k)) if k.size else 0, 1), dtype=np.float64)
+    cum = np.concatenate([[0.0], np.cumsum(np.log1p(j / r))])
+    return (
+        cum[k.astype(np.int64)]
+        + k * np.log(r / (b + 1.0))
+        - gammaln(k + 1.0)
+        - r * np.log1p(1.0 / b)
+    )

@@ -50,6 +50,13 @@ from laplace_lab.theory.ssla_rates import PAPER_NS, paper_model
             "ŷ's likelihood ℓ_new with variance 2σ² (normal–normal)",
             {(NormalNormal, "_new_loglik"): _mutants.new_loglik_double_noise},
         ),
+        Mutant(
+            "predictive-with-the-prior-rate",
+            "the Poisson–gamma predictive with the prior rate β instead of β + n: its "
+            "divergences are NaN, which a max() over the models would skip",
+            {(PoissonGamma, "_log_predictive"): _mutants.poisson_predictive_prior_rate},
+            expect=Status.ERROR,
+        ),
     ),
 )
 def _recover(ctx: Context) -> Verdict:

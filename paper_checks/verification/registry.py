@@ -41,6 +41,7 @@ __all__ = [
     "Verdict",
     "all_claims",
     "claim",
+    "nonfinite",
     "papers",
     "require",
     "run_claim",
@@ -312,16 +313,49 @@ def _error(message: str, trace: str) -> Verdict:
     return Verdict(Status.ERROR, evidence=trace, summary=" ".join(message.split())[:160])
 
 
+def nonfinite(value: Any, where: str = "") -> str | None:
+    """Where a NaN or an infinity sits in ``value`` (a number, an array, or mappings and
+    sequences of them), e.g. ``"['ratio'][2] = inf"``; None when every number is finite."""
+    if isinstance(value, bool | str | bytes) or value is None:
+        return None
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        bad = np.argwhere(~np.isfinite(value))
+        if not len(bad):
+            return None
+        at = tuple(int(i) for i in bad[0])
+        return f"{where}{list(at)} = {value[at]}"
+    if isinstance(value, float | np.floating | complex | np.complexfloating):
+        return None if np.isfinite(value) else f"{where} = {value}"
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = nonfinite(item, f"{where}[{key!r}]")
+        if found is not None:
+            return found
+    return None
+
+
 def run_claim(item: Claim, ctx: Context) -> Verdict:
     """Run one claim; an exception becomes an ERROR verdict carrying the traceback.
 
     An :class:`ImplementationError` (a self-check of our own code failed) becomes an ERROR
-    whose evidence starts with its message; its summary is the message.
+    whose evidence starts with its message; its summary is the message. So does a NaN or an
+    infinity in the measured evidence (``measured``, ``expected``, ``tolerance``,
+    ``details``): a number the check could not compute is never read as a verdict (a
+    reduction such as ``max`` would skip a NaN silently).
     """
     try:
         verdict = item.func(ctx)
         if not isinstance(verdict, Verdict):
             raise TypeError(f"claim {item.key} returned {type(verdict).__name__}, not Verdict")
+        for name in ("measured", "expected", "tolerance", "details"):
+            found = nonfinite(getattr(verdict, name), name)
+            if found is not None:
+                raise ImplementationError(f"a non-finite number in the evidence: {found}")
     except ImplementationError as err:
         message = f"Our implementation failed a self-check: {err}"
         return _error(message, f"{message}\n{traceback.format_exc()}")
