@@ -37,6 +37,7 @@ __all__ = [
     "greedy_laplace_reference",
     "largest_magnitude",
     "largest_marginal_variance",
+    "largest_variances",
     "last_k",
     "neural_linear",
     "random_subset",
@@ -109,19 +110,45 @@ def subnet_diagonal(ggn: GGN | NetworkGGN, k: int) -> np.ndarray:
     return _top(-d, subset_size(k, d.size, low=1))
 
 
-def largest_marginal_variance(ggn: GGN, k: int) -> np.ndarray:
-    """Daxberger's Wasserstein rule with exact marginals: the k largest entries of diag(Ω⁻¹).
+def largest_variances(variances: Any, k: int) -> np.ndarray:
+    """Daxberger's Wasserstein rule: the k weights of largest marginal variance, largest first.
 
-    Minimises eq. (23) of [1]_ with exact marginals; diag(Ω⁻¹) by Woodbury without a p×p
-    matrix (docs/mathematics.md, "Woodbury predictive").
+    The minimiser of eq. (23) of [1]_, Σ_{d∉S} σ_d², for any per-weight variances σ_d²: the
+    exact marginals diag(Ω⁻¹) (:func:`largest_marginal_variance`), the diagonal Laplace
+    approximation diag(Ω)⁻¹, or SWAG's diagonal (§5 of [1]_). Ties go to the lower index.
+
+    Parameters
+    ----------
+    variances : (p,) array
+        σ_d² ≥ 0, finite.
+    k : int
+        Subset size, 1 ≤ k ≤ p.
 
     References
     ----------
     .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
        "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §5 eq. (23).
     """
-    var = to_numpy(marginal_variance(ggn)).astype(np.float64)
+    var = np.asarray(to_numpy(as_float(variances, "variances")), dtype=np.float64)
+    if var.ndim != 1 or var.size == 0:
+        raise ValueError(f"variances must be a non-empty 1-D array; got shape {var.shape}")
+    if np.any(var < 0):
+        raise ValueError("variances must be non-negative")
     return _top(var, subset_size(k, var.size, low=1))
+
+
+def largest_marginal_variance(ggn: GGN, k: int) -> np.ndarray:
+    """Daxberger's Wasserstein rule with exact marginals: the k largest entries of diag(Ω⁻¹).
+
+    Minimises eq. (23) of [1]_ with exact marginals (:func:`largest_variances`); diag(Ω⁻¹) by
+    Woodbury without a p×p matrix (docs/mathematics.md, "Woodbury predictive").
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §5 eq. (23).
+    """
+    return largest_variances(marginal_variance(ggn), k)
 
 
 def last_k(p: int, k: int) -> np.ndarray:

@@ -53,3 +53,8 @@ __all__ = [
     "squared_rescaling",
     "w2_over_s",
 ]
+
+
+def smallest_variances(variances, k):
+    """Daxberger's rule reversed: the k weights of smallest variance."""
+    return np.argsort(np.asarray(variances, dtype=np.float64), kind="stable")[:k]

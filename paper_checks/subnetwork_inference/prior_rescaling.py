@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from laplace_lab.numerics.selection import largest_variances
 from laplace_lab.paper_checks.subnetwork_inference import _mutants
 from laplace_lab.paper_checks.subnetwork_inference._prior_network import (
     PRIOR_PRECISION,
@@ -71,7 +72,7 @@ def _rescaling_numbers(seed: int, full: bool) -> dict:
                     decreases += int(np.sum(pv_s < previous * (1 - 1e-9)))
                     steps += pv_s.size
                 previous = pv_s
-        top = np.argsort(-fit.marginal)[: round(0.01 * D)]
+        top = largest_variances(fit.marginal, round(0.01 * D))
         wasserstein_zero += int(np.sum(subnetwork_pv(fit, top, PRIOR_PRECISION) <= 1e-12))
     return {
         "scaled": {f: float(np.mean(v)) for f, v in scaled.items()},

@@ -19,13 +19,23 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from laplace_lab.numerics.predictive import predictive_variance, subnetwork_variance
+from laplace_lab.numerics.selection import largest_variances
+from laplace_lab.paper_checks.subnetwork_inference import _mutants
 from laplace_lab.paper_checks.subnetwork_inference._paired import ALPHA, paired, status_of
 from laplace_lab.paper_checks.subnetwork_inference.experiments.rotated_digits import (
     RotationShift,
     ensemble_rotation_shift,
     rotation_shift,
 )
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Mutant,
+    Status,
+    Verdict,
+    cached,
+    claim,
+    require,
+)
 
 PAPER = "subnetwork-inference"
 WASS = "Subnetwork (Wasserstein)"
@@ -40,9 +50,17 @@ def _streams(seed: int, full: bool) -> list[np.random.Generator]:
 
 @cached
 def _shift(seed: int, full: bool) -> tuple[RotationShift, ...]:
-    """The MAP and its Laplace variants, one run per seed (1 quick, 3 full)."""
+    """The MAP and its Laplace variants, one run per seed (1 quick, 3 full); the Wasserstein
+    selection audited on each (it must hold the weights of largest SWAG variance)."""
     cfg = _FULL if full else _QUICK
-    return tuple(rotation_shift(rng=r, **cfg) for r in _streams(seed, full))
+    runs = tuple(rotation_shift(rng=r, **cfg) for r in _streams(seed, full))
+    for r in runs:
+        require(
+            r.wasserstein_margin >= 0.0,
+            "the Wasserstein subnetwork misses a weight of larger SWAG variance than one it "
+            f"holds (margin {r.wasserstein_margin:.3g}): the selection rule is wrong",
+        )
+    return runs
 
 
 @cached
@@ -168,6 +186,12 @@ def rotated_subnetwork_log_likelihood(ctx: Context) -> Verdict:
             "both subnetwork predictives ignore S and use all p weights: nothing to compare",
             _WHOLE_NETWORK,
             expect=Status.NOT_REPRODUCIBLE_HERE,
+        ),
+        Mutant(
+            "smallest-variances-selected",
+            "the library's Wasserstein rule takes the smallest SWAG variances",
+            {largest_variances: _mutants.smallest_variances},
+            expect=Status.ERROR,
         ),
     ),
 )

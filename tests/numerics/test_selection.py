@@ -184,3 +184,27 @@ def test_bad_input(call, exc, name):
     ggn = GGN(np.ones((2, 10)), 1.0)
     with pytest.raises(exc, match=name):
         call(ggn)
+
+
+def test_largest_variances_is_the_minimiser_of_eq_23_by_brute_force():
+    """Daxberger et al. eq. (23): Σ_{d∉S} σ_d² is smallest for the k largest σ_d²."""
+    import itertools
+
+    from laplace_lab.numerics import largest_variances
+
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        p = int(rng.integers(2, 8))
+        k = int(rng.integers(1, p + 1))
+        var = rng.choice([0.1, 0.5, 1.0, 2.0], size=p) * rng.uniform(0.5, 1.5, size=p)
+        S = largest_variances(var, k)
+        best = min(itertools.combinations(range(p), k), key=lambda T: np.delete(var, T).sum())
+        assert np.isclose(np.delete(var, S).sum(), np.delete(var, best).sum(), rtol=0, atol=0)
+        assert list(var[S]) == sorted(var[S], reverse=True)  # largest first
+    np.testing.assert_array_equal(largest_variances([0.1, 0.5, 0.3, 0.5], 2), [1, 3])  # ties
+    with pytest.raises(ValueError, match="k"):
+        largest_variances([0.1, 0.2], 3)
+    with pytest.raises(ValueError, match="non-negative"):
+        largest_variances([0.1, -0.2], 1)
+    with pytest.raises(ValueError, match="1-D"):
+        largest_variances([[0.1, 0.2]], 1)

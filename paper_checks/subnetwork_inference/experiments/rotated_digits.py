@@ -61,7 +61,7 @@ from laplace_lab.numerics.laplace_variants import (
     with_prior_precision,
 )
 from laplace_lab.numerics.predictive import subnetwork_variance
-from laplace_lab.numerics.selection import random_subset
+from laplace_lab.numerics.selection import largest_variances, random_subset
 from laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression import (
     subnetwork_prior_precision,
 )
@@ -73,7 +73,6 @@ __all__ = [
     "ensemble_rotation_shift",
     "rotate_digits",
     "rotation_shift",
-    "wasserstein_subnetwork",
 ]
 
 #: The Laplace variants, in report order.
@@ -124,7 +123,8 @@ class RotationShift:
     angle and for every method). ``prior_precision``: the λ per Laplace variant; ``p``:
     parameters; ``subnetwork_size``: k; ``n_test``: test digits per angle; ``dead``: parameters
     whose training Jacobian (every class) is exactly zero; ``dead_in_wasserstein``: how many
-    of them the Wasserstein subnetwork holds."""
+    of them the Wasserstein subnetwork holds; ``wasserstein_margin``: the smallest SWAG
+    variance in it minus the largest outside it (≥ 0 when it holds the largest ones)."""
 
     angles: tuple[float, ...]
     nll: dict[str, np.ndarray]
@@ -139,6 +139,7 @@ class RotationShift:
     n_test: int
     dead: int = 0
     dead_in_wasserstein: int = 0
+    wasserstein_margin: float = 0.0
 
 
 _FIELDS = ("nll", "ece", "error", "flips", "log_likelihood", "correct")
@@ -204,23 +205,9 @@ def _collect(out: dict[str, dict[str, list[float]]], probs: dict, y, decision) -
             out["flips"].setdefault(name, []).append(float(np.mean(P.argmax(1) != decision)))
 
 
-def wasserstein_subnetwork(marginal_variances: Any, k: int) -> np.ndarray:
-    """The k indices of largest marginal variance: the minimiser of eq. (23) of [1]_.
-
-    References
-    ----------
-    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
-       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §5
-       eq. (23).
-    """
-    var = np.asarray(marginal_variances, dtype=np.float64)
-    k = positive_int(k, "k")
-    if var.ndim != 1 or k > var.size:
-        raise ValueError(f"k must be at most the number of variances {var.size}; got k={k}")
-    return np.argsort(-var, kind="stable")[:k].astype(np.int64)
-
-
-def _result(out, angles, lam, p: int, k: int, n_test: int, dead=(0, 0)) -> RotationShift:
+def _result(
+    out, angles, lam, p: int, k: int, n_test: int, dead=(0, 0), margin: float = 0.0
+) -> RotationShift:
     arrays = {key: {m: np.asarray(v) for m, v in d.items()} for key, d in out.items()}
     return RotationShift(
         tuple(float(a) for a in angles),
@@ -235,6 +222,7 @@ def _result(out, angles, lam, p: int, k: int, n_test: int, dead=(0, 0)) -> Rotat
         k,
         n_test,
         *dead,
+        margin,
     )
 
 
@@ -292,7 +280,7 @@ def rotation_shift(
         model, ds.X_train[rows], ds.y_train[rows], likelihood="multiclass", rng=swag_rng
     )
     subsets = {
-        "Subnetwork (Wasserstein)": wasserstein_subnetwork(swag, k),
+        "Subnetwork (Wasserstein)": largest_variances(swag, k),
         "Subnetwork (random)": random_subset(ggn.p, k, rng=random_rng),
     }
     for name in subsets:
@@ -316,8 +304,11 @@ def rotation_shift(
         probs = {m: probit_softmax(f, v) for m, v in variances.items()}
         _collect(out, probs, y, f.argmax(axis=1))
     dead = np.all(J == 0.0, axis=(0, 1))
-    counts = (int(dead.sum()), int(dead[subsets["Subnetwork (Wasserstein)"]].sum()))
-    return _result(out, angles, lam, ggn.p, k, int(split.test.size), counts)
+    S = subsets["Subnetwork (Wasserstein)"]
+    counts = (int(dead.sum()), int(dead[S].sum()))
+    left = np.delete(swag, S)
+    margin = float(swag[S].min() - left.max()) if left.size else 0.0
+    return _result(out, angles, lam, ggn.p, k, int(split.test.size), counts, margin)
 
 
 @single_threaded()

@@ -59,7 +59,8 @@ class ToyRegression:
     (0.5 ≤ |x| ≤ 1); ``dead``: weights whose training Jacobian column is exactly zero;
     ``dead_selected[method]``: how many of them a Wasserstein subnetwork contains;
     ``marginal_variance`` / ``diagonal_variance``: diag(Ω⁻¹) and diag(Ω)⁻¹ per weight;
-    ``dead_mask``: which weights are dead; ``prior_precision``: λ.
+    ``dead_mask``: which weights are dead; ``prior_precision``: λ; ``subsets[method]``: the
+    weights of each Wasserstein subnetwork.
     """
 
     x: np.ndarray
@@ -74,6 +75,7 @@ class ToyRegression:
     diagonal_variance: np.ndarray
     dead_mask: np.ndarray
     prior_precision: float
+    subsets: dict[str, np.ndarray]
 
 
 def subnetwork_prior_precision(prior_precision: float, k: int, D: int) -> float:
@@ -141,12 +143,12 @@ def toy_regression(
     var["Final layer"] = np.asarray(subnetwork_variance(last, G, final))
     weights["Final layer"] = 50
     dead_mask = np.all(J == 0.0, axis=0)
-    dead_selected = {}
+    dead_selected, subsets = {}, {}
     for frac in fractions:
         k = max(1, round(frac * D))
         sub = with_prior_precision(ggn, subnetwork_prior_precision(lam, k, D))
         label = f"{100 * frac:g}%"
-        S = largest_marginal_variance(ggn, k)
+        S = subsets[f"Wass {label}"] = largest_marginal_variance(ggn, k)
         var[f"Wass {label}"] = np.asarray(subnetwork_variance(sub, G, S))
         dead_selected[f"Wass {label}"] = int(dead_mask[S].sum())
         var[f"Rand {label}"] = np.asarray(
@@ -167,4 +169,5 @@ def toy_regression(
         diagonal_variance=1.0 / np.asarray(ggn.diagonal()),
         dead_mask=dead_mask,
         prior_precision=lam,
+        subsets=subsets,
     )

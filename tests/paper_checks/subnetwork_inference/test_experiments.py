@@ -13,7 +13,6 @@ from laplace_lab.networks.swag import swag_diagonal_variance  # noqa: E402
 from laplace_lab.numerics.classification_metrics import expected_calibration_error  # noqa: E402
 from laplace_lab.paper_checks.subnetwork_inference.experiments.rotated_digits import (  # noqa: E402
     rotate_digits,
-    wasserstein_subnetwork,
 )
 from laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression import (  # noqa: E402
     subnetwork_prior_precision,
@@ -53,9 +52,6 @@ def test_rotations_and_calibration_error():
     labels = np.array([0] * 8 + [1] * 2)
     assert expected_calibration_error(probs, labels) == pytest.approx(0.0, abs=1e-12)
     assert expected_calibration_error(probs, np.ones(10, int)) == pytest.approx(0.8)
-    np.testing.assert_array_equal(wasserstein_subnetwork([0.1, 0.5, 0.3, 0.5], 2), [1, 3])
-    with pytest.raises(ValueError):
-        wasserstein_subnetwork([0.1, 0.2], 3)
 
 
 def test_swag_gives_dead_parameters_zero_variance_and_leaves_the_model():
