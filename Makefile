@@ -11,7 +11,7 @@ LAPLACE_TORCH := laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-p
 # pytest-xdist workers: the suite takes about 6 minutes with 2 on 2 cores, 11 serially (0).
 TEST_WORKERS ?= 2
 
-.PHONY: test check results lint format bench gpu-check clean
+.PHONY: test check results lint format bench gpu-check clean docs
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/laplace-lab bench
+
+# The documentation site (mkdocs.yml): docs/, each paper's RESULTS.md and the API reference
+# from the docstrings, into site/; --strict makes every warning (a broken link, a docstring
+# griffe cannot parse) an error. tests/test_docs.py builds it in `make test`.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 # On a machine with CUDA, CuPy and torch: the GPU tests and the GPU bench's quick rows, results
 # in $(OUT) (docs/performance.md, "GPU"). Installs nothing into the machine's environment.

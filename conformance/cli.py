@@ -1,5 +1,7 @@
-"""``laplace-lab validate --target MODULE:CALLABLE [--case NAME ...] [--out DIR] [--seed S]
-[--plugin MODULE] [--list]``.
+"""The ``laplace-lab validate`` command: the conformance cases on one target.
+
+    laplace-lab validate --target MODULE:CALLABLE [--case NAME ...] [--out DIR] [--seed S]
+                         [--plugin MODULE] [--list]
 
 Runs the registered conformance cases on the target and writes ``index.html``,
 ``report.md`` and ``conformance.json``; exits 1 if any case FAILs or ERRORs. ``--list``

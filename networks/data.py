@@ -369,6 +369,8 @@ def load_csv(
     return split_standardise(X, y, name=path.stem, task=task, rng=rng, **split)
 
 
+#: The package data sets by name (what :func:`load` takes): name → loader, each called as
+#: ``loader(rng=rng, **split)`` and returning a split, standardised :class:`Dataset`.
 DATASETS = {
     "diabetes": load_diabetes_data,
     "fair": load_fair,

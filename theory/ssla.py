@@ -157,13 +157,18 @@ def ssla_predictive(
 
     Returns
     -------
-    - counts (Poisson–gamma): :class:`laplace_lab.theory.predictive_dists.DiscretePredictive` on
-      {0..K}, truncated where the remaining mass is < 1e-12;
-    - Gaussian-linear models (normal–normal, known-noise regression): a frozen
-      ``scipy.stats.norm`` (the log-density is exactly quadratic in ŷ);
-    - otherwise: :class:`laplace_lab.theory.predictive_dists.QuadraturePredictive` (adaptive
-    quadrature). Each has ``pdf``/``pmf``, ``logpdf``/``logpmf``, ``cdf``, ``mean()``, ``var()``
-    and ``interval(confidence)``.
+    predictive
+        By model:
+
+        - counts (Poisson–gamma): :class:`laplace_lab.theory.predictive_dists.DiscretePredictive`
+          on {0..K}, truncated where the remaining mass is < 1e-12;
+        - Gaussian-linear models (normal–normal, known-noise regression): a frozen
+          ``scipy.stats.norm`` (the log-density is exactly quadratic in ŷ);
+        - otherwise: :class:`laplace_lab.theory.predictive_dists.QuadraturePredictive`
+          (adaptive quadrature).
+
+        Each has ``pdf``/``pmf``, ``logpdf``/``logpmf``, ``cdf``, ``mean()``, ``var()`` and
+        ``interval(confidence)``.
 
     References
     ----------
