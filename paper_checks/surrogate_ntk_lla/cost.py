@@ -31,6 +31,7 @@ from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdi
 from laplace_lab.paper_checks.verification.timing import (
     StageClock,
     best_stage_times,
+    exponent_status,
     single_thread,
 )
 from laplace_lab.theory.rates import fit_rate
@@ -97,6 +98,7 @@ def _step_run(p: int, rng: np.random.Generator, m: int = 8, batch: int = 128, pr
 @claim(
     paper=PAPER,
     name="cost-linear-in-parameters",
+    timed=True,
     location="§2.3, last paragraph",
     statement=(
         "Relying on JVPs and mini-batch training, ScaLLA scales linearly with the number of "
@@ -116,14 +118,15 @@ def cost_linear_in_parameters(ctx: Context) -> Verdict:
     times = _measure(sizes, lambda p: _step_run(p, rng))
     fits = {stage: fit_rate(sizes, t) for stage, t in times.items()}
     total = fits["total"]
-    ok = abs(total.slope - CLAIMED_P_EXPONENT) <= TOL
+    status, noisy = exponent_status(total, CLAIMED_P_EXPONENT - TOL, CLAIMED_P_EXPONENT + TOL)
     batch_jacobian_gb = 128 * 10 * sizes[-1] * 4 / 1e9
     return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
+        status,
         measured=total.slope,
         expected=CLAIMED_P_EXPONENT,
         tolerance=f"±{TOL} on the fitted exponent of the step time in P",
-        summary=f"step time ∝ P^{total.slope:.2f} (claimed P^{CLAIMED_P_EXPONENT:g})",
+        summary=f"step time ∝ P^{total.slope:.2f} (claimed P^{CLAIMED_P_EXPONENT:g})"
+        + (f"; {noisy}" if noisy else ""),
         evidence=(
             "One ScaLLA training step (4 Rademacher probes, JVPs of 128 inputs, surrogate of "
             "the same architecture with 10·8 outputs: forward, backward, Adam) on ReLU MLPs "
@@ -135,7 +138,8 @@ def cost_linear_in_parameters(ctx: Context) -> Verdict:
             + f". The step never forms a Jacobian: at P = {sizes[-1]:,} the batch's C × P "
             f"Jacobians would take {batch_jacobian_gb:.1f} GB in float32. Forming them is "
             "linear in P too (C backward passes per input); the JVPs save memory, and a "
-            "factor C of work."
+            "factor C of work. A clock refutes only when the exponent's whole 95% interval "
+            "misses the tolerance band." + (f" Undecided: {noisy}." if noisy else "")
         ),
         details={
             "P": list(sizes),
@@ -180,6 +184,7 @@ def _fit_run(n: int, rng: np.random.Generator, steps: int = FIT_STEPS):
 @claim(
     paper=PAPER,
     name="sublinear-in-training-samples",
+    timed=True,
     location="§2.3, last paragraph",
     statement=(
         "ScaLLA (surrogate training and the LLA in the surrogate's feature space) scales "
@@ -203,18 +208,21 @@ def sublinear_in_training_samples(ctx: Context) -> Verdict:
     fits = {stage: fit_rate(sizes, t) for stage, t in times.items()}
     whole = fits["whole fit"]
     train = fits["training (fixed steps)"]
-    linear = whole.slope >= 1.0 - TOL
+    # the claim holds for an exponent below 1 − TOL (sub-linear); at or above it reads linear
+    status, noisy = exponent_status(whole, -math.inf, 1.0 - TOL)
+    linear = status is Status.REFUTED
     share = [
         1 - a / b for a, b in zip(times["training (fixed steps)"], times["whole fit"], strict=True)
     ]
     return Verdict(
-        Status.REFUTED if linear else Status.CONFIRMED,
+        status,
         measured=whole.slope,
         expected="< 1 (sub-linear)",
         tolerance=f"an exponent ≥ 1 − {TOL} reads as linear",
         summary=(
             f"training ∝ N^{train.slope:.2f}, the whole fit ∝ N^{whole.slope:.2f}"
             + (": the precision is a pass over all N" if linear else "")
+            + (f"; {noisy}" if noisy else "")
         ),
         evidence=(
             f"ScaLLA on a 16 → 64 → 64 → 10 MLP (m = 16, {FIT_STEPS} steps of batch 64) with "
@@ -228,7 +236,9 @@ def sublinear_in_training_samples(ctx: Context) -> Verdict:
             "one pass over all N inputs, O(N·C·m²): linear in N, as for the exact or "
             "last-layer LLA. The share of the fit outside training grows from "
             f"{share[0]:.0%} to {share[-1]:.0%} over the sweep. The paper describes no "
-            "subsampled precision, so reading (b) is the method's cost."
+            "subsampled precision, so reading (b) is the method's cost. A clock refutes only "
+            "when the exponent's whole 95% interval misses the band."
+            + (f" Undecided: {noisy}." if noisy else "")
         ),
         details={
             "N": list(sizes),

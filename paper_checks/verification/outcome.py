@@ -5,8 +5,9 @@
 
 - ``meta``: the run — ``mode`` (quick/full), ``seed``, ``mutants`` (none/light/all), ``date``
   (UTC, ISO 8601), ``seconds``, ``commit`` and ``commit_dirty``, ``python``, ``platform``,
-  ``cpu``, ``threads`` (CPU count, usable CPUs, BLAS pools, torch threads) and ``packages``
-  (versions), ``command`` (:func:`laplace_lab.paper_checks.verification.run_info.run_metadata`);
+  ``cpu``, ``threads`` (CPU count, usable CPUs, BLAS pools, torch threads), ``load`` (load
+  averages at the end of the run and the core count), ``packages`` (versions), ``command``
+  (:func:`laplace_lab.paper_checks.verification.run_info.run_metadata`);
 - ``claims``: one object per claim — ``paper``, ``claim``, ``location``, ``statement``,
   ``status`` (CONFIRMED / REFUTED / NOT_REPRODUCIBLE_HERE / ERROR), ``expected_status``,
   ``reason`` (the verdict in one line), ``measured``, ``expected``, ``tolerance`` (number,
@@ -116,6 +117,7 @@ _META = {
         "platform": {"type": "string"},
         "cpu": {"type": "string"},
         "threads": {"type": "object"},
+        "load": {"type": ["object", "null"]},
         "packages": {"type": "object", "additionalProperties": {"type": "string"}},
         "command": {"type": "string"},
     },

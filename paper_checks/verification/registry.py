@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import os
 import sys
 import time
 import traceback
@@ -41,6 +42,7 @@ __all__ = [
     "Verdict",
     "all_claims",
     "claim",
+    "load_note",
     "nonfinite",
     "papers",
     "require",
@@ -208,6 +210,7 @@ class Claim:
     expected: Status
     func: Callable[[Context], Verdict]
     mutants: tuple[Mutant, ...] = ()
+    timed: bool = False
 
     @property
     def key(self) -> str:
@@ -226,6 +229,7 @@ def claim(
     statement: str,
     expected: Status = Status.CONFIRMED,
     mutants: Sequence[Mutant] = (),
+    timed: bool = False,
 ) -> Callable[[Callable[[Context], Verdict]], Callable[[Context], Verdict]]:
     """Register a claim check.
 
@@ -244,6 +248,10 @@ def claim(
     mutants : sequence of Mutant
         Deliberately wrong variants of what the check relies on, each with the verdict it
         must then give; the test suite proves every one changes the verdict.
+    timed : bool
+        A clock decides the verdict (a cost exponent measured in CPU time). It must then give
+        NOT_REPRODUCIBLE_HERE, with the reason, when the clock was too noisy — never another
+        verdict — and its evidence says when the machine's load exceeded its cores.
     """
 
     def register(func: Callable[[Context], Verdict]) -> Callable[[Context], Verdict]:
@@ -258,7 +266,9 @@ def claim(
         names = [m.name for m in mutants]
         if len(set(names)) != len(names):
             raise ValueError(f"mutant names of {paper}/{name} must be distinct; got {names}")
-        item = Claim(paper, name, location, statement, Status(expected), func, tuple(mutants))
+        item = Claim(
+            paper, name, location, statement, Status(expected), func, tuple(mutants), bool(timed)
+        )
         if item.key in _REGISTRY and _REGISTRY[item.key].func is not func:
             raise ValueError(f"claim {item.key!r} is registered twice")
         _REGISTRY[item.key] = item
@@ -313,6 +323,22 @@ def _error(message: str, trace: str) -> Verdict:
     return Verdict(Status.ERROR, evidence=trace, summary=" ".join(message.split())[:160])
 
 
+def load_note() -> str:
+    """A sentence for the evidence of a timed claim when the machine's load average (1 min)
+    exceeds its cores ("" otherwise, or where the system does not say)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return ""
+    cores = os.cpu_count() or 1
+    if load <= cores:
+        return ""
+    return (
+        f"These timings were taken under load: load average {load:.2f} on {cores} cores "
+        "(thread CPU time, which the check measures, is far less affected than wall time)."
+    )
+
+
 def nonfinite(value: Any, where: str = "") -> str | None:
     """Where a NaN or an infinity sits in ``value`` (a number, an array, or mappings and
     sequences of them), e.g. ``"['ratio'][2] = inf"``; None when every number is finite."""
@@ -364,6 +390,10 @@ def run_claim(item: Claim, ctx: Context) -> Verdict:
     evidence = verdict.evidence
     if not isinstance(evidence, str):
         evidence = tuple(str(p) for p in evidence)
+    if item.timed:
+        note = load_note()
+        if note:
+            evidence = (*evidence, note) if isinstance(evidence, tuple) else f"{evidence} {note}"
     return Verdict(
         verdict.status,
         _scalar(verdict.measured),

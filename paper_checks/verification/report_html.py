@@ -249,6 +249,11 @@ def render_html(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
         f"{meta['mode']} mode · seed {meta['seed']} · {date} · commit {commit} · "
         f"{len(outcomes)} claims in {meta['seconds']:.0f} s · mutants: {meta['mutants']} · "
         f"{meta['python']} · {meta['threads'].get('usable_cpus', '?')} CPUs"
+        + (
+            f" · load {meta['load']['15min']:.2f} (15 min)"
+            if isinstance(meta.get("load"), dict)
+            else ""
+        )
     )
     nav = "".join(f"<a href='#{e(p)}'>{e(p)}</a>" for p in papers)
     body = []

@@ -118,6 +118,17 @@ def run_metadata(
         "platform": platform.platform(),
         "cpu": _cpu_model(),
         "threads": _threads(),
+        "load": _load(),
         "packages": versions,
         "command": command,
     }
+
+
+def _load() -> dict[str, float] | None:
+    """The machine's load averages over 1, 5 and 15 minutes at the end of the run (the 15-minute
+    one covers most of a quick run), with the cores to read them against."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except (AttributeError, OSError):
+        return None
+    return {"1min": one, "5min": five, "15min": fifteen, "cores": os.cpu_count() or 1}

@@ -14,9 +14,18 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["StageClock", "Timing", "best_stage_times", "single_thread"]
+from laplace_lab.paper_checks.verification.registry import Status
+
+__all__ = [
+    "MAX_EXPONENT_CI",
+    "StageClock",
+    "Timing",
+    "best_stage_times",
+    "exponent_status",
+    "single_thread",
+]
 
 
 @contextmanager
@@ -86,3 +95,37 @@ def best_stage_times(
         spent += total
         calls += 1
     return Timing(best, result)
+
+
+#: The widest 95% interval of a fitted time exponent that may decide a verdict: wider, the
+#: clock was too noisy on this machine (load, frequency changes) and the verdict is
+#: NOT_REPRODUCIBLE_HERE, whatever the point estimate says.
+MAX_EXPONENT_CI = 0.8
+
+
+def exponent_status(
+    fit: Any, low: float, high: float, *, max_width: float = MAX_EXPONENT_CI
+) -> tuple[Status, str]:
+    """What a fitted time exponent may decide about a claim "the exponent lies in [low, high]".
+
+    CONFIRMED when the estimate lies in the band; REFUTED only when the whole 95% interval
+    misses it (a noisy clock never refutes: an interval that reaches the band gives
+    NOT_REPRODUCIBLE_HERE); NOT_REPRODUCIBLE_HERE too when the interval is wider than
+    ``max_width``. ``fit`` is a :class:`laplace_lab.theory.rates.RateFit`; returns the status
+    and the reason in words.
+    """
+    interval = f"[{fit.ci_low:.2f}, {fit.ci_high:.2f}]"
+    width = fit.ci_high - fit.ci_low
+    if not width <= max_width:
+        return Status.NOT_REPRODUCIBLE_HERE, (
+            f"the exponent's 95% interval {interval} is {width:.2f} wide (> {max_width}): the "
+            "clock was too noisy here to decide"
+        )
+    if low <= fit.slope <= high:
+        return Status.CONFIRMED, ""
+    if fit.ci_high < low or fit.ci_low > high:
+        return Status.REFUTED, ""
+    return Status.NOT_REPRODUCIBLE_HERE, (
+        f"the exponent {fit.slope:.2f} is outside [{low:g}, {high:g}] but its 95% interval "
+        f"{interval} reaches it: undecided on this machine's clock"
+    )

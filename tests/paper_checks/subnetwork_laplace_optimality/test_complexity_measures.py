@@ -13,9 +13,10 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality._scaling import (
     gram_macs,
     literal_greedy_macs,
 )
-from laplace_lab.paper_checks.subnetwork_laplace_optimality.complexity import TOL, Check
+from laplace_lab.paper_checks.subnetwork_laplace_optimality.complexity import OP_TOL, TOL, Check
 from laplace_lab.paper_checks.verification import Status
 from laplace_lab.paper_checks.verification.timing import (
+    MAX_EXPONENT_CI,
     StageClock,
     best_stage_times,
     single_thread,
@@ -114,17 +115,23 @@ def test_single_thread_pins_blas_and_restores_it():
 
 
 @pytest.mark.parametrize(
-    ("measured", "op", "probed", "regime", "status"),
+    ("measured", "half_width", "op", "probed", "regime", "status"),
     [
-        (2.0 + TOL + 0.01, 2.0, False, False, Status.REFUTED),  # above the bound: refuted
-        (2.0 + TOL - 0.01, 2.0, True, True, Status.CONFIRMED),
-        (2.0 - TOL - 0.01, 2.0, True, True, Status.NOT_REPRODUCIBLE_HERE),  # not probed
-        (2.0 - TOL - 0.01, 2.0, False, True, Status.CONFIRMED),  # total: upper bound only
-        (2.0, 1.8, True, True, Status.NOT_REPRODUCIBLE_HERE),  # sizes outside the regime
-        (2.0, 1.8, False, False, Status.CONFIRMED),  # a non-dominant stage: no regime check
+        # the operation counts decide: work growing faster than the bound refutes
+        (2.0, 0.1, 2.0 + OP_TOL + 0.01, False, False, Status.REFUTED),
+        (2.0, 0.1, 1.8, True, True, Status.NOT_REPRODUCIBLE_HERE),  # sizes outside the regime
+        (2.0, 0.1, 1.8, False, False, Status.CONFIRMED),  # a non-dominant stage: no regime check
+        # the clock corroborates, and never refutes
+        (2.0 + TOL - 0.01, 0.1, 2.0, True, True, Status.CONFIRMED),
+        (2.0 + TOL + 0.2, 0.1, 2.0, False, False, Status.NOT_REPRODUCIBLE_HERE),  # contradicts
+        (2.0 + TOL + 0.01, 0.1, 2.0, False, False, Status.CONFIRMED),  # interval reaches it
+        (2.0 - TOL - 0.2, 0.1, 2.0, True, True, Status.NOT_REPRODUCIBLE_HERE),  # not probed
+        (2.0 - TOL - 0.2, 0.1, 2.0, False, True, Status.CONFIRMED),  # total: upper bound only
+        (2.0 + TOL + 0.5, 0.6, 2.0, False, False, Status.CONFIRMED),  # too noisy to decide
     ],
 )
-def test_check_status(measured, op, probed, regime, status):
-    ci = (measured - 0.1, measured + 0.1)
+def test_check_status(measured, half_width, op, probed, regime, status):
+    ci = (measured - half_width, measured + half_width)
     check = Check("k", "Ω_SS", 2.0, measured, ci, op, probed, regime)
     assert check.status is status
+    assert check.corroborated is (2 * half_width <= MAX_EXPONENT_CI)

@@ -78,9 +78,9 @@ def _fake(status, with_figure, evidence="a <b>tag</b> & co", summary=""):
             status,
             measured=np.float64(0.5),
             expected=1.0,
-            tolerance=float("inf"),
+            tolerance=np.float32(0.25),
             evidence=evidence,
-            details={"array": np.arange(3), "nan": float("nan"), "nested": {"x": (1, 2)}},
+            details={"array": np.arange(3), "count": np.int64(4), "nested": {"x": (1, 2)}},
             figures=figs,
             summary=summary,
         )
@@ -120,8 +120,8 @@ def test_report_files_are_valid(tmp_path):
     assert data["meta"]["date"] == "2026-01-02T03:04:05+00:00"
     assert data["meta"]["seed"] == 0 and data["meta"]["mode"] == "quick"
     one, two = data["claims"]
-    assert one["details"] == {"array": [0, 1, 2], "nan": "nan", "nested": {"x": [1, 2]}}
-    assert one["tolerance"] == "inf"
+    assert one["details"] == {"array": [0, 1, 2], "count": 4, "nested": {"x": [1, 2]}}
+    assert one["tolerance"] == 0.25
     assert one["captions"] == {"figures/fake.png": "Dashed: the tolerance."}
     assert two["evidence"] == "- first point.\n- second <point>"
     assert two["reason"] == "first point."  # no summary: the first sentence of the evidence
@@ -135,7 +135,7 @@ def test_report_files_are_valid(tmp_path):
     assert "<li>second &lt;point&gt;</li>" in html  # evidence points become a list
     assert "2026-01-02T03:04:05+00:00" in html and data["meta"]["commit"][:10] in html
     md = paths["markdown"].read_text()
-    assert "| [two](#paper-b-two) | Thm 2 | **REFUTED** | first point. | 0.5 | inf | – |" in md
+    assert "| [two](#paper-b-two) | Thm 2 | **REFUTED** | first point. | 0.5 | 0.25 | – |" in md
     assert md.count('\n- <a id="erratum-') == 0  # only the errata of the papers reported
 
 
