@@ -13,8 +13,7 @@ A layer above :mod:`laplace_lab.numerics`, :mod:`laplace_lab.theory` and
 :mod:`laplace_lab.studies`; nothing but the command line imports it.
 """
 
-from importlib import import_module
-from typing import Any
+from laplace_lab._lazy import lazy_exports
 
 # Public names and their modules, imported on first use so that building the command-line
 # parser (which imports ``laplace_lab.conformance.cli``) loads none of the suite.
@@ -38,16 +37,6 @@ _EXPORTS = {
     "build_problem": "problems",
     "problem_names": "problems",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
 
 
 __all__ = [
@@ -74,3 +63,5 @@ __all__ = [
     "build_problem",
     "problem_names",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -118,16 +118,29 @@ def on_build_error(error: Exception) -> None:
     _cleanup()
 
 
+def _defines_getattr(node: ast.Module) -> bool:
+    """Whether a module defines or assigns a module-level ``__getattr__`` (PEP 562)."""
+    for statement in node.body:
+        if isinstance(statement, ast.FunctionDef) and statement.name == "__getattr__":
+            return True
+        if isinstance(statement, ast.Assign):
+            names = [n for t in statement.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            if any(n.id == "__getattr__" for n in names):
+                return True
+    return False
+
+
 class LazyExports(griffe.Extension):
     """Add a package's lazily imported public names as aliases to their modules.
 
-    A package with a module-level ``__getattr__`` and a dict literal ``{name: submodule}``
+    A package with a module-level ``__getattr__`` (defined, or assigned from
+    :func:`laplace_lab._lazy.lazy_exports`) and a dict literal ``{name: submodule}``
     (``_EXPORTS``, ``_HOME``, ``_LAZY``, ...) gets, for each name of ``__all__`` it does not
     define, an alias to ``<package>.<submodule>.<name>``.
     """
 
     def on_module_members(self, *, node: object, mod: griffe.Module, **kwargs: object) -> None:
-        if not isinstance(node, ast.Module) or "__getattr__" not in mod.members:
+        if not isinstance(node, ast.Module) or not _defines_getattr(node):
             return
         exported = {str(name) for name in mod.exports or ()}
         for statement in node.body:

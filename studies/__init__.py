@@ -21,9 +21,7 @@ export``.
     report.plot("ipv-vs-pv.png")
 """
 
-import importlib
-from typing import Any
-
+from laplace_lab._lazy import lazy_exports
 from laplace_lab.studies.registry import get_study, register, studies
 from laplace_lab.studies.results import StudyResults, load_results
 from laplace_lab.studies.runner import RunReport, replicate, run_study
@@ -40,16 +38,6 @@ _LAZY = {
     "export_summary_csv": "output",
     "plot_summary": "output",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
 
 
 __all__ = [
@@ -76,3 +64,5 @@ __all__ = [
     "studies",
     "summarise",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

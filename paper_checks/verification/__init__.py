@@ -24,8 +24,7 @@ cli
     ``laplace-lab check``.
 """
 
-import importlib
-from typing import Any
+from laplace_lab._lazy import lazy_exports
 
 #: Public name → the module that defines it, imported on first use: the command line imports
 #: this package to build its parser and must not pay for NumPy there.
@@ -47,16 +46,6 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
-
 __all__ = [
     "Claim",
     "Context",
@@ -73,3 +62,5 @@ __all__ = [
     "register_errata",
     "require",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOME, __all__)
