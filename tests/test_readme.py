@@ -1,4 +1,5 @@
-"""Every ```python block of the README and of docs/*.md runs as copied.
+"""Every ```python block of the README, of docs/*.md and of each paper's RESULTS.md runs as
+copied.
 
 Each block runs as a script in a fresh interpreter, in an empty folder, within a time
 budget, and must print what it computes. A block that states its cost ("about 20 s here")
@@ -19,7 +20,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "paper_checks").glob("*/RESULTS.md")),
+]
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 #: Hard limit per block (a fresh interpreter, on a loaded 2-core machine).
 BUDGET_S = 120.0
@@ -27,7 +32,7 @@ BUDGET_S = 120.0
 SHORT_S = 30.0
 #: "about 20 s", "≈ 17 minutes": how a long example states its cost.
 COST = re.compile(r"(about|≈)\s*[\d.,]+\s*(s|seconds?|min|minutes?|hours?)\b")
-#: The README's example of a claim of one's own (a module for `check --plugin`).
+#: The example of a claim of one's own (a module for `check --plugin`), in one document.
 CLAIM_MODULE = "# my_claims.py"
 
 
@@ -38,7 +43,7 @@ def blocks() -> list[tuple[str, str]]:
         text = doc.read_text()
         for m in FENCE.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
-            out.append((f"{doc.name}:{line}", m.group(1)))
+            out.append((f"{doc.relative_to(ROOT).as_posix()}:{line}", m.group(1)))
     return out
 
 
@@ -51,9 +56,12 @@ def _run(cmd: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProce
 
 
 def test_the_readme_has_its_examples():
-    names = [name for name, _ in BLOCKS if name.startswith("README.md")]
-    assert len(names) >= 6, names
+    """One example per use (a conjecture, a study, a validation) in the README; the claim
+    module once, somewhere; every paper's RESULTS.md is covered."""
+    names = [name for name, _ in BLOCKS if name.startswith("README.md:")]
+    assert len(names) >= 3, names
     assert sum(code.startswith(CLAIM_MODULE) for _, code in BLOCKS) == 1
+    assert len([d for d in DOCUMENTS if d.name == "RESULTS.md"]) >= 5
 
 
 @pytest.mark.parametrize("code", [code for _, code in BLOCKS], ids=[n for n, _ in BLOCKS])

@@ -163,10 +163,10 @@ def test_our_masks_inside_laplace_torch_match_our_predictive(problem, likelihood
     np.testing.assert_allclose(theirs, ours, rtol=1e-10)
 
 
-def test_the_readme_reproducers_show_the_findings():
+def test_the_documented_reproducers_show_the_findings():
     from tests.readme import python_blocks, run_block
 
-    blocks = python_blocks("### laplace-torch 0.3")
+    blocks = python_blocks("## laplace-torch 0.3", "docs/validation.md")
     assert len(blocks) == 3
     first = run_block(blocks[0])
     assert first["la"].H.dtype == torch.float64

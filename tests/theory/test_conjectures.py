@@ -1,8 +1,10 @@
-"""The README's worked conjectures: each block runs, and its shrunk example really refutes.
+"""The worked conjectures of the documentation: each block runs, and its shrunk example
+really refutes.
 
-The blocks of the README section "Property-testing your own conjecture" are executed as
-written; the counterexamples they return are then checked with dense NumPy arithmetic
-written here, independent of the code the blocks call.
+The README's "Property-testing your own conjecture" ("IPV is submodular") and the second
+conjecture of docs/property-testing.md are executed as written; the counterexamples they
+return are then checked with dense NumPy arithmetic written here, independent of the code the
+blocks call.
 """
 
 from __future__ import annotations
@@ -11,7 +13,17 @@ import numpy as np
 
 from tests.readme import python_blocks, run_block
 
-SECTION = "## Property-testing your own conjecture"
+#: (document, heading) of each conjecture's section; one ```python block each.
+SECTIONS = (
+    ("README.md", "### Property-testing your own conjecture"),
+    ("docs/property-testing.md", "## A second conjecture: Greedy-Laplace against Subnet-Diagonal"),
+)
+
+
+def _conjecture(i: int) -> dict:
+    document, heading = SECTIONS[i]
+    (block,) = python_blocks(heading, document)
+    return run_block(block, document)
 
 
 def _dense_ipv(Lam: np.ndarray, S: list[int], n: float) -> float:
@@ -22,12 +34,12 @@ def _dense_ipv(Lam: np.ndarray, S: list[int], n: float) -> float:
     return float(np.trace(np.linalg.solve(A + np.eye(len(S)) / n, A)) / n)
 
 
-def test_readme_has_the_two_conjectures():
-    assert len(python_blocks(SECTION)) == 2
+def test_the_docs_have_the_two_conjectures():
+    assert [len(python_blocks(heading, doc)) for doc, heading in SECTIONS] == [1, 1]
 
 
 def test_ipv_is_not_submodular():
-    ns = run_block(python_blocks(SECTION)[0])
+    ns = _conjecture(0)
     Lam, S, T = ns["Lam"], list(ns["S"]), list(ns["T"])
     assert Lam.shape == (3, 3) and np.array_equal(Lam, Lam.T)
     assert np.array_equal(Lam, np.round(Lam)) and np.linalg.eigvalsh(Lam)[0] >= -1e-12
@@ -51,7 +63,7 @@ def _literal_greedy(Omega: np.ndarray, k: int) -> list[int]:
 
 
 def test_greedy_laplace_can_lose_to_subnet_diagonal_without_ties():
-    ns = run_block(python_blocks(SECTION)[1])
+    ns = _conjecture(1)
     J = ns["J"]
     assert J.shape[1] == 3 and np.array_equal(J, np.round(J))
     Omega = J.T @ J + np.eye(3)
