@@ -105,7 +105,7 @@ def resnet18_parameter_count(ctx: Context) -> Verdict:
         expected=STATED_RESNET18,
         tolerance="relative error ≤ 0.1% (the count only feeds the 2-decimal 0.38%)",
         evidence=(
-            f"torch ResNet-18 (studies.models.resnet18, projection shortcuts, 10 classes): "
+            f"torch ResNet-18 (networks.models.resnet18, projection shortcuts, 10 classes): "
             f"{standard:,} parameters for CIFAR-10 with the usual 3×3 stem, relative error "
             f"{rel:.3%}. Every reading: "
             + "; ".join(f"{k}: {v:,}" for k, v in readings.items())

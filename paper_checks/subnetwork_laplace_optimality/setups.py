@@ -98,13 +98,13 @@ def _offline_claim(
         found = sorted(set(keys) & set(data.DATASETS))
         require(
             not found,
-            f"{dataset} is loadable here (studies.data.DATASETS has {found}): this claim must "
+            f"{dataset} is loadable here (networks.data.DATASETS has {found}): this claim must "
             "run the set-up, not declare it unavailable",
         )
         return Verdict(
             Status.NOT_REPRODUCIBLE_HERE,
             evidence=(
-                f"{dataset} is not available here: {reason}; no loader of studies.data "
+                f"{dataset} is not available here: {reason}; no loader of networks.data "
                 f"(keys {sorted(data.DATASETS)}) provides it. Nothing is downloaded at run "
                 f"time. {instead}"
             ),
