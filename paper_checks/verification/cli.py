@@ -21,17 +21,13 @@ __all__ = ["add_check_parser"]
 def _check(args: argparse.Namespace) -> int:
     import datetime
 
+    from laplace_lab._checks import integer
     from laplace_lab._paths import writable_folder
     from laplace_lab._plugins import load_plugin
-    from laplace_lab.paper_checks.verification.registry import (
-        Context,
-        Status,
-        all_claims,
-        run_claim,
-        run_mutant,
-    )
-    from laplace_lab.paper_checks.verification.report import Outcome, write_report
-    from laplace_lab.paper_checks.verification.run_info import run_metadata
+    from laplace_lab.paper_checks.verification.registry import Context, Status, all_claims
+    from laplace_lab.paper_checks.verification.report import write_report
+    from laplace_lab.paper_checks.verification.run_info import run_metadata, usable_cpus
+    from laplace_lab.paper_checks.verification.runs import Plan, run_claims
 
     started = datetime.datetime.now(datetime.UTC)
     clock = time.perf_counter()
@@ -41,30 +37,9 @@ def _check(args: argparse.Namespace) -> int:
     claims = _selected(all_claims(args.paper), args.claim)
     out_dir = writable_folder(args.out)  # refused now, not after the claims have run
     ctx = Context(full=args.full, seed=args.seed, figure_dir=out_dir / "figures")
-    verdicts = []
-    for i, item in enumerate(claims, 1):
-        print(f"[{i}/{len(claims)}] {item.key} ({item.location}) ...", end=" ", flush=True)
-        start = time.perf_counter()
-        verdict = run_claim(item, ctx)
-        verdicts.append((verdict, time.perf_counter() - start))
-        print(f"{verdict.status.value} in {verdicts[-1][1]:.1f} s", flush=True)
-    # Mutants after every true run: the claims share their cached experiments, whose true
-    # results a mutant run keeps (it computes its own apart, reusing only those it names).
-    outcomes = []
-    for item, (verdict, seconds) in zip(claims, verdicts, strict=True):
-        chosen = [m for m in item.mutants if args.mutants == "all" or not m.heavy]
-        if args.mutants == "none":
-            chosen = []
-        mutants = []
-        for m in chosen:
-            mutants.append(run_mutant(item, m, ctx))
-            got = mutants[-1]
-            print(
-                f"mutant {item.key}:{m.name} ... {got.status.value} in {got.seconds:.1f} s"
-                + ("" if got.caught else f" — NOT CAUGHT (must be {m.expect})"),
-                flush=True,
-            )
-        outcomes.append(Outcome(item, verdict, seconds, tuple(mutants)))
+    jobs = integer(args.jobs, "--jobs", low=0) or usable_cpus()
+    plan = Plan(ctx, args.mutants, args.catalog, tuple(args.plugin or ()))
+    outcomes = run_claims(claims, plan, jobs=jobs)
     meta = run_metadata(
         full=args.full,
         seed=args.seed,
@@ -155,6 +130,13 @@ def add_check_parser(
     mode.add_argument("--full", dest="full", action="store_true", help="the papers' full sizes")
     check.add_argument("--out", default="report", help="report folder (default: report)")
     check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
+    check.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="worker processes, each running whole papers (default 0: one per usable CPU; "
+        "1: this process)",
+    )
     check.add_argument(
         "--plugin", action="append", metavar="MODULE", help="import a module of your own claims"
     )

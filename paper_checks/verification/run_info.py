@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PACKAGES", "run_metadata"]
+__all__ = ["PACKAGES", "run_metadata", "usable_cpus"]
 
 #: Distributions whose versions decide the numbers (missing ones are left out).
 PACKAGES = (
@@ -52,11 +52,16 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system says, else all)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _threads() -> dict[str, Any]:
     """CPUs usable by this process and the thread pools of the numeric libraries."""
-    out: dict[str, Any] = {"cpu_count": os.cpu_count()}
-    if hasattr(os, "sched_getaffinity"):
-        out["usable_cpus"] = len(os.sched_getaffinity(0))
+    out: dict[str, Any] = {"cpu_count": os.cpu_count(), "usable_cpus": usable_cpus()}
     try:
         from threadpoolctl import threadpool_info
 

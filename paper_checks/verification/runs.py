@@ -1,0 +1,149 @@
+"""Running claims and their mutants: in this process, or a group of papers per worker process.
+
+Claims of one paper share their cached experiments (:mod:`.cache`), so the unit of work is a
+whole paper: the papers, costliest first, go to a pool of workers, each taking the next paper
+when it is free; every claim's streams are keyed by its name (:meth:`.registry.Context.rng`),
+so a claim earns the same verdict in any worker.
+Within a group the true runs come first and the mutants after them: a mutant may reuse the
+true results of the cached helpers it names, never compute them. Each worker limits BLAS and
+torch to one thread, so that the workers do not oversubscribe the cores.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any
+
+from laplace_lab._plugins import load_plugin
+from laplace_lab.paper_checks.verification.outcome import Outcome
+from laplace_lab.paper_checks.verification.registry import (
+    Claim,
+    Context,
+    MutantOutcome,
+    Status,
+    Verdict,
+    all_claims,
+    run_claim,
+    run_mutant,
+)
+from laplace_lab.paper_checks.verification.timing import single_thread
+
+__all__ = ["Plan", "run_claims"]
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run does: the context, which mutants (``"none"``, ``"light"``, ``"all"``), and
+    how a worker process registers the claims (``catalog(None, keys)``, then ``plugins``)."""
+
+    ctx: Context
+    mutants: str
+    catalog: Callable[[str | None, Sequence[str]], None]
+    plugins: tuple[str, ...] = ()
+
+
+def _chosen(item: Claim, mode: str) -> list[Any]:
+    if mode == "none":
+        return []
+    return [m for m in item.mutants if mode == "all" or not m.heavy]
+
+
+def _run_group(
+    claims: Sequence[Claim], plan: Plan, echo: Echo, numbers: Sequence[str]
+) -> list[Outcome]:
+    """The claims in order, then their mutants (module docstring); ``numbers`` are the
+    claims' "i/N" in the whole run, for the progress lines."""
+    verdicts: list[tuple[Verdict, float]] = []
+    for item, number in zip(claims, numbers, strict=True):
+        start = time.perf_counter()
+        verdict = run_claim(item, plan.ctx)
+        verdicts.append((verdict, time.perf_counter() - start))
+        took = f"{verdict.status.value} in {verdicts[-1][1]:.1f} s"
+        echo(f"[{number}] {item.key} ({item.location}) ... {took}")
+    outcomes = []
+    for item, (verdict, seconds) in zip(claims, verdicts, strict=True):
+        mutants = []
+        for m in _chosen(item, plan.mutants):
+            got = run_mutant(item, m, plan.ctx)
+            mutants.append(got)
+            echo(
+                f"mutant {item.key}:{m.name} ... {got.status.value} in {got.seconds:.1f} s"
+                + ("" if got.caught else f" — NOT CAUGHT (must be {m.expect})")
+            )
+        outcomes.append(Outcome(item, verdict, seconds, tuple(mutants)))
+    return outcomes
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+def _worker(
+    keys: Sequence[str], numbers: Sequence[str], plan: Plan
+) -> list[tuple[str, Verdict, float, list]]:
+    """Run the claims ``keys`` in a fresh process; plain data back (mutants by name: their
+    replacements need not pickle)."""
+    plan.catalog(None, tuple(keys))
+    for module in plan.plugins:
+        load_plugin(module, "claim plugin")
+    known = {c.key: c for c in all_claims()}
+    with single_thread():
+        outcomes = _run_group([known[k] for k in keys], plan, _print, numbers)
+    return [
+        (
+            o.claim.key,
+            o.verdict,
+            o.seconds,
+            [(m.mutant.name, m.status.value, m.seconds, m.reason) for m in o.mutants],
+        )
+        for o in outcomes
+    ]
+
+
+def _papers(claims: Sequence[Claim], cost: Callable[[Claim], float]) -> list[list[Claim]]:
+    """The claims by paper, the costliest paper first; claims keep their order in a paper."""
+    papers: dict[str, list[Claim]] = {}
+    for c in claims:
+        papers.setdefault(c.paper, []).append(c)
+    return sorted(papers.values(), key=lambda group: -sum(cost(c) for c in group))
+
+
+def _cost(item: Claim) -> float:
+    """A claim's relative cost: its run and its mutants' (light ones)."""
+    return 1.0 + sum(1 for m in item.mutants if not m.heavy)
+
+
+def run_claims(
+    claims: Sequence[Claim], plan: Plan, *, jobs: int = 1, echo: Echo = _print
+) -> list[Outcome]:
+    """Every claim and its chosen mutants; ``jobs`` > 1 runs the papers in that many worker
+    processes (spawned: no state but the arguments crosses). Outcomes in ``claims``' order."""
+    number = {c.key: f"{i}/{len(claims)}" for i, c in enumerate(claims, 1)}
+    groups = _papers(claims, _cost)
+    if jobs <= 1 or len(groups) <= 1:
+        return _run_group(list(claims), plan, echo, [number[c.key] for c in claims])
+    by_key = {c.key: c for c in claims}
+    done: dict[str, Outcome] = {}
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=context) as pool:
+        futures = [
+            pool.submit(_worker, [c.key for c in g], [number[c.key] for c in g], plan)
+            for g in groups
+        ]
+        for future in as_completed(futures):
+            for key, verdict, seconds, mutants in future.result():
+                item = by_key[key]
+                named = {m.name: m for m in item.mutants}
+                done[key] = Outcome(
+                    item,
+                    verdict,
+                    seconds,
+                    tuple(MutantOutcome(named[n], Status(s), t, r) for n, s, t, r in mutants),
+                )
+    return [done[c.key] for c in claims]

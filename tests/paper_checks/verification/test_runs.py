@@ -1,0 +1,74 @@
+"""Claims run in worker processes, a group of whole papers each, earn what they earn here."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from laplace_lab.paper_checks.verification.registry import _REGISTRY, Claim, Context, Status
+from laplace_lab.paper_checks.verification.runs import Plan, _papers, run_claims
+
+CLAIMS = """
+import numpy as np
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+
+LIMIT = 3
+
+
+def value(ctx):
+    return float(ctx.rng("draw").integers(0, 3))
+
+
+@claim(paper="par-a", name="below-limit", location="1", statement="s",
+       mutants=(Mutant("no-limit", "limit 0", {(__import__(__name__), "LIMIT"): 0}),))
+def below(ctx: Context) -> Verdict:
+    v = value(ctx)
+    mod = __import__(__name__)
+    return Verdict(Status.CONFIRMED if v < mod.LIMIT else Status.REFUTED, measured=v)
+
+
+@claim(paper="par-b", name="always", location="2", statement="s", expected=Status.REFUTED,
+       mutants=(Mutant("flipped", "flip", {(__import__(__name__), "LIMIT"): -1},
+                       expect=Status.CONFIRMED),))
+def always(ctx: Context) -> Verdict:
+    mod = __import__(__name__)
+    return Verdict(Status.CONFIRMED if mod.LIMIT < 0 else Status.REFUTED, measured=1.0)
+"""
+
+
+def no_catalog(paper: str | None, names: Sequence[str]) -> None:
+    """The plugin registers the claims in every worker."""
+
+
+def _cost(item: Claim) -> float:
+    return {"a": 1.0, "b": 3.0, "c": 2.0}[item.paper]
+
+
+def test_papers_go_to_the_workers_costliest_first_and_whole():
+    claims = [Claim(p, f"{p}{i}", "", "", Status.CONFIRMED, len) for p in "abc" for i in (1, 2)]
+    groups = _papers(claims, _cost)
+    assert [[c.name for c in g] for g in groups] == [["b1", "b2"], ["c1", "c2"], ["a1", "a2"]]
+
+
+def test_workers_give_the_verdicts_and_mutants_of_one_process(tmp_path, monkeypatch):
+    path = tmp_path / "par_claims.py"
+    path.write_text(CLAIMS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import par_claims  # noqa: F401  (registers the two claims here)
+
+    try:
+        claims = [_REGISTRY["par-a/below-limit"], _REGISTRY["par-b/always"]]
+        plan = Plan(Context(seed=3), "light", no_catalog, (str(path),))
+        here = run_claims(claims, plan, jobs=1, echo=lambda line: None)
+        there = run_claims(claims, plan, jobs=2)
+        assert [o.claim.key for o in there] == [c.key for c in claims]
+        for a, b in zip(here, there, strict=True):
+            assert (a.verdict.status, a.verdict.measured) == (b.verdict.status, b.verdict.measured)
+            assert [(m.mutant.name, m.status) for m in a.mutants] == [
+                (m.mutant.name, m.status) for m in b.mutants
+            ]
+            assert all(m.caught for m in b.mutants)
+    finally:
+        for key in ("par-a/below-limit", "par-b/always"):
+            _REGISTRY.pop(key, None)
+        sys.modules.pop("par_claims", None)
