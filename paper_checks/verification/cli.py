@@ -13,7 +13,9 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 __all__ = ["add_check_parser"]
 
@@ -40,6 +42,9 @@ def _check(args: argparse.Namespace) -> int:
     jobs = integer(args.jobs, "--jobs", low=0) or usable_cpus()
     plan = Plan(ctx, args.mutants, args.catalog, tuple(args.plugin or ()))
     outcomes = run_claims(claims, plan, jobs=jobs)
+    seeds = integer(args.seeds, "--seeds", low=1)
+    if seeds > 1:
+        outcomes = _at_other_seeds(outcomes, plan, seeds, jobs)
     meta = run_metadata(
         full=args.full,
         seed=args.seed,
@@ -70,6 +75,27 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def _at_other_seeds(outcomes: list, plan: Any, seeds: int, jobs: int) -> list:
+    """``outcomes`` with each claim's verdicts at base seeds seed, seed + 1, …, seed + seeds − 1
+    (the claims alone at the other seeds, no mutants, no figures)."""
+    from laplace_lab.paper_checks.verification.runs import run_claims
+
+    base = plan.ctx.seed
+    found = {o.claim.key: [(base, o.verdict.status)] for o in outcomes}
+    claims = [o.claim for o in outcomes]
+    for seed in range(base + 1, base + seeds):
+        print(f"-- base seed {seed} --", flush=True)
+        other = replace(plan, ctx=replace(plan.ctx, seed=seed, figure_dir=None), mutants="none")
+        for o in run_claims(claims, other, jobs=jobs):
+            found[o.claim.key].append((seed, o.verdict.status))
+    done = [replace(o, seeds=tuple(found[o.claim.key])) for o in outcomes]
+    unstable = [o for o in done if not o.stable]
+    print(f"{len(done) - len(unstable)}/{len(done)} claims stable over {seeds} base seeds")
+    for o in unstable:
+        print(f"unstable: {o.claim.key}: {o.stability}")
+    return done
+
+
 def _selected(claims: list, names: list[str] | None) -> list:
     """The claims named by ``--claim`` (a name or a ``paper/name`` key), in registry order."""
     if not names:
@@ -87,6 +113,7 @@ def _command(args: argparse.Namespace) -> str:
     """The command line that reproduces this run."""
     parts = ["laplace-lab", "check", "--full" if args.full else "--quick"]
     parts += ["--seed", str(args.seed), "--mutants", args.mutants, "--out", str(args.out)]
+    parts += ["--seeds", str(args.seeds)] if args.seeds != 1 else []
     parts += ["--paper", args.paper] if args.paper else []
     for name in args.claim or ():
         parts += ["--claim", name]
@@ -130,6 +157,13 @@ def add_check_parser(
     mode.add_argument("--full", dest="full", action="store_true", help="the papers' full sizes")
     check.add_argument("--out", default="report", help="report folder (default: report)")
     check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
+    check.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="also run every claim at the next N-1 base seeds and mark the claims whose "
+        "verdict changes (default: 1)",
+    )
     check.add_argument(
         "--jobs",
         type=int,

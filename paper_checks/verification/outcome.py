@@ -14,8 +14,9 @@
   string or null), ``evidence`` (a paragraph, or ``- point`` lines), ``details`` (object),
   ``figures`` (paths relative to the report folder) and ``captions`` (path → caption),
   ``recorded`` (stored runs), ``errata`` (anchors of the errata resting on the claim),
-  ``seconds`` and ``mutants`` (each mutant's name, description, the verdict it must give, the
-  verdict it gave, whether it was caught, and the reason).
+  ``seconds``, ``mutants`` (each mutant's name, description, the verdict it must give, the
+  verdict it gave, whether it was caught, and the reason) and, for a run at several base seeds
+  (``--seeds N``), ``seeds`` (base seed → verdict).
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ _CLAIM = _object(
                 }
             ),
         },
-    }
+        "seeds": {"type": "object", "additionalProperties": _STATUS},
+    },
+    optional=("seeds",),
 )
 
 _META = {
@@ -142,6 +145,21 @@ class Outcome:
     verdict: Verdict
     seconds: float
     mutants: tuple[MutantOutcome, ...] = ()
+    seeds: tuple[tuple[int, Status], ...] = ()
+
+    @property
+    def stable(self) -> bool:
+        """The same verdict at every base seed it ran at (trivially, at one seed)."""
+        return len({status for _, status in self.seeds}) <= 1
+
+    @property
+    def stability(self) -> str:
+        """``""`` for one seed; else ``"stable over 5 seeds"`` or the verdict per seed."""
+        if len(self.seeds) <= 1:
+            return ""
+        if self.stable:
+            return f"stable over {len(self.seeds)} seeds"
+        return "UNSTABLE: " + ", ".join(f"seed {n} {s.value}" for n, s in self.seeds)
 
     @property
     def power(self) -> str:
@@ -188,6 +206,7 @@ class Outcome:
                 }
                 for m in self.mutants
             ],
+            **({"seeds": {str(n): s.value for n, s in self.seeds}} if self.seeds else {}),
         }
 
 

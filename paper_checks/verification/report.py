@@ -90,6 +90,7 @@ def _markdown_claim(o: Outcome) -> list[str]:
         f"*Measured* {format_value(v.measured)}; *expected* {format_value(v.expected)}; "
         f"*tolerance* {format_value(v.tolerance)}; {o.seconds:.2f} s.",
         "",
+        *([f"*Base seeds:* {o.stability}.", ""] if o.stability else []),
     ]
     if v.status is Status.ERROR:
         lines.append(f"```\n{v.evidence_text}\n```")

@@ -121,8 +121,9 @@ def _claims_table(outcomes: Sequence[Outcome]) -> str:
         missed = any(not m.caught for m in o.mutants)
         rows.append(
             f"<tr><td><a href='#{e(o.anchor)}'>{e(o.claim.name)}</a></td>"
-            f"<td>{e(o.claim.location)}</td><td>{_badge(v.status)}</td>"
-            f"<td class='why {v.status.value}-why'>{_short(v.reason, 140)}</td>"
+            f"<td>{e(o.claim.location)}</td><td>{_badge(v.status)}"
+            + (f"<br><span class='warn'>{e(o.stability)}</span>" if not o.stable else "")
+            + f"</td><td class='why {v.status.value}-why'>{_short(v.reason, 140)}</td>"
             f"<td>{_short(v.measured)}</td><td>{_short(v.tolerance)}</td>"
             f"<td class='num{' warn' if missed else ''}'>{e(o.power)}</td></tr>"
         )
@@ -172,6 +173,7 @@ def _claim_section(o: Outcome) -> str:
         f"</code>): {e(r.summary)}</p>"
         for r in v.recorded
     )
+    seeds = f"<p><i>Base seeds:</i> {e(o.stability)}.</p>" if o.stability else ""
     errata = errata_of(o.claim.key)
     errata_html = (
         "<p><i>Errata resting on this claim:</i> "
@@ -192,7 +194,7 @@ def _claim_section(o: Outcome) -> str:
         f"<section class='claim' id='{e(o.anchor)}'><h3>{_badge(v.status)} {e(o.claim.name)} "
         f"<span class='loc'>— {e(o.claim.location)}</span></h3>{drift}"
         f"<p class='statement'>{e(o.claim.statement)}</p>"
-        f"<p class='reason'><b>Why:</b> {e(v.reason)}</p>"
+        f"<p class='reason'><b>Why:</b> {e(v.reason)}</p>{seeds}"
         "<table><tr><th>measured</th><th>expected</th><th>tolerance</th><th>time</th></tr>"
         f"<tr><td>{e(format_value(v.measured))}</td><td>{e(format_value(v.expected))}</td>"
         f"<td>{e(format_value(v.tolerance))}</td><td class='num'>{o.seconds:.1f} s</td>"

@@ -72,3 +72,54 @@ def test_workers_give_the_verdicts_and_mutants_of_one_process(tmp_path, monkeypa
         for key in ("par-a/below-limit", "par-b/always"):
             _REGISTRY.pop(key, None)
         sys.modules.pop("par_claims", None)
+
+
+SEEDED = """
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+
+
+@claim(paper="seeded", name="coin", location="1", statement="s",
+       mutants=(Mutant("m", "d", {(__import__(__name__), "X"): 1}, expect=Status.REFUTED),))
+def coin(ctx: Context) -> Verdict:
+    return Verdict(Status.CONFIRMED if ctx.seed % 2 == 0 else Status.REFUTED, measured=1.0)
+
+
+X = 0
+
+
+@claim(paper="seeded", name="steady", location="2", statement="s",
+       mutants=(Mutant("m", "d", {(__import__(__name__), "X"): 1}, expect=Status.REFUTED),))
+def steady(ctx: Context) -> Verdict:
+    return Verdict(Status.CONFIRMED if __import__(__name__).X == 0 else Status.REFUTED)
+"""
+
+
+def test_seeds_marks_a_claim_whose_verdict_changes_with_the_base_seed(tmp_path, capsys):
+    import json
+
+    import jsonschema
+
+    from laplace_lab.cli import main
+    from laplace_lab.paper_checks.verification.outcome import VERDICT_SCHEMA
+
+    (tmp_path / "seeded_claims.py").write_text(SEEDED)
+    out = tmp_path / "report"
+    argv = ["check", "--plugin", str(tmp_path / "seeded_claims.py"), "--paper", "seeded"]
+    try:
+        assert main([*argv, "--seeds", "3", "--jobs", "1", "--out", str(out)]) == 0
+        printed = capsys.readouterr().out
+        assert "1/2 claims stable over 3 base seeds" in printed
+        assert "unstable: seeded/coin: UNSTABLE: seed 0 CONFIRMED, seed 1 REFUTED" in printed
+        data = json.loads((out / "verdicts.json").read_text())
+        jsonschema.validate(data, VERDICT_SCHEMA)
+        seeds = {c["claim"]: c["seeds"] for c in data["claims"]}
+        assert seeds == {
+            "coin": {"0": "CONFIRMED", "1": "REFUTED", "2": "CONFIRMED"},
+            "steady": {"0": "CONFIRMED", "1": "CONFIRMED", "2": "CONFIRMED"},
+        }
+        assert "UNSTABLE: seed 0 CONFIRMED" in (out / "index.html").read_text()
+        assert main([*argv, "--seeds", "0", "--out", str(out)]) == 2
+    finally:
+        for key in ("seeded/coin", "seeded/steady"):
+            _REGISTRY.pop(key, None)
+        sys.modules.pop("seeded_claims", None)
