@@ -32,6 +32,7 @@ from pathlib import Path
 
 from laplace_lab.paper_checks.verification.errata import Erratum, registered_errata
 from laplace_lab.paper_checks.verification.registry import Claim, all_claims
+from laplace_lab.studies.registry import get_study as registered_study
 from laplace_lab.studies.registry import studies as registered_studies
 from laplace_lab.studies.spec import Study
 
@@ -101,13 +102,11 @@ def _wanted(paper: str | None) -> list[str]:
 
 def _claim_modules(paper: str) -> list[str]:
     """The claim modules of ``paper`` (its public modules), in report order."""
-    package = _package(paper)
-    folder = Path(importlib.util.find_spec(package).origin).parent
-    infos = [i for i in pkgutil.iter_modules([str(folder)]) if not i.ispkg]
+    package = importlib.import_module(_package(paper))  # its __init__: a docstring, an order
+    infos = [i for i in pkgutil.iter_modules(package.__path__) if not i.ispkg]
     public = [i.name for i in infos if not i.name.startswith("_") and i.name not in _PARTS]
-    first = [m for m in getattr(importlib.import_module(package), "CLAIM_MODULES", ())]
-    first = [m for m in first if m in public]
-    return [f"{package}.{m}" for m in first + sorted(set(public) - set(first))]
+    first = [m for m in getattr(package, "CLAIM_MODULES", ()) if m in public]
+    return [f"{package.__name__}.{m}" for m in first + sorted(set(public) - set(first))]
 
 
 def _static_names(tree: ast.Module) -> list[str]:
@@ -207,10 +206,8 @@ def studies() -> dict[str, Study]:
 
 def get_study(name: str) -> Study:
     """The study ``name`` of any paper, or a ValueError listing the known names."""
-    known = studies()
-    if name not in known:
-        raise ValueError(f"unknown study {name!r}; known studies: {', '.join(known) or 'none'}")
-    return known[name]
+    load_studies()
+    return registered_study(name)
 
 
 def load_benchmarks() -> None:

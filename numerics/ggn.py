@@ -175,6 +175,8 @@ class GGN:
         if s2 == 1.0:
             Jw = J
         elif overwrite_J:
+            if isinstance(J, np.ndarray) and not J.flags.writeable:
+                raise ValueError("overwrite_J=True needs a writeable J; J is read-only")
             J *= 1.0 / s2**0.5
             Jw = J
         else:

@@ -217,6 +217,29 @@ class Check(NamedTuple):
         return Status.NOT_REPRODUCIBLE_HERE if above or short else Status.CONFIRMED
 
     @property
+    def reason(self) -> str:
+        """Why the check is not CONFIRMED, in one line ("" when it is)."""
+        where = f"{self.axis}/{self.series}"
+        low, high = self.time_ci
+        status = self.status
+        if status is Status.REFUTED:
+            return (
+                f"{where}: the counted work grows with exponent {self.op_exponent:.2f}, "
+                f"above the bound's {self.expected:g}"
+            )
+        if status is Status.NOT_REPRODUCIBLE_HERE:
+            if self.regime and abs(self.op_exponent - self.expected) > OP_TOL:
+                return (
+                    f"{where}: the counted exponent {self.op_exponent:.2f} is off the bound's "
+                    f"{self.expected:g} (the sizes are not in the term's regime)"
+                )
+            return (
+                f"{where}: the clock's exponent {self.time_exponent:.2f} [{low:.2f}, "
+                f"{high:.2f}] contradicts the counted {self.op_exponent:.2f}"
+            )
+        return ""
+
+    @property
     def corroborated(self) -> bool:
         """Whether the clock was precise enough to corroborate the counts."""
         return self.time_ci[1] - self.time_ci[0] <= MAX_EXPONENT_CI
@@ -245,6 +268,12 @@ def _checks(m: Measured) -> list[Check]:
             )
         )
     return out
+
+
+def _reason(checks: list[Check]) -> str:
+    """The reason of the first check that decides the verdict ("" when all confirm)."""
+    status = _verdict_status(checks)
+    return next((c.reason for c in checks if c.status is status and c.reason), "")
 
 
 def _verdict_status(checks: list[Check]) -> Status:
@@ -396,6 +425,7 @@ def gradient_laplace_complexity(ctx: Context) -> Verdict:
         ),
         details=_details(measured, checks),
         figures=figs,
+        summary=_reason(checks),
     )
 
 
@@ -499,6 +529,7 @@ def greedy_complexity(ctx: Context) -> Verdict:
             "identical_S": identical,
         },
         figures=figs,
+        summary=_reason(checks),
     )
 
 

@@ -235,3 +235,6 @@ def test_a_scaled_copy_of_j_that_cannot_fit_is_refused_by_name(monkeypatch):
     assert kept.Jw is J and float(J[0, 0]) == 2.0  # scaled in place: 1 / √0.25
     with pytest.raises(TypeError, match="overwrite_J must be a bool"):
         GGN.regression(J, noise_var=0.3, prior_precision=1.0, overwrite_J=1)
+    J.setflags(write=False)
+    with pytest.raises(ValueError, match="overwrite_J=True needs a writeable J"):
+        GGN.regression(J, noise_var=0.3, prior_precision=1.0, overwrite_J=True)

@@ -135,3 +135,13 @@ def test_check_status(measured, half_width, op, probed, regime, status):
     check = Check("k", "Ω_SS", 2.0, measured, ci, op, probed, regime)
     assert check.status is status
     assert check.corroborated is (2 * half_width <= MAX_EXPONENT_CI)
+
+
+def test_a_check_says_why_it_does_not_confirm():
+    refuted = Check("k", "Ω_SS", 2.0, 2.0, (1.9, 2.1), 2.0 + OP_TOL + 0.1, False, False)
+    assert "counted work grows" in refuted.reason
+    regime = Check("k", "Ω_SS", 2.0, 2.0, (1.9, 2.1), 1.8, True, True)
+    assert "not in the term's regime" in regime.reason
+    clock = Check("k", "Ω_SS", 2.0, 2.0 + TOL + 0.2, (2.0 + TOL + 0.1, 2.6), 2.0, False, False)
+    assert "clock" in clock.reason  # what test_claims lets a busy machine skip
+    assert Check("k", "Ω_SS", 2.0, 2.0, (1.9, 2.1), 2.0, True, True).reason == ""
