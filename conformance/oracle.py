@@ -117,7 +117,9 @@ class DenseOracle:
     @cached_property
     def ggn(self) -> np.ndarray:
         """Σ_n J_nᵀ H_n J_n (p × p), the likelihood part of Ω."""
-        A = np.einsum("ncp,ncd,ndq->pq", self.J, self.H, self.J)
+        p = self.J.shape[2]
+        HJ = np.einsum("ncd,ndq->ncq", self.H, self.J)  # H_n J_n, then one BLAS product
+        A = self.J.reshape(-1, p).T @ HJ.reshape(-1, p)
         return 0.5 * (A + A.T)
 
     @cached_property

@@ -1,12 +1,13 @@
 """Claims of Rodemann et al., "Self-Supervised Laplace Approximation for Bayesian Uncertainty
 Quantification" (TMLR, arXiv:2605.12208) on the heteroscedastic toy of §5.1 (eq. 18, Table 1), run
 by
-:func:`laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature.curvature_comparison`:
+:func:`laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature.curvature_coverage`:
 a 2×50 MLP with a homoscedastic Gaussian likelihood, λ tuned by the Laplace evidence, LA / SSLA /
-ASSLA under the dense, diagonal and KFAC curvature, coverage on 2,000 held-out points per seed, 500
-training points and the study's Adam recipe (quick: 1 seed; full: 5 seeds). A MAP trained for half
-as long has a larger σ0² and makes LA conservative: the verdicts on LA need the fitted MAP. Table
-1's coverages are all multiples of 4%, i.e. 25 test points, where one point moves a coverage by 4
+ASSLA under the dense, diagonal and KFAC curvature, coverage on 2,000 held-out points per fitted
+network, 500 training points and the study's Adam recipe (quick: 5 fitted networks, full: 10;
+the coverage is pooled over the fits' test points). A MAP trained for half as long has a
+larger σ0² and makes LA conservative: the verdicts on LA need the fitted MAP. Table 1's
+coverages are all multiples of 4%, i.e. 25 test points, where one point moves a coverage by 4
 percentage points.
 
 Coverage is compared with the nominal level by one-sided exact binomial tests at family-wise
@@ -18,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from laplace_lab.networks.training import single_threaded
 from laplace_lab.numerics.network_ssla import (
     NormalPredictive,
     assla_log_density_from_variance,
@@ -29,7 +31,11 @@ from laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature impo
     CURVATURES,
     LEVELS,
     CurvatureCoverage,
-    curvature_comparison,
+    curvature_coverage,
+)
+from laplace_lab.paper_checks.self_supervised_laplace.experiments.network import (
+    HeteroscedasticFit,
+    fit_heteroscedastic,
 )
 from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
 
@@ -37,10 +43,35 @@ PAPER = "self-supervised-laplace"
 ALPHA = 0.05
 
 
+#: Fitted MAP networks (seeds) whose held-out coverage the Table-1 claims pool, by mode. The
+#: seed is the unit of replication: coverage moves by 1–2 percentage points from one MAP
+#: fit to the next, far more than the binomial noise of 2,000 test points.
+SEEDS = {False: 5, True: 10}
+#: The seeds a claim whose test is still undecided on :data:`SEEDS` looks at once more.
+MORE_SEEDS = {False: 10, True: 20}
+
+
+def _generator(seed: int, index: int) -> np.random.Generator:
+    """The ``index``-th stream of the base seed (the same for every number of seeds)."""
+    return Context(seed=seed).rng("heteroscedastic-curvatures").spawn(index + 1)[index]
+
+
 @cached
-def _runs(seed: int, full: bool) -> tuple[CurvatureCoverage, ...]:
-    rng = Context(seed=seed).rng("heteroscedastic-curvatures")
-    return tuple(curvature_comparison(rng=r, n_test=2000) for r in rng.spawn(5 if full else 1))
+def _fit(seed: int, index: int) -> HeteroscedasticFit:
+    """The ``index``-th MAP network of the base seed, with 2,000 held-out test points."""
+    with single_threaded():
+        return fit_heteroscedastic(rng=_generator(seed, index), n_train=500, n_test=2000)
+
+
+@cached
+def _run(seed: int, index: int) -> CurvatureCoverage:
+    return curvature_coverage(_fit(seed, index))
+
+
+def _runs(seed: int, full: bool, n: int | None = None) -> tuple[CurvatureCoverage, ...]:
+    """The first ``n`` (default :data:`SEEDS`) fitted networks of the base seed and their
+    coverage under every curvature."""
+    return tuple(_run(seed, i) for i in range(SEEDS[full] if n is None else n))
 
 
 def _pooled(runs, method: str, curvature: str) -> tuple[np.ndarray, int]:
@@ -71,7 +102,7 @@ def _table(runs, method: str) -> str:
 
 def _label(runs) -> str:
     return (
-        f"{len(runs)} seed(s) × {runs[0].n_test} test points, σ0² ≈ "
+        f"{len(runs)} fitted networks × {runs[0].n_test} test points, σ0² ≈ "
         f"{np.mean([r.noise_var for r in runs]):.3f}, λ = "
         + ", ".join(f"{r.prior_precision:g}" for r in runs)
         + " by the evidence"
@@ -99,6 +130,7 @@ def _observed_curvature_assla(v, f_test, y, *, noise_var):
             "the new point's curvature grows with the residual ŷ − f̂ (as an observed "
             "information would), so the determinant term depends on ŷ",
             {assla_log_density_from_variance: _observed_curvature_assla},
+            reuses=(_fit,),
         ),
     ),
 )
@@ -147,6 +179,7 @@ def _double_noise_scores(pred, y, *, levels=LEVELS, _scores=gaussian_scores):
             "doubled-predictive-variance",
             "LA's predictive variance σ0² + v counted twice",
             {gaussian_scores: _double_noise_scores},
+            reuses=(_fit,),
             expect=Status.CONFIRMED,
         ),
     ),
@@ -186,6 +219,26 @@ def la_conservative(ctx: Context) -> Verdict:
     )
 
 
+#: The wide levels of the ASSLA claim.
+WIDE = (0.95, 0.90)
+
+
+def _assla_test(runs, level: float) -> tuple[Status, np.ndarray, int, dict, dict]:
+    """ASSLA DENSE below nominal at both wide levels (CONFIRMED), above at one (REFUTED), or
+    neither, at ``level`` per test: (status, coverage, test points, p below, p above)."""
+    cov, n = _pooled(runs, "ASSLA", "DENSE")
+    ps = {lv: _below(cov[LEVELS.index(lv)], n, lv) for lv in WIDE}
+    above = {lv: _above(cov[LEVELS.index(lv)], n, lv) for lv in WIDE}
+    status = (
+        Status.CONFIRMED
+        if all(p < level for p in ps.values())
+        else Status.REFUTED
+        if any(p < level for p in above.values())
+        else Status.NOT_REPRODUCIBLE_HERE
+    )
+    return status, cov, n, ps, above
+
+
 def _double_noise_assla(v, f_test, y, *, noise_var, _density=assla_log_density_from_variance):
     """ASSLA with σ0² counted twice."""
     return _density(v, f_test, y, noise_var=2.0 * noise_var)
@@ -197,44 +250,47 @@ def _double_noise_assla(v, f_test, y, *, noise_var, _density=assla_log_density_f
     location="§5.1, Table 1 and its discussion",
     statement="ASSLA systematically underestimates uncertainty in wider intervals (coverage "
     "below the nominal 95% and 90%), a mild risk-seeking bias.",
-    expected=Status.NOT_REPRODUCIBLE_HERE,
     mutants=(
         Mutant(
             "noise-counted-twice",
             "ASSLA with σ0² counted twice",
             {assla_log_density_from_variance: _double_noise_assla},
+            reuses=(_fit,),
         ),
     ),
 )
 def assla_undercovers(ctx: Context) -> Verdict:
-    runs = _runs(ctx.seed, ctx.full)
-    cov, n = _pooled(runs, "ASSLA", "DENSE")
-    wide = (0.95, 0.90)
-    level = ALPHA / len(wide)
-    ps = {lv: _below(cov[LEVELS.index(lv)], n, lv) for lv in wide}
-    above = {lv: _above(cov[LEVELS.index(lv)], n, lv) for lv in wide}
-    status = (
-        Status.CONFIRMED
-        if all(p < level for p in ps.values())
-        else Status.REFUTED
-        if any(p < level for p in above.values())
-        else Status.NOT_REPRODUCIBLE_HERE
-    )
+    # two looks (SEEDS fits, then MORE_SEEDS if undecided), each at half the level
+    level = ALPHA / len(WIDE) / 2
+    looks = [SEEDS[ctx.full]]
+    status, cov, n, ps, _ = _assla_test(_runs(ctx.seed, ctx.full), level)
+    if status is Status.NOT_REPRODUCIBLE_HERE:
+        looks.append(MORE_SEEDS[ctx.full])
+        status, cov, n, ps, _ = _assla_test(_runs(ctx.seed, ctx.full, looks[-1]), level)
+    runs = _runs(ctx.seed, ctx.full, looks[-1])
     la, _ = _pooled(runs, "LA", "DENSE")
+    per_seed = [r.coverage["ASSLA"]["DENSE"][LEVELS.index(0.90)] for r in runs]
     return Verdict(
         status,
-        measured="; ".join(f"{100 * lv:g}%: {100 * cov[LEVELS.index(lv)]:.1f}%" for lv in wide),
+        measured="; ".join(f"{100 * lv:g}%: {100 * cov[LEVELS.index(lv)]:.1f}%" for lv in WIDE),
         expected="below 95% and 90%",
-        tolerance=f"one-sided exact binomial tests, level {ALPHA:g}/{len(wide)}",
+        tolerance=(
+            f"one-sided exact binomial tests on the pooled test points, level "
+            f"{ALPHA:g}/{len(WIDE)}/2 (two looks: {SEEDS[ctx.full]} fits, then "
+            f"{MORE_SEEDS[ctx.full]} if undecided)"
+        ),
         evidence=(
-            f"{_label(runs)}. {_table(runs, 'ASSLA')}; one-sided p (below nominal): "
+            f"{_label(runs)} (looked at {' then '.join(map(str, looks))} fits). "
+            f"{_table(runs, 'ASSLA')}; one-sided p (below nominal): "
             + ", ".join(f"{100 * lv:g}% {p:.2g}" for lv, p in ps.items())
+            + "; 90% coverage per fit "
+            + "/".join(f"{100 * v:.1f}" for v in per_seed)
             + ". ASSLA is N(f̂, σ0²): its intervals lie inside LA's (LA DENSE "
             + "/".join(f"{100 * v:.1f}" for v in la)
             + "), narrower by the dropped epistemic variance; at the narrow levels it "
             "over-covers (the heteroscedastic noise is heavy-tailed around one σ0²)."
         ),
-        details={"coverage": cov.tolist(), "p_below": ps},
+        details={"coverage": cov.tolist(), "p_below": ps, "fits": looks[-1], "n_test": n},
     )
 
 
@@ -254,6 +310,7 @@ def _assla_as_ssla(v, f_test, y, *, noise_var, _density=assla_log_density_from_v
             "ssla-by-assla-formula",
             "SSLA evaluated with eq. (17) instead of eq. (12)",
             {ssla_log_density_from_variance: _assla_as_ssla},
+            reuses=(_fit,),
             expect=Status.REFUTED,
         ),
     ),

@@ -17,19 +17,23 @@ import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 
 from laplace_lab.networks import models
-from laplace_lab.numerics import selection
+from laplace_lab.numerics import predictive, selection
+from laplace_lab.numerics.ggn import GGN
 from laplace_lab.paper_checks.verification import Mutant
-from laplace_lab.theory import exhaustive
+from laplace_lab.theory import classes, exhaustive
 from laplace_lab.theory import theorems as theory_theorems
 
 __all__ = [
     "COUNT_WITHOUT_VECTORS",
+    "DOMINANCE_TWICE_AS_LAX",
     "GREEDY_TOP_K_DIAGONAL",
     "GREEDY_WITHOUT_SCHUR",
     "IPV_MARGINAL_READING",
     "IPV_POSTERIOR_VARIANCE",
     "NEURAL_LINEAR_PENULTIMATE",
     "PROPOSED_ASCENDING",
+    "SCORES_WITHOUT_NOISE",
+    "SHARED_VARIANCES_HALVED",
 ]
 
 
@@ -124,6 +128,19 @@ IPV_MARGINAL_READING = Mutant(
     "sub-network's (Λ + cV)_SS⁻¹",
     {theory_theorems.ipv_prefixes: _marginal_prefixes},
 )
+
+
+def _dominant_at_twice_eps(Lam: Any, eps: float, _true=classes.is_diagonally_dominant) -> bool:
+    """ε-diagonal dominance read twice as laxly: Σ_{j≠i} |Λ_ij| < 2ε Λ_ii."""
+    return _true(Lam, min(2.0 * float(eps), 0.999))
+
+
+DOMINANCE_TWICE_AS_LAX = Mutant(
+    "dominance-premise-twice-as-lax",
+    "Theorem 3's ε-dominance premise tested with 2ε (a matrix outside it counts as inside)",
+    {(theory_theorems, "is_diagonally_dominant"): _dominant_at_twice_eps},
+    expect="ERROR",
+)
 IPV_POSTERIOR_VARIANCE = Mutant(
     "ipv-posterior-variance",
     "IPV(S) without its gradients: the posterior variance c·tr((Λ + cV)_SS⁻¹) of the "
@@ -156,6 +173,38 @@ PROPOSED_ASCENDING = Mutant(
         selection.greedy_laplace: _greedy_ascending,
         selection.greedy_laplace_reference: _greedy_reference_ascending,
     },
+)
+
+
+def _halved(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    def wrong(*args: Any, **kwargs: Any) -> Any:
+        return 0.5 * kernel(*args, **kwargs)
+
+    return wrong
+
+
+def _scores_without_noise(self: GGN, _true=GGN.scores) -> Any:
+    """Gradient-Laplace scores colsum(J_w²)/N: σ0² not multiplied back (regression)."""
+    return _true(self) / self.noise_var
+
+
+SHARED_VARIANCES_HALVED = Mutant(
+    "shared-variances-halved",
+    "the full and every sub-network predictive variance halved alike (every method shares "
+    "the error, so no ordering moves: must be an ERROR of the kernel audit)",
+    {
+        predictive.predictive_variance: _halved(predictive.predictive_variance),
+        predictive.subnetwork_variance: _halved(predictive.subnetwork_variance),
+        predictive.subnetwork_variance_path: _halved(predictive.subnetwork_variance_path),
+    },
+    expect="ERROR",
+)
+SCORES_WITHOUT_NOISE = Mutant(
+    "scores-without-noise-variance",
+    "Gradient-Laplace scores colsum(J_w²)/N with σ0² left out (regression): every score "
+    "scaled alike, the ranking unchanged (must be an ERROR of the kernel audit)",
+    {(GGN, "scores"): _scores_without_noise},
+    expect="ERROR",
 )
 COUNT_WITHOUT_VECTORS = Mutant(
     "count-without-biases",

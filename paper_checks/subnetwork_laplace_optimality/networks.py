@@ -24,6 +24,8 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality._greedy import requi
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
     GREEDY_TOP_K_DIAGONAL,
     PROPOSED_ASCENDING,
+    SCORES_WITHOUT_NOISE,
+    SHARED_VARIANCES_HALVED,
 )
 from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
 
@@ -98,7 +100,12 @@ def _largest_diagonal(ggn: Any, k: int) -> np.ndarray:
     location="§5.1, Fig. 1, App. C.6",
     statement="On trained networks, Gradient- and Greedy-Laplace give a lower mean W2 to the "
     "full linearized-Laplace predictive than Subnet-Diagonal and Last-k at every k ≥ 200.",
-    mutants=(GREEDY_TOP_K_DIAGONAL, PROPOSED_ASCENDING),
+    mutants=(
+        GREEDY_TOP_K_DIAGONAL,
+        PROPOSED_ASCENDING,
+        SHARED_VARIANCES_HALVED,
+        SCORES_WITHOUT_NOISE,
+    ),
 )
 def _ordering(ctx: Context) -> Verdict:
     self_check = _require_greedy(ctx)

@@ -40,6 +40,7 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality._greedy import requi
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
     GREEDY_TOP_K_DIAGONAL,
     PROPOSED_ASCENDING,
+    SHARED_VARIANCES_HALVED,
 )
 from laplace_lab.paper_checks.verification import (
     Context,
@@ -248,7 +249,11 @@ SUBSTANTIAL = 0.5
         "Ten classes, proper softmax Hessian: Gradient- and Greedy-Laplace give a lower "
         "class-averaged W2 than Subnet-Diagonal and Last k at every k ≥ 200."
     ),
-    mutants=(GREEDY_TOP_K_DIAGONAL, replace(PROPOSED_ASCENDING, heavy=True)),
+    mutants=(
+        GREEDY_TOP_K_DIAGONAL,
+        replace(PROPOSED_ASCENDING, heavy=True),
+        SHARED_VARIANCES_HALVED,
+    ),
 )
 def _digits_ordering(ctx: Context) -> Verdict:
     self_check = _require_greedy(ctx, "multiclass", _digits_config(ctx.full)[0])

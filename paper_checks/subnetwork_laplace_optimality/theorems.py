@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
+    DOMINANCE_TWICE_AS_LAX,
     IPV_MARGINAL_READING,
     IPV_POSTERIOR_VARIANCE,
 )
@@ -339,10 +340,38 @@ def score_concentration_rate(ctx: Context) -> Verdict:
     )
 
 
+#: How far outside its premise each twin of a generated case lies: the off-diagonals of the
+#: dominance twin use 102% of the budget ε Λ_ii in their fullest row; the ratio twin's
+#: diagonal ratio is 99% of (1 + ε)/(1 − ε).
+DOMINANCE_OVERSHOOT = 1.02
+RATIO_UNDERSHOOT = 0.99
+
+
+def _outside_twins(Lam: np.ndarray, k: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two matrices just outside the premises of Theorem 3 next to an ε-dominant ``Lam``.
+
+    The dominance twin scales the off-diagonals until the fullest row uses
+    :data:`DOMINANCE_OVERSHOOT` of its budget ε Λ_ii (the diagonal and its ratios unchanged;
+    still positive definite as ε · 1.02 < 1). The ratio twin raises every diagonal entry
+    below the k largest to Λ_(k)/(ρ·(1 + ε)/(1 − ε)), ρ = :data:`RATIO_UNDERSHOOT`, so both
+    ratio conditions fail by 1% while dominance holds (raising a diagonal entry only adds
+    to its row's margin).
+    """
+    d = np.diag(Lam)
+    off = Lam - np.diag(d)
+    fullest = float(np.max(np.abs(off).sum(axis=1) / (eps * d)))
+    dominance = np.diag(d) + off * (DOMINANCE_OVERSHOOT / fullest)
+    order = np.argsort(-d, kind="stable")
+    raised = d.copy()
+    raised[order[k:]] = d[order[k - 1]] / (RATIO_UNDERSHOOT * (1 + eps) / (1 - eps))
+    return dominance, off + np.diag(raised)
+
+
 def _theorem3_sweep(ctx: Context, part: str) -> Verdict:
     rng = ctx.rng(f"theorem-3{part}")
     cases = 500 if ctx.full else 80
     failures, premised, worst = [], 0, np.inf
+    twins_rejected, twins_held = 0, 0
     for _ in range(cases):
         p = int(rng.integers(2, 13 if ctx.full else 11))
         k = int(rng.integers(1, p // 2 + 1))
@@ -355,13 +384,24 @@ def _theorem3_sweep(ctx: Context, part: str) -> Verdict:
             p, eps, diag=diag[rng.permutation(p)], fill=0.999, rng=rng
         )
         c = float(10 ** rng.uniform(-1, 1))
-        check = check_theorem3(Lam, k, eps, n=float(10 ** rng.uniform(0, 4)), prior_precision=c)
+        n = float(10 ** rng.uniform(0, 4))
+        check = check_theorem3(Lam, k, eps, n=n, prior_precision=c)
         sub = check.details[f"part_{part}"]
         premised += sub.premises
         worst = min(worst, sub.margin)
         if sub.refutes:
             failures.append({"p": p, "k": k, "eps": eps, "Lam": Lam.round(6).tolist()})
+        for twin in _outside_twins(Lam, k, eps):
+            outside = check_theorem3(twin, k, eps, n=n, prior_precision=c).details[f"part_{part}"]
+            twins_rejected += not outside.premises
+            twins_held += bool(outside.holds)
     require(premised == cases, f"only {premised} of {cases} generated matrices meet the premises")
+    require(
+        twins_rejected == 2 * cases,
+        f"the premise test accepted {2 * cases - twins_rejected} of {2 * cases} matrices built "
+        "just outside the premises (off-diagonals at 102% of the dominance budget, or the "
+        "diagonal ratio at 99% of (1 + ε)/(1 − ε)): the premise check is wrong",
+    )
     return Verdict(
         Status.CONFIRMED if not failures else Status.REFUTED,
         measured=len(failures),
@@ -371,10 +411,15 @@ def _theorem3_sweep(ctx: Context, part: str) -> Verdict:
             f"{cases} random ε-diagonally dominant Λ (ε in [0.01, 0.7], off-diagonals using "
             f"99.9% of the dominance budget, p ≤ 12, k ≤ p/2) whose diagonal meets the ratio "
             f"condition of part ({part}) ({premised} of {cases} met all premises); V = cI. "
-            f"Failures: {len(failures)}; smallest margin {worst:.3g}. The theorem's statement "
-            "omits V = cI; its proof uses it (App. A.5, 'Since V is a multiple of identity')."
+            f"Failures: {len(failures)}; smallest margin {worst:.3g}. The premise test is "
+            f"exercised both ways: next to each case, a twin just outside dominance "
+            f"(off-diagonals at 102% of the budget) and one just outside the ratio condition "
+            f"(99% of (1 + ε)/(1 − ε)); it rejected {twins_rejected} of {2 * cases} twins "
+            f"(whose conclusion still held in {twins_held}: the premises are sufficient, not "
+            "necessary). The theorem's statement omits V = cI; its proof uses it (App. A.5, "
+            "'Since V is a multiple of identity')."
         ),
-        details={"cases": cases, "failures": failures[:3]},
+        details={"cases": cases, "failures": failures[:3], "twins_rejected": twins_rejected},
     )
 
 
@@ -386,7 +431,7 @@ def _theorem3_sweep(ctx: Context, part: str) -> Verdict:
         "For ε-diagonally dominant Λ with Λ_{m_k m_k}/Λ_{m_{p−k+1} m_{p−k+1}} > (1+ε)/(1−ε), "
         "IPV(S*) ≥ IPV(S̃*), i.e. Gradient-Laplace beats Subnet-Diagonal."
     ),
-    mutants=(IPV_POSTERIOR_VARIANCE,),
+    mutants=(IPV_POSTERIOR_VARIANCE, DOMINANCE_TWICE_AS_LAX),
 )
 def theorem_3a(ctx: Context) -> Verdict:
     return _theorem3_sweep(ctx, "a")
@@ -400,7 +445,7 @@ def theorem_3a(ctx: Context) -> Verdict:
         "For ε-diagonally dominant Λ with Λ_{m_k m_k}/Λ_{m_{k+1} m_{k+1}} > (1+ε)/(1−ε), "
         "IPV(S*) ≥ IPV(S) for every |S| = k disjoint from S*."
     ),
-    mutants=(IPV_POSTERIOR_VARIANCE,),
+    mutants=(IPV_POSTERIOR_VARIANCE, DOMINANCE_TWICE_AS_LAX),
 )
 def theorem_3b(ctx: Context) -> Verdict:
     return _theorem3_sweep(ctx, "b")

@@ -56,14 +56,21 @@ def _far(n: int, rng: np.random.Generator) -> np.ndarray:
     return np.concatenate(out)[:n].astype(np.float32)
 
 
-@cached(maxsize=2)
+def _replicated(replicate: int) -> tuple[int, ...]:
+    """The key suffix of a replicate (none for the first, whose streams predate replicates)."""
+    return (replicate,) if replicate else ()
+
+
+@cached(maxsize=8)
 @one_thread
-def toy(seed: int) -> Toy:
-    """The toy problem of one seed: data, MAP (full-batch Adam) and the exact LLA."""
+def toy(seed: int, replicate: int = 0) -> Toy:
+    """The toy problem of one seed: data, MAP (full-batch Adam) and the exact LLA; replicate
+    r > 0 draws another, independent toy (data, initialisation, training) under the seed."""
     from laplace_lab.networks.models import mlp
     from laplace_lab.networks.training import adam_recipe, build_seeded, train_map
 
-    r_data, r_init, r_train = spawn(keyed_generator("surrogate-ntk-lla", "toy", seed=seed), 3)
+    key = ("toy", *_replicated(replicate))
+    r_data, r_init, r_train = spawn(keyed_generator("surrogate-ntk-lla", *key, seed=seed), 3)
     X, y = _blobs(90, r_data)
     X_test, _ = _blobs(60, r_data)
     X_context = _far(300, r_data)
@@ -101,10 +108,11 @@ TRAINING = {"batch_size": 128, "num_probes": 8, "lr": 1e-2}
 @cached(maxsize=16)
 @one_thread
 def surrogate(
-    seed: int, full: bool, m: int, context: bool, biased: bool, steps: int = 0
+    seed: int, full: bool, m: int, context: bool, biased: bool, steps: int = 0, replicate: int = 0
 ) -> ScaLLA:
-    """ScaLLA on the toy (cached per configuration)."""
-    t = toy(seed)
+    """ScaLLA on the toy (cached per configuration), on the ``replicate``-th toy of the seed
+    with its own training stream."""
+    t = toy(seed, replicate)
     return ScaLLA.fit(
         t.model,
         t.X_train,
@@ -115,7 +123,14 @@ def surrogate(
         biased=biased,
         steps=steps or STEPS[full],
         rng=keyed_generator(
-            "surrogate-ntk-lla", "toy-surrogate", m, context, biased, steps, seed=seed
+            "surrogate-ntk-lla",
+            "toy-surrogate",
+            m,
+            context,
+            biased,
+            steps,
+            *_replicated(replicate),
+            seed=seed,
         ),
         progress=False,
         **TRAINING,

@@ -132,7 +132,9 @@ class ExperimentConfig:
 
 @dataclass(frozen=True)
 class SeedResult:
-    """One replication: W2 and coverage per method along ks, references, timings (seconds)."""
+    """One replication: W2 and coverage per method along ks, references, timings (seconds);
+    ``audit``: the kernels' error-to-tolerance ratios against the dense oracle (the first
+    replication of a run; :mod:`.kernel_audit`)."""
 
     p: int
     ks: tuple[int, ...]
@@ -141,6 +143,7 @@ class SeedResult:
     reference: dict[str, dict[str, float]]
     noise_var: float
     timings: dict[str, float]
+    audit: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -185,7 +188,7 @@ def _ggn(task: str, J: np.ndarray, f: np.ndarray, noise_var: float, alpha: float
         return GGN.regression(J, noise_var=noise_var, prior_precision=alpha)
     if task == "binary":
         return GGN.binary(J, f, prior_precision=alpha)
-    return GGN.multiclass(J, f, prior_precision=alpha)
+    return GGN.multiclass(J, f, prior_precision=alpha, eps=0.0)  # App. C.5: no jitter
 
 
 def _members(
@@ -201,12 +204,18 @@ def _members(
     return out
 
 
-def run_seed(config: ExperimentConfig, *, rng: np.random.Generator | int) -> SeedResult:
+def run_seed(
+    config: ExperimentConfig, *, rng: np.random.Generator | int, audit: bool = False
+) -> SeedResult:
     """One replication of Experiment 1 (all methods share the MAP of this seed, §5.1).
 
     Every random choice of the replication (data split, initialisations, mini-batches, the
     Random method, the oracle and the ensemble) comes from an independent stream spawned
     from ``rng`` (a ``numpy.random.Generator``, an integer seed or a ``SeedSequence``).
+
+    ``audit`` checks the kernels the replication rests on against the dense oracle on a
+    small instance of its own network and data (:mod:`.kernel_audit`) and raises
+    :class:`~laplace_lab.paper_checks.verification.ImplementationError` if one fails.
 
     ``config.torch_threads`` (default 1) bounds torch's intra-op threads for the duration of
     the call (restored afterwards): small MLPs train several times faster on one thread on a
@@ -227,12 +236,12 @@ def run_seed(config: ExperimentConfig, *, rng: np.random.Generator | int) -> See
         torch.set_num_threads(config.torch_threads)
     try:
         with threadpool_limits(limits=config.blas_threads, user_api="blas"):
-            return _run_seed(config, _Streams(rng))
+            return _run_seed(config, _Streams(rng), audit)
     finally:
         torch.set_num_threads(previous)
 
 
-def _run_seed(config: ExperimentConfig, streams: _Streams) -> SeedResult:
+def _run_seed(config: ExperimentConfig, streams: _Streams, audit: bool) -> SeedResult:
     t: dict[str, float] = {}
     clock = time.perf_counter()
     ds = _data(config, streams.data(), config.n_train)
@@ -263,6 +272,7 @@ def _run_seed(config: ExperimentConfig, streams: _Streams) -> SeedResult:
     p = ggn.p
     ks = [k for k in config.ks if k <= p]
     t["ggn"] = time.perf_counter() - clock
+    audited = _audit(config, model, ds, s2, streams.audit) if audit else {}
 
     clock = time.perf_counter()
     var_full = predictive_variance(ggn, G)
@@ -332,7 +342,33 @@ def _run_seed(config: ExperimentConfig, streams: _Streams) -> SeedResult:
         c = np.nan if f_ref is None else coverage(f_ref, f_ens, var_ens + cov_noise)
         reference["deep_ensemble"] = {"w2": w, "coverage": c}
         t["deep_ensemble"] = time.perf_counter() - clock
-    return SeedResult(p, tuple(ks), w2, cov, reference, s2, t)
+    return SeedResult(p, tuple(ks), w2, cov, reference, s2, t, audited)
+
+
+def _audit(config: ExperimentConfig, model: Any, ds: Any, s2: float, rng: Any) -> dict:
+    """The kernel audit of :mod:`.kernel_audit`; a ratio above 1 is an ImplementationError."""
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.kernel_audit import (
+        audit_kernels,
+    )
+    from laplace_lab.paper_checks.verification import require
+
+    ratios = audit_kernels(
+        model,
+        ds.X_train,
+        ds.X_test,
+        task=ds.task,
+        noise_var=s2,
+        prior_precision=config.prior_precision,
+        make_ggn=_ggn,
+        rng=rng,
+    )
+    bad = {k: v for k, v in ratios.items() if not v <= 1.0}
+    require(
+        not bad,
+        "Experiment-1 kernels disagree with the dense oracle on the replication's own inputs "
+        "(error / tolerance): " + ", ".join(f"{k} {v:.3g}" for k, v in bad.items()),
+    )
+    return ratios
 
 
 def _coverage_reference(
@@ -374,23 +410,29 @@ class _Streams:
     """
 
     def __init__(self, rng: np.random.Generator | int) -> None:
-        data, self.random, self.init, self.batches, *rest = spawn(rng, 8)
+        data, self.random, self.init, self.batches, *rest = spawn(rng, 9)
         self._data = data.bit_generator.seed_seq
-        self.oracle_rows, self.oracle_init, self.oracle_batches, self.ensemble = rest
+        self.oracle_rows, self.oracle_init, self.oracle_batches, self.ensemble, self.audit = rest
 
     def data(self) -> np.random.Generator:
         return np.random.default_rng(self._data)
 
 
 def run_experiment(
-    config: ExperimentConfig, replications: int = 10, *, seed: int = 0, progress: bool = True
+    config: ExperimentConfig,
+    replications: int = 10,
+    *,
+    seed: int = 0,
+    progress: bool = True,
+    audit: bool = True,
 ) -> ExperimentResult:
     """Run ``replications`` replications of :func:`run_seed` and aggregate mean ± s.e.
 
     The paper uses ten. Replication r draws from ``keyed_seed("subnet-experiment", r,
     seed=seed)``: the same data split and MAP for every configuration at the same r, so
     configurations can be compared replication by replication. ``progress`` shows a bar
-    over the replications (each trains a MAP network, an ensemble and KFAC).
+    over the replications (each trains a MAP network, an ensemble and KFAC). ``audit`` checks
+    the kernels on the first replication (:func:`run_seed`).
     """
     if not isinstance(config, ExperimentConfig):
         raise TypeError(f"config must be an ExperimentConfig; got {type(config).__name__}")
@@ -399,7 +441,8 @@ def run_experiment(
     seeds = []
     with progress_bar(total=replications, desc=desc, unit="rep", enabled=progress) as bar:
         for r in range(replications):
-            seeds.append(run_seed(config, rng=keyed_seed("subnet-experiment", r, seed=seed)))
+            rng = keyed_seed("subnet-experiment", r, seed=seed)
+            seeds.append(run_seed(config, rng=rng, audit=audit and r == 0))
             bar.update(1)
     res = tuple(seeds)
     n = len(res)

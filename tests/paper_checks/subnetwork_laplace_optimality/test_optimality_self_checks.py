@@ -68,3 +68,87 @@ def test_wheel_geometry_check(delta):
     assert f"δ = {delta}" in require_wheel_geometry(delta, np.random.default_rng(2))
     with applied(WHEEL_PAYS_INNER_DISK), pytest.raises(ImplementationError, match="1 − δ²"):
         require_wheel_geometry(delta, np.random.default_rng(2))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_theorem3_twins_lie_just_outside_one_premise_each(seed):
+    """The dominance twin breaks ε-dominance by 2% in its fullest row and keeps the diagonal;
+    the ratio twin misses (1 + ε)/(1 − ε) by 1% in both parts and stays ε-dominant."""
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.theorems import _outside_twins
+    from laplace_lab.theory import is_diagonally_dominant, random_diagonally_dominant
+
+    rng = np.random.default_rng(seed)
+    p, k, eps = 9, 3, 0.4
+    bound = (1 + eps) / (1 - eps)
+    diag = np.concatenate([1.5 * bound * rng.uniform(1, 2, k), rng.uniform(0.3, 1, p - k)])
+    Lam = random_diagonally_dominant(p, eps, diag=rng.permutation(diag), fill=0.999, rng=rng)
+    dominance, ratio = _outside_twins(Lam, k, eps)
+    assert is_diagonally_dominant(Lam, eps)
+    assert not is_diagonally_dominant(dominance, eps)
+    np.testing.assert_array_equal(np.diag(dominance), np.diag(Lam))
+    fullest = np.max((np.abs(dominance).sum(1) - np.diag(dominance)) / (eps * np.diag(Lam)))
+    assert fullest == pytest.approx(1.02, rel=1e-12)
+    assert np.all(np.linalg.eigvalsh(dominance) > 0)
+    assert is_diagonally_dominant(ratio, eps)
+    d = np.sort(np.diag(ratio))[::-1]
+    assert d[k - 1] / d[k] == pytest.approx(0.99 * bound, rel=1e-12)
+    assert d[k - 1] / d[p - k] == pytest.approx(0.99 * bound, rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def audited_network():
+    import torch
+
+    from laplace_lab.networks.models import mlp
+
+    torch.manual_seed(0)
+    model = mlp(3, [8], 1).double().eval()
+    rng = np.random.default_rng(1)
+    return model, rng.standard_normal((30, 3)), rng.standard_normal((6, 3))
+
+
+def test_kernel_audit_passes_on_the_package_and_fails_on_a_shared_wrong_variance(
+    audited_network,
+):
+    """Every Experiment-1 kernel agrees with the dense oracle (ratios ≤ 1, and far below);
+    the variances halved alike — invisible to every ordering — fail the audit."""
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
+        SCORES_WITHOUT_NOISE,
+        SHARED_VARIANCES_HALVED,
+    )
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+        _ggn,
+    )
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.kernel_audit import (
+        audit_kernels,
+    )
+
+    model, X, Xt = audited_network
+
+    def audit():
+        return audit_kernels(
+            model,
+            X,
+            Xt,
+            task="regression",
+            noise_var=0.3,
+            prior_precision=2.5,
+            make_ggn=_ggn,
+            rng=np.random.default_rng(0),
+        )
+
+    ratios = audit()
+    assert set(ratios) == {
+        "scores",
+        "full variance",
+        "sub-network variance",
+        "nested prefixes",
+        "W2",
+    }
+    assert max(ratios.values()) < 0.1, ratios
+    with applied(SHARED_VARIANCES_HALVED):
+        wrong = audit()
+    for name in ("full variance", "sub-network variance", "nested prefixes"):
+        assert wrong[name] > 1e3, wrong
+    with applied(SCORES_WITHOUT_NOISE):
+        assert audit()["scores"] > 1e3
