@@ -3,9 +3,10 @@
 The LLA of a trained network f_θ* (Immer et al. 2021; eqs. (1)–(2) of Ortega et al.,
 arXiv:2601.21835) is the Gaussian posterior of the model linearised in its parameters,
 f(x) ≈ f_θ*(x) + Φ(x)(θ − θ*) with Φ(x) = J_θ*(x) ∈ ℝ^{C×k}: precision
-``A = Σ_n Φ_nᵀ Λ_n Φ_n + α I`` (Λ_n the Hessian of −log p(y_n | f) at f_θ*(x_n), α = σ0⁻²)
-and predictive ``N(f_θ*(x*), Φ(x*) A⁻¹ Φ(x*)ᵀ)``. Everything depends on Φ only through
-the kernel Φ(x) Φ(x')ᵀ (the NTK when Φ = J), so the same code serves
+``A = Σ_n Φ_nᵀ Λ_n Φ_n + α I`` (Λ_n the Hessian of −log p(y_n | f) at f_θ*(x_n);
+α = 1/σ_p², the precision of the weight prior θ ~ N(0, σ_p² I), not the noise variance σ0²
+of regression) and predictive ``N(f_θ*(x*), Φ(x*) A⁻¹ Φ(x*)ᵀ)``. Everything depends on Φ
+only through the kernel Φ(x) Φ(x')ᵀ (the NTK when Φ = J), so the same code serves
 
 - the exact LLA (Φ = J, small k; :class:`LinearizedLaplace`),
 - the last-layer LLA (Φ = the last layer's columns of J; ``subset="last_layer"``),
@@ -251,9 +252,9 @@ def feature_laplace(
         f_θ*(x_n) (ignored for regression).
     likelihood : {"regression", "binary", "multiclass"}
     prior_precision : float
-        α = σ0⁻² > 0.
+        α = 1/σ_p² > 0, the precision of the weight prior θ ~ N(0, σ_p² I).
     noise_var : float
-        σ² (regression only).
+        σ0², the observation noise variance (regression only).
 
     References
     ----------
@@ -355,11 +356,11 @@ class LinearizedLaplace:
         X_train : (N, ...) array or tensor
         likelihood : {"regression", "binary", "multiclass"}
         prior_precision : float
-            α = σ0⁻².
+            α = 1/σ_p², the precision of the weight prior θ ~ N(0, σ_p² I).
         subset : None, "last_layer" or sequence of int
             Parameters to linearise in (the others stay at θ*).
         noise_var : float
-            σ² (regression only).
+            σ0², the observation noise variance (regression only).
 
         References
         ----------

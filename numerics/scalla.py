@@ -107,7 +107,8 @@ class ScaLLA:
             The training inputs (the data of the LLA precision, eq. 2).
         likelihood : {"regression", "binary", "multiclass"}
         prior_precision : float
-            α = σ0⁻² of the prior θ ~ N(0, σ0² I): the surrogate kernel stands for the NTK.
+            α = 1/σ_p² of the weight prior θ ~ N(0, σ_p² I): the surrogate kernel stands for
+            the NTK.
         m : int
             Features per output (the paper: m = 100).
         rng : numpy.random.Generator or int
@@ -123,7 +124,7 @@ class ScaLLA:
         steps, batch_size, context_batch_size, num_probes, dist, lr, progress
             Training options of :func:`~laplace_lab.numerics.surrogate_kernel.train_surrogate`.
         noise_var : float
-            σ² (regression only).
+            σ0², the observation noise variance (regression only).
 
         Returns
         -------
