@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from array_api_compat import array_namespace
 
-from laplace_lab._checks import subset_size
+from laplace_lab._checks import positive_int, subset_size
 from laplace_lab.numerics._arrays import Space, as_matrix, to_host
 from laplace_lab.numerics.backend import as_float, cholesky, solve_triangular
 from laplace_lab.numerics.ggn import prior_vector
@@ -36,7 +36,8 @@ Array = Any
 class LowRankLaplace:
     """Ω_r = U diag(λ) Uᵀ + V with the r×r Woodbury factor precomputed.
 
-    Build with :meth:`from_factor` (a weighted Jacobian) or :meth:`from_ggn`.
+    Build with :meth:`from_factor` (a weighted Jacobian), :meth:`from_matvec` (the product
+    v ↦ J_wᵀJ_w v alone) or :meth:`from_ggn` (a ``GGN`` or a ``NetworkGGN``).
 
     Attributes
     ----------
@@ -92,12 +93,85 @@ class LowRankLaplace:
         return cls._build(res.values, res.vectors, V, res)
 
     @classmethod
-    def from_ggn(cls, ggn: Any, rank: int, *, rng: np.random.Generator | int) -> LowRankLaplace:
-        """Low-rank Laplace of a GGN object exposing ``Jw`` and ``prior_precision``."""
+    def from_matvec(
+        cls,
+        matvec: Any,
+        p: int,
+        prior_precision: Array | float,
+        rank: int,
+        *,
+        rng: np.random.Generator | int,
+        tol: float | None = None,
+    ) -> LowRankLaplace:
+        """Low-rank Laplace from the product v ↦ J_wᵀJ_w v alone (matrix-free).
+
+        The top-``rank`` eigenpairs of the likelihood part J_wᵀJ_w of Ω = J_wᵀJ_w + V by the
+        thick-restart :func:`eigsh`, which calls ``matvec`` on host float64 vectors of shape
+        (p,), ``lanczos.num_matvecs`` times in all (its two symmetry probes included).
+
+        Parameters
+        ----------
+        matvec : callable
+            ``v ↦ J_wᵀ J_w v`` for v of shape (p,) (symmetric positive semi-definite; the
+            prior is not part of it).
+        p : int
+            The number of parameters.
+        prior_precision : float or array, shape (p,)
+            V (positive).
+        rank : int
+            r in [1, p].
+        rng : numpy.random.Generator or int
+            Source of the Lanczos start and restart vectors.
+        tol : float, optional
+            Relative residual tolerance of :func:`eigsh`.
+        """
+        p = positive_int(p, "p")
+        rank = subset_size(rank, p, "rank", low=1)
+        V = prior_vector(prior_precision, p, np.zeros(1))
+        res = eigsh(matvec, p, int(rank), which="LA", rng=rng, tol=tol)
+        return cls._build(res.values, res.vectors, V, res)
+
+    @classmethod
+    def from_ggn(
+        cls, ggn: Any, rank: int, *, rng: np.random.Generator | int, tol: float | None = None
+    ) -> LowRankLaplace:
+        """Low-rank Laplace of a GGN: a factor ``Jw`` with ``prior_precision``, or a
+        :class:`~.network_ggn.NetworkGGN`.
+
+        An object with ``Jw`` goes through :meth:`from_factor`. A ``NetworkGGN`` (no J_w to
+        read) goes through :meth:`from_matvec` with its streamed likelihood product
+        ``ggn.matvec(v, include_prior=False)`` and its ``prior_precision``: each Lanczos
+        product is one pass over the network's data (none of the model once the layer
+        signals of a Linear-layer network are kept; :meth:`NetworkGGN.matvec`'s Notes), and
+        the eigenvectors are host float64 arrays.
+
+        Parameters
+        ----------
+        ggn : GGN or NetworkGGN
+        rank : int
+            r in [1, p].
+        rng : numpy.random.Generator or int
+            Source of the Lanczos start and restart vectors.
+        tol : float, optional
+            Relative residual tolerance of :func:`eigsh`.
+        """
+        from laplace_lab.numerics.network_ggn import NetworkGGN
+
+        if isinstance(ggn, NetworkGGN):
+
+            def likelihood_part(v: Any) -> Any:
+                return ggn.matvec(v, include_prior=False)
+
+            return cls.from_matvec(
+                likelihood_part, ggn.p, ggn.prior_precision, rank, rng=rng, tol=tol
+            )
         for attr in ("Jw", "prior_precision"):
             if not hasattr(ggn, attr):
-                raise TypeError(f"ggn must have attribute {attr!r}; got {type(ggn).__name__}")
-        return cls.from_factor(ggn.Jw, ggn.prior_precision, rank, rng=rng)
+                raise TypeError(
+                    f"ggn must have attribute {attr!r} or be a NetworkGGN; got "
+                    f"{type(ggn).__name__}"
+                )
+        return cls.from_factor(ggn.Jw, ggn.prior_precision, rank, rng=rng, tol=tol)
 
     @classmethod
     def _build(cls, values: np.ndarray, U: Array, V: Array, res: EigshResult) -> LowRankLaplace:

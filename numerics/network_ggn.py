@@ -13,6 +13,12 @@ network of ``nn.Linear`` layers the per-layer inputs and output sensitivities of
 pass are kept too (up to :data:`SIGNAL_CACHE_BYTES`), so the scores and every later Gram
 share one forward and backward pass over X.
 
+:meth:`NetworkGGN.matvec` is Ω v (or Ω V for a block) streamed over the same chunks —
+J_wᵀ(J_w v) accumulated chunk by chunk from the Linear-layer signals, or from Jacobian–vector
+products for other networks — so ``as_linear_operator()`` hands Ω to SciPy's solvers and
+:meth:`~.lowrank.LowRankLaplace.from_ggn` runs its Lanczos on a network without J_w;
+:meth:`NetworkGGN.dense` is Ω itself for small p.
+
 Neither the model nor X may change while a ``NetworkGGN`` of them is in use: it is the GGN
 at the θ̂ and on the inputs of its first evaluation (the kept signals hold views of X).
 
@@ -27,10 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from laplace_lab._checks import one_of, positive_float, subset
-from laplace_lab.numerics._layout import trainable_vector
-from laplace_lab.numerics.ggn import GGN, prior_vector
+from laplace_lab._checks import one_of, positive_float, positive_int, real_array, subset
+from laplace_lab.numerics._layout import _trainable, trainable_vector
+from laplace_lab.numerics._linear_jacobians import linear_plan
+from laplace_lab.numerics.ggn import DENSE_MAX_P, GGN, logistic_weight_root, prior_vector
 from laplace_lab.numerics.jacobians import (
+    JACOBIAN_BUDGET_BYTES,
     check_eval_mode,
     layer_call_order,
     parameter_layout,
@@ -38,6 +46,7 @@ from laplace_lab.numerics.jacobians import (
     row_chunks,
 )
 from laplace_lab.numerics.streamed_ggn import gram_of, scores_of
+from laplace_lab.numerics.surrogate_kernel import model_jvp
 
 __all__ = ["GRAM_CACHE_BYTES", "SIGNAL_CACHE_BYTES", "NetworkGGN"]
 
@@ -52,6 +61,10 @@ _LIKELIHOODS = ("regression", "binary", "multiclass")
 
 #: The multiclass Hessian jitter ε of :meth:`~.ggn.GGN.multiclass`'s default.
 _EPS = 1e-6
+
+#: Columns of a block pushed through one vmapped JVP / VJP on the torch.func path of
+#: :meth:`NetworkGGN.matvec` (bounds its memory at this many tangent copies of a chunk).
+_TANGENTS = 16
 
 
 class NetworkGGN:
@@ -254,3 +267,233 @@ class NetworkGGN:
         if G.nbytes <= GRAM_CACHE_BYTES:
             self._gram = ({int(i): n for n, i in enumerate(idx)}, G.copy())
         return G
+
+    # ----------------------------------------------------------------------- matrix-free Ω
+    def matvec(self, v: Any, *, include_prior: bool = True) -> np.ndarray:
+        """Ω v = J_wᵀ(J_w v) + V v for v of shape (p,) or a block (p, r), streamed over X.
+
+        Ω is the GGN precision of eqs. (2) and (4) and App. C.5 of [1]_ (the generalised
+        Gauss–Newton matrix of [2]_ plus the prior): J_wᵀJ_w = Σ_n J_nᵀ H_n J_n with
+        H_n = 1/σ0² (regression), p_n(1 − p_n) (binary) or diag(π_n) − π_nπ_nᵀ + εI
+        (multiclass, ε = 1e-6, the jitter of :meth:`~.ggn.GGN.multiclass`'s default, which
+        :meth:`subset_gram`, :meth:`diagonal` and :meth:`dense` carry too). J_w is never
+        stored: each chunk of rows adds J_nᵀ H_n (J_n v) to a float64 accumulator.
+
+        Parameters
+        ----------
+        v : array_like, shape (p,) or (p, r)
+            Real and finite; the columns of a block are multiplied together.
+        include_prior : bool
+            Add V v (Ω v, the default); False gives the likelihood part J_wᵀJ_w v alone.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, v's shape.
+
+        Notes
+        -----
+        Each call is one pass over the row chunks of X, whatever the number of columns r
+        (so a block costs less than r calls). The cost, for N inputs and C outputs:
+
+        - Networks of ``nn.Linear`` layers (method "auto" or "linear"): J_n v and J_nᵀu come
+          from the layer inputs a_l and output sensitivities δ_l of a chunk
+          (a_l ↦ (V_l a_l)·δ_l, then (δ_lᵀu)a_lᵀ), about 4·N·r·(p + C·Σ_l out_l) flops in
+          float64. The first evaluation costs one forward and C backward passes per chunk
+          and keeps the signals (up to :data:`SIGNAL_CACHE_BYTES`); later products make no
+          pass over the model at all (beyond that size every product recomputes the
+          signals). Memory: the signals of one chunk, O(chunk·Σ_l(in_l + (C + r)·out_l)),
+          plus the (p, r) result — never a (chunk, C, p) Jacobian.
+        - Other networks (torch.func): per chunk one forward pass kept for ``vjp`` and, per
+          column, one forward-mode JVP (``torch.func.jvp``) and one backward pass (the
+          pullback, vmapped over up to 16 columns): about 3r forward-pass equivalents per
+          chunk instead of the C backward passes and the (chunk, C, p) Jacobian of a
+          materialised chunk. Memory: the activations of a chunk times up to 16 tangents.
+          The products run in the model's dtype and are accumulated in float64.
+        - A Linear-layer network that "auto" finds not to apply each layer once per sample
+          falls back to torch.func Jacobian chunks of ``chunk_size`` rows (C backward passes
+          and a (chunk, C, p) chunk each).
+
+        References
+        ----------
+        .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace
+           Approximations: New Results and Methods", arXiv:2605.09075 (2026), §2.1 eqs. (2)
+           and (4), App. C.3 and C.5.
+        .. [2] J. Martens, "New insights and perspectives on the natural gradient method",
+           JMLR 21(146), 2020.
+        """
+        x = self._vector(v)
+        if not isinstance(include_prior, bool):
+            raise TypeError(f"include_prior must be a bool; got include_prior={include_prior!r}")
+        block = x.reshape(self.p, -1)
+        out = self._likelihood_product(block)
+        if include_prior:
+            out += self.prior_precision[:, None] * block
+        return out.reshape(x.shape)
+
+    def as_linear_operator(self, *, include_prior: bool = True) -> Any:
+        """Ω as a ``scipy.sparse.linalg.LinearOperator`` (p × p, float64, symmetric).
+
+        Its ``matvec`` and ``matmat`` are :meth:`matvec` (one streamed pass over the data per
+        call, whatever the number of columns); ``rmatvec`` and ``rmatmat`` are the same
+        products, since Ω = Ωᵀ. So ``scipy.sparse.linalg.eigsh(ggn.as_linear_operator(),
+        k=5)`` gives the top eigenpairs of Ω and ``cg`` solves Ω x = b without Ω.
+
+        Parameters
+        ----------
+        include_prior : bool
+            Ω (default) or its likelihood part J_wᵀJ_w alone.
+
+        Returns
+        -------
+        scipy.sparse.linalg.LinearOperator
+        """
+        from scipy.sparse.linalg import LinearOperator
+
+        if not isinstance(include_prior, bool):
+            raise TypeError(f"include_prior must be a bool; got include_prior={include_prior!r}")
+
+        def product(v: Any) -> np.ndarray:
+            return self.matvec(v, include_prior=include_prior)
+
+        return LinearOperator(
+            (self.p, self.p),
+            matvec=product,
+            rmatvec=product,
+            matmat=product,
+            rmatmat=product,
+            dtype=np.float64,
+        )
+
+    def dense(self) -> np.ndarray:
+        """Ω as a p × p float64 array (small p only: p ≤ :data:`~.ggn.DENSE_MAX_P`).
+
+        One streamed pass: the Gram of every column (:meth:`subset_gram` with all p indices,
+        accumulated in float64 by symmetric rank-b updates) plus diag(V); exactly symmetric.
+        """
+        if self.p > DENSE_MAX_P:
+            raise ValueError(
+                f"dense() forms a p×p matrix; p={self.p} exceeds DENSE_MAX_P={DENSE_MAX_P}; "
+                "use matvec or as_linear_operator"
+            )
+        G = self.subset_gram(np.arange(self.p))
+        G[np.diag_indices_from(G)] += self.prior_precision
+        return G
+
+    def _vector(self, v: Any) -> np.ndarray:
+        """``v`` as float64 of shape (p,) or (p, r ≥ 1), finite; ValueErrors naming v."""
+        x = real_array(v, "v")
+        if x.ndim not in (1, 2) or x.shape[0] != self.p or (x.ndim == 2 and x.shape[1] == 0):
+            raise ValueError(
+                f"v must have shape (p,) or (p, r) with p={self.p} and r ≥ 1; got shape {x.shape}"
+            )
+        x = x.astype(np.float64, copy=False)
+        if not np.all(np.isfinite(x)):
+            raise ValueError("v must be finite; it contains NaN or Inf")
+        return x
+
+    def _check_width(self, f: Any) -> None:
+        if (f.shape[1] > 1) != (self.likelihood == "multiclass"):
+            raise ValueError(
+                f"likelihood={self.likelihood!r} does not match the model's output of shape "
+                f"{tuple(f.shape)}"
+            )
+
+    def _hessian_times(self, f: Any, u: Any) -> Any:
+        """H_n u_n for logits f (b, C) and u (b, C, r), in float64 (σ0² applied later)."""
+        f = f.double()
+        if self.likelihood == "regression":
+            return u
+        if self.likelihood == "binary":
+            return u * logistic_weight_root(f)[:, :, None] ** 2
+        pi = f.softmax(dim=1)[:, :, None]
+        return pi * u - pi * (pi * u).sum(1, keepdim=True) + _EPS * u
+
+    def _likelihood_product(self, block: np.ndarray) -> np.ndarray:
+        """J_wᵀJ_w @ block (p, r), float64 (:meth:`matvec`'s Notes)."""
+        import torch
+
+        if self.method == "vmap" or linear_plan(self.model, self.layout) is None:
+            acc = self._functional_product(block)
+        else:
+            device = next(self.model.parameters()).device
+            Vt = torch.as_tensor(block, device=device)
+            acc = torch.zeros_like(Vt)
+            for _, f, sig, J in self._passes():
+                self._check_width(f)
+                if sig is not None:
+                    self._add_signal_product(sig, f, Vt, acc)
+                    continue
+                Jd = J.double()  # (b, C, p): a torch.func chunk ("auto" fell back)
+                u = self._hessian_times(f, Jd @ Vt)
+                acc += Jd.reshape(-1, self.p).T @ u.reshape(-1, Vt.shape[1])
+        out = acc.cpu().numpy()
+        if self.likelihood == "regression":
+            out /= self.noise_var
+        return out
+
+    def _add_signal_product(self, sig: Any, f: Any, Vt: Any, acc: Any) -> None:
+        """acc += Σ_n J_nᵀ H_n J_n Vt over one chunk, from its Linear-layer signals."""
+        import torch
+
+        plan, r = sig.plan, Vt.shape[1]
+        layers = list(zip(plan.modules, plan.weight_start, plan.bias_start, strict=True))
+        signals = [(a.double(), d.double()) for a, d in zip(sig.a, sig.delta, strict=True)]
+        u = None  # J_n Vt, (b, C, r)
+        for (m, ws, bs), (a, d) in zip(layers, signals, strict=True):
+            n_o, n_i = m.weight.shape
+            z = torch.einsum("bi,oir->bor", a, Vt[ws : ws + n_o * n_i].reshape(n_o, n_i, r))
+            if bs is not None:
+                z = z + Vt[bs : bs + n_o]
+            part = torch.einsum("bco,bor->bcr", d, z)
+            u = part if u is None else u + part
+        u = self._hessian_times(f, u)
+        for (m, ws, bs), (a, d) in zip(layers, signals, strict=True):
+            n_o, n_i = m.weight.shape
+            e = torch.einsum("bcr,bco->bor", u, d)  # δ_lᵀ u per sample
+            acc[ws : ws + n_o * n_i] += torch.einsum("bor,bi->oir", e, a).reshape(-1, r)
+            if bs is not None:
+                acc[bs : bs + n_o] += e.sum(0)
+
+    def _functional_product(self, block: np.ndarray) -> Any:
+        """J_wᵀJ_w @ block by torch.func: per chunk one VJP graph, a JVP and a pullback per
+        column (:func:`~.surrogate_kernel.model_jvp` for the JVPs)."""
+        import torch
+        from torch.func import functional_call, vjp, vmap
+
+        params = {n: t.detach() for n, t in _trainable(self.model).items()}
+        frozen = {n: t.detach() for n, t in self.model.named_parameters() if not t.requires_grad}
+        buffers = dict(self.model.named_buffers())
+        ref = next(iter(params.values()))
+        X = self.X.to(ref.device)
+        if X.is_floating_point() and not bool(torch.isfinite(X).all()):
+            raise ValueError("X must be finite; it contains NaN or Inf")
+        n, r = self.n_data, block.shape[1]
+        width = 1 if self.likelihood != "multiclass" else int(self._logits.shape[1])
+        if self.chunk_size is None:
+            rows = max(1, JACOBIAN_BUDGET_BYTES // (width * self.p * ref.element_size()))
+        else:
+            rows = positive_int(self.chunk_size, "chunk_size")
+        rows = min(rows, n)
+        T = torch.as_tensor(block.T, dtype=ref.dtype, device=ref.device)  # (r, p)
+        acc = torch.zeros((r, self.p), dtype=torch.float64, device=ref.device)
+        for start in range(0, n, rows):
+            xb = X[start : start + rows]
+            b = int(xb.shape[0])
+
+            def f(prm: dict[str, Any], xb: Any = xb, b: int = b) -> Any:
+                out = functional_call(self.model, ({**prm, **frozen}, buffers), (xb,))
+                return out.reshape(b, -1)
+
+            fb, pullback = vjp(f, params)
+            self._check_width(fb)
+            Jv = torch.cat(
+                [
+                    model_jvp(self.model, xb, T[a : a + _TANGENTS]).reshape(-1, b, fb.shape[1])
+                    for a in range(0, r, _TANGENTS)
+                ]
+            )  # (r, b, C)
+            u = self._hessian_times(fb.detach(), Jv.double().permute(1, 2, 0))  # (b, C, r)
+            (grads,) = vmap(pullback, chunk_size=_TANGENTS)(u.permute(2, 0, 1).to(ref.dtype))
+            acc += torch.cat([grads[name].reshape(r, -1) for name in params], dim=1).double()
+        return acc.T
