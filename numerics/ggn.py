@@ -216,10 +216,11 @@ class GGN:
         )
 
     @classmethod
-    def multiclass(
-        cls, J: Array, logits: Array, *, prior_precision: Any, eps: float = 1e-6
-    ) -> GGN:
+    def multiclass(cls, J: Array, logits: Array, *, prior_precision: Any, eps: float = 0.0) -> GGN:
         """Ω = Σ_n J_nᵀ H_n J_n + V, H_n = diag(π_n) − π_nπ_nᵀ + εI (App. C.5 of [1]_).
+
+        Exact by default (ε = 0): H_n is singular (its null space is the all-ones direction,
+        softmax being shift-invariant), which Ω's prior term V > 0 makes up for.
 
         H_n = W_n W_nᵀ from its eigendecomposition; J_w stacks the C rows W_nᵀ J_n of every
         point (row n·C + c).
@@ -232,7 +233,8 @@ class GGN:
             The MAP logits; π_n = softmax(logits_n).
         prior_precision : float or (p,) array
         eps : float
-            The jitter ε ≥ 0 added to every H_n (default 1e-6).
+            A jitter ε ≥ 0 added to every H_n: 0 (the exact GGN) by default; some libraries
+            add one (e.g. 1e-6), which moves variances by up to ~0.2% on a 10-class CNN.
 
         References
         ----------

@@ -26,7 +26,13 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, softmax
 
-from laplace_lab._checks import one_of, positive_float, positive_int, real_array
+from laplace_lab._checks import (
+    nonnegative_float,
+    one_of,
+    positive_float,
+    positive_int,
+    real_array,
+)
 from laplace_lab._random import as_generator
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.probit import probit_probability
@@ -133,7 +139,7 @@ def _psd_cholesky(S: np.ndarray) -> np.ndarray:
 
 
 def _weighted_rows(
-    features: np.ndarray, logits: np.ndarray, likelihood: str, noise_var: float
+    features: np.ndarray, logits: np.ndarray, likelihood: str, noise_var: float, jitter: float
 ) -> np.ndarray:
     """The rows Λ_n^{½ᵀ} Φ_n of every point (N·C' × k), from the GGN constructors."""
     if likelihood == "multiclass":
@@ -142,7 +148,7 @@ def _weighted_rows(
                 "likelihood='multiclass' needs C ≥ 2 outputs (use likelihood='binary' for one "
                 f"logit); got features of shape {features.shape}"
             )
-        return np.asarray(GGN.multiclass(features, logits, prior_precision=1.0).Jw)
+        return np.asarray(GGN.multiclass(features, logits, prior_precision=1.0, eps=jitter).Jw)
     if features.shape[1] != 1:
         raise ValueError(
             f"likelihood={likelihood!r} needs one output; got features of shape {features.shape}"
@@ -237,12 +243,13 @@ def feature_laplace(
     likelihood: str,
     prior_precision: float,
     noise_var: float = 1.0,
+    jitter: float = 0.0,
 ) -> FeatureLaplace:
     """The Laplace posterior of f(x) = f*(x) + Φ(x) w, w ~ N(0, α⁻¹ I), at w = 0.
 
     Precision Σ_n Φ_nᵀ Λ_n Φ_n + α I (eq. (2) of [1]_ with Φ = J); Λ_n is the Hessian of the
     negative log-likelihood at the MAP outputs: 1/σ² (regression), p(1 − p) (binary),
-    diag(π) − ππᵀ (multiclass; plus the GGN's jitter 1e-6 I).
+    diag(π) − ππᵀ (multiclass; exact unless ``jitter`` > 0 adds jitter·I).
 
     Parameters
     ----------
@@ -255,6 +262,8 @@ def feature_laplace(
         α = 1/σ_p² > 0, the precision of the weight prior θ ~ N(0, σ_p² I).
     noise_var : float
         σ0², the observation noise variance (regression only).
+    jitter : float
+        ε ≥ 0 added to every multiclass Hessian Λ_n (0: the exact GGN).
 
     References
     ----------
@@ -270,7 +279,7 @@ def feature_laplace(
     if not np.all(np.isfinite(F)):
         raise ValueError("features must be finite; they contain NaN or Inf")
     f = _as_host(logits).reshape(F.shape[0], -1)
-    W = _weighted_rows(F, f, likelihood, s2)
+    W = _weighted_rows(F, f, likelihood, s2, nonnegative_float(jitter, "jitter"))
     R, k = W.shape
     lam, U = np.linalg.eigh(W.T @ W if R >= k else W @ W.T)
     return FeatureLaplace(W, lam, U, alpha)
@@ -346,6 +355,7 @@ class LinearizedLaplace:
         prior_precision: float,
         subset: Any = None,
         noise_var: float = 1.0,
+        jitter: float = 0.0,
     ) -> LinearizedLaplace:
         """Accumulate the GGN of eq. (2) of [1]_ over ``X_train`` (one pass) and decompose it.
 
@@ -361,6 +371,8 @@ class LinearizedLaplace:
             Parameters to linearise in (the others stay at θ*).
         noise_var : float
             σ0², the observation noise variance (regression only).
+        jitter : float
+            ε ≥ 0 added to every multiclass Hessian (0: the exact GGN of eq. (2)).
 
         References
         ----------
@@ -382,7 +394,12 @@ class LinearizedLaplace:
             idx = parameter_layout(model).layer_indices(called[-1])
         J, f = _jacobian_and_outputs(model, X_train, idx)
         post = feature_laplace(
-            J, f, likelihood=likelihood, prior_precision=prior_precision, noise_var=noise_var
+            J,
+            f,
+            likelihood=likelihood,
+            prior_precision=prior_precision,
+            noise_var=noise_var,
+            jitter=jitter,
         )
         sub = None if idx is None else np.asarray(idx, dtype=np.int64)
         return cls(model, likelihood, post, sub, float(noise_var), f)

@@ -33,7 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from laplace_lab._checks import one_of, positive_float, positive_int, real_array, subset
+from laplace_lab._checks import (
+    nonnegative_float,
+    one_of,
+    positive_float,
+    positive_int,
+    real_array,
+    subset,
+)
 from laplace_lab.numerics._layout import _trainable, trainable_vector
 from laplace_lab.numerics._linear_jacobians import linear_plan
 from laplace_lab.numerics.ggn import DENSE_MAX_P, GGN, logistic_weight_root, prior_vector
@@ -58,9 +65,6 @@ GRAM_CACHE_BYTES = 1 << 26
 SIGNAL_CACHE_BYTES = 1 << 26
 
 _LIKELIHOODS = ("regression", "binary", "multiclass")
-
-#: The multiclass Hessian jitter ε of :meth:`~.ggn.GGN.multiclass`'s default.
-_EPS = 1e-6
 
 #: Columns of a block pushed through one vmapped JVP / VJP on the torch.func path of
 #: :meth:`NetworkGGN.matvec` (bounds its memory at this many tangent copies of a chunk).
@@ -87,6 +91,9 @@ class NetworkGGN:
     method : {"auto", "vmap", "linear"}
         How the Jacobian work is done (:func:`~.jacobians.jacobian_chunks`): "linear" skips
         the per-call check of "auto" for a network known to be made of ``nn.Linear`` layers.
+    jitter : float
+        ε ≥ 0 added to every multiclass Hessian H_n (0: the exact GGN, as
+        :meth:`~.ggn.GGN.multiclass`).
 
     Notes
     -----
@@ -104,6 +111,7 @@ class NetworkGGN:
         prior_precision: Any = 1.0,
         chunk_size: int | None = None,
         method: str = "auto",
+        jitter: float = 0.0,
     ) -> None:
         import torch
 
@@ -120,6 +128,7 @@ class NetworkGGN:
         self.noise_var = positive_float(noise_var, "noise_var")
         self.chunk_size = chunk_size
         self.method = one_of(method, "method", ("auto", "vmap", "linear"))
+        self.jitter = nonnegative_float(jitter, "jitter")
         self.layout = parameter_layout(model)
         self.prior_precision = np.asarray(
             prior_vector(prior_precision, self.layout.p, np.zeros(1)), dtype=np.float64
@@ -210,7 +219,7 @@ class NetworkGGN:
 
     @functools.cached_property
     def _scores(self) -> np.ndarray:
-        s = scores_of(self._passes(), self.likelihood, _EPS)
+        s = scores_of(self._passes(), self.likelihood, self.jitter)
         return s.detach().double().cpu().numpy()
 
     @functools.cached_property
@@ -244,7 +253,7 @@ class NetworkGGN:
             return GGN.regression(J2, noise_var=self.noise_var, prior_precision=V)
         if self.likelihood == "binary":
             return GGN.binary(J.reshape(J.shape[0], -1), self._logits, prior_precision=V)
-        return GGN.multiclass(J, self._logits, prior_precision=V)
+        return GGN.multiclass(J, self._logits, prior_precision=V, eps=self.jitter)
 
     def weighted_columns(self, idx: Any) -> np.ndarray:
         """J_w[:, idx] (N′ × |idx|)."""
@@ -261,7 +270,7 @@ class NetworkGGN:
         if self._gram is not None and all(int(i) in self._gram[0] for i in idx):
             pos = np.fromiter((self._gram[0][int(i)] for i in idx), np.int64, idx.size)
             return self._gram[1][np.ix_(pos, pos)]
-        G = gram_of(self._passes(), idx, self.likelihood, _EPS)
+        G = gram_of(self._passes(), idx, self.likelihood, self.jitter)
         if self.likelihood == "regression":
             G /= self.noise_var
         if G.nbytes <= GRAM_CACHE_BYTES:
@@ -275,8 +284,8 @@ class NetworkGGN:
         Ω is the GGN precision of eqs. (2) and (4) and App. C.5 of [1]_ (the generalised
         Gauss–Newton matrix of [2]_ plus the prior): J_wᵀJ_w = Σ_n J_nᵀ H_n J_n with
         H_n = 1/σ0² (regression), p_n(1 − p_n) (binary) or diag(π_n) − π_nπ_nᵀ + εI
-        (multiclass, ε = 1e-6, the jitter of :meth:`~.ggn.GGN.multiclass`'s default, which
-        :meth:`subset_gram`, :meth:`diagonal` and :meth:`dense` carry too). J_w is never
+        (multiclass; ε = ``jitter``, 0 by default: the exact GGN, as in :meth:`subset_gram`,
+        :meth:`diagonal` and :meth:`dense`). J_w is never
         stored: each chunk of rows adds J_nᵀ H_n (J_n v) to a float64 accumulator.
 
         Parameters
@@ -407,7 +416,7 @@ class NetworkGGN:
         if self.likelihood == "binary":
             return u * logistic_weight_root(f)[:, :, None] ** 2
         pi = f.softmax(dim=1)[:, :, None]
-        return pi * u - pi * (pi * u).sum(1, keepdim=True) + _EPS * u
+        return pi * u - pi * (pi * u).sum(1, keepdim=True) + self.jitter * u
 
     def _likelihood_product(self, block: np.ndarray) -> np.ndarray:
         """J_wᵀJ_w @ block (p, r), float64 (:meth:`matvec`'s Notes)."""

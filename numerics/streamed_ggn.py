@@ -52,7 +52,7 @@ def gradient_scores(
     *,
     likelihood: str,
     chunk_size: int | None = None,
-    eps: float = 1e-6,
+    eps: float = 0.0,
     method: str = "auto",
 ) -> Any:
     """Gradient-Laplace scores s_i = (1/N) Σ_n w_n g_i(x_n)², streamed without storing J.
@@ -71,7 +71,8 @@ def gradient_scores(
     likelihood : {"regression", "binary", "multiclass"}
     chunk_size : int, optional
     eps : float
-        Multiclass Hessian jitter ε ≥ 0 (default 1e-6, as ``GGN.multiclass``).
+        Multiclass Hessian jitter ε ≥ 0 (default 0, the exact softmax Hessian, as
+        ``GGN.multiclass``).
     method : {"auto", "vmap", "linear"}
         "linear" streams (δ̃∘δ̃)ᵀ(a∘a) per Linear layer — no Jacobian at all (BackPACK's sum
         of squared gradients; docs/mathematics.md, "Scores and subset columns without
@@ -119,7 +120,7 @@ def subset_gram(
     *,
     likelihood: str = "regression",
     chunk_size: int | None = None,
-    eps: float = 1e-6,
+    eps: float = 0.0,
     method: str = "auto",
 ) -> np.ndarray:
     """G = Σ_n J_n[:, S]ᵀ H_n J_n[:, S] (k × k, float64 on the host), streamed over rows.

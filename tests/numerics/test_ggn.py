@@ -37,7 +37,7 @@ def dense_references(rng: np.random.Generator):
     omega_mc = np.diag(V).copy()
     score_mc = np.zeros(p)
     for n in range(N):
-        H = np.diag(pi[n]) - np.outer(pi[n], pi[n]) + 1e-6 * np.eye(C)
+        H = np.diag(pi[n]) - np.outer(pi[n], pi[n])  # exact: no jitter
         omega_mc += J3[n].T @ H @ J3[n]
         score_mc += np.einsum("ci,cd,di->i", J3[n], H, J3[n]) / N
     return [
@@ -238,3 +238,18 @@ def test_a_scaled_copy_of_j_that_cannot_fit_is_refused_by_name(monkeypatch):
     J.setflags(write=False)
     with pytest.raises(ValueError, match="overwrite_J=True needs a writeable J"):
         GGN.regression(J, noise_var=0.3, prior_precision=1.0, overwrite_J=True)
+
+
+def test_multiclass_is_exact_by_default_and_a_jitter_adds_eps_times_the_jacobian_gram():
+    """ε = 0 by default (the softmax Hessian as it is); an explicit ε adds ε Σ_n J_nᵀJ_n."""
+    rng = np.random.default_rng(3)
+    J, F = rng.standard_normal((7, 4, 6)), 3.0 * rng.standard_normal((7, 4))
+    pi = _softmax(F)
+    exact = sum(J[n].T @ (np.diag(pi[n]) - np.outer(pi[n], pi[n])) @ J[n] for n in range(7))
+    np.testing.assert_allclose(
+        GGN.multiclass(J, F, prior_precision=1.0).dense() - np.eye(6), exact, atol=1e-12
+    )
+    jittered = GGN.multiclass(J, F, prior_precision=1.0, eps=1e-6).dense() - np.eye(6)
+    np.testing.assert_allclose(
+        jittered - exact, 1e-6 * np.einsum("ncp,ncq->pq", J, J), rtol=0, atol=1e-12
+    )

@@ -28,7 +28,7 @@ def _softmax(f):
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _dense_precision(F, f, alpha, eps=1e-6):
+def _dense_precision(F, f, alpha, eps=0.0):
     """Σ_n Φ_nᵀ (diag π − ππᵀ + εI) Φ_n + α I, written out."""
     pi = _softmax(f)
     A = alpha * np.eye(F.shape[2])
@@ -54,6 +54,10 @@ def test_feature_laplace_equals_the_dense_posterior(n):
     np.testing.assert_allclose(other.log_det_precision(), np.linalg.slogdet(A3)[1], rtol=1e-11)
     grid = post.log_det_precision(np.array([0.7, 3.0]))
     np.testing.assert_allclose(grid, [np.linalg.slogdet(A)[1], np.linalg.slogdet(A3)[1]])
+    jittered = feature_laplace(F, f, likelihood="multiclass", prior_precision=0.7, jitter=1e-6)
+    Aj = _dense_precision(F, f, 0.7, eps=1e-6)  # the jitter is an explicit option
+    np.testing.assert_allclose(jittered.log_det_precision(), np.linalg.slogdet(Aj)[1], rtol=1e-11)
+    assert abs(jittered.log_det_precision() - post.log_det_precision()) > 1e-9
 
 
 def test_regression_and_binary_posteriors():

@@ -3,10 +3,9 @@ Laplace built from it, each against a dense float64 oracle on small networks.
 
 The oracle is :func:`laplace_lab.conformance.oracle.jacobian` (one ``torch.autograd.grad`` call
 per row and output on a float64 copy of the model) with the output Hessians written out:
-Ω = Σ_n J_nᵀ H_n J_n + V, H_n = 1/σ0², σ(f_n)(1 − σ(f_n)) or diag(π_n) − π_nπ_nᵀ. NetworkGGN's
-multiclass Hessian carries the jitter εI of ``GGN.multiclass`` (ε = 1e-6); the oracle's Ω here
-adds the term ε Σ_n J_nᵀJ_n explicitly, so the comparison is exact up to roundoff, and a
-separate test shows the jitter's size against the oracle without it.
+Ω = Σ_n J_nᵀ H_n J_n + V, H_n = 1/σ0², σ(f_n)(1 − σ(f_n)) or diag(π_n) − π_nπ_nᵀ: NetworkGGN is
+exact by default; with an explicit ``jitter`` ε its multiclass Ω carries ε Σ_n J_nᵀJ_n, and a
+separate test shows that term against the exact oracle.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from laplace_lab.numerics import GGN, LowRankLaplace, NetworkGGN
 from laplace_lab.numerics.ggn import DENSE_MAX_P
 from tests.numerics.conftest import traced_peak
 
-EPS = 1e-6  # the multiclass jitter of NetworkGGN (GGN.multiclass's default)
+EPS = 1e-6  # a multiclass jitter some libraries add (NetworkGGN's is 0 unless asked)
 
 
 class Twice(torch.nn.Module):
@@ -62,7 +61,15 @@ _SETUPS = {  # likelihood: (outputs C, network kwargs)
 }
 
 
-def _case(likelihood: str, kind: str = "mlp", *, n: int = 37, chunk_size: int = 10, **kw):
+def _case(
+    likelihood: str,
+    kind: str = "mlp",
+    *,
+    n: int = 37,
+    chunk_size: int = 10,
+    jitter: float = 0.0,
+    **kw,
+):
     """(NetworkGGN, the oracle's Ω (jitter term included), its GGN part, J (N, C, p), f)."""
     c, extra = _SETUPS[likelihood]
     model = _model(kind, c, kw.pop("dtype", torch.float64))
@@ -76,6 +83,7 @@ def _case(likelihood: str, kind: str = "mlp", *, n: int = 37, chunk_size: int = 
         likelihood=likelihood,
         prior_precision=V,
         chunk_size=chunk_size,
+        jitter=jitter,
         **extra,
         **kw,
     )
@@ -88,7 +96,7 @@ def _case(likelihood: str, kind: str = "mlp", *, n: int = 37, chunk_size: int = 
     else:
         z = np.exp(f - f.max(axis=1, keepdims=True))
         pi = z / z.sum(axis=1, keepdims=True)
-        H = pi[:, :, None] * np.eye(c) - pi[:, :, None] * pi[:, None, :] + EPS * np.eye(c)
+        H = pi[:, :, None] * np.eye(c) - pi[:, :, None] * pi[:, None, :] + jitter * np.eye(c)
     A = np.einsum("ncp,ncd,ndq->pq", J, H, J)
     A = 0.5 * (A + A.T)
     return ggn, A + np.diag(V), A, J, f
@@ -153,7 +161,7 @@ def test_dense_equals_the_oracle(likelihood):
 
 
 def test_the_multiclass_jitter_is_eps_times_the_jacobian_gram():
-    ggn, Omega, _, J, _ = _case("multiclass")
+    ggn, Omega, _, J, _ = _case("multiclass", jitter=EPS)
     jitter = EPS * np.einsum("ncp,ncq->pq", J, J)
     D = ggn.dense()
     # against the oracle without jitter the difference is exactly ε Σ_n J_nᵀJ_n
