@@ -212,7 +212,7 @@ def _mlp_problem(
     classes: int = 3,
     n_test: int = 6,
     noise_var: float = 0.3,
-    prior: float | str = 1.0,
+    prior: float | str = 2.5,
     subset_size: int | None = None,
 ) -> dict[str, Any]:
     out = classes if likelihood == "multiclass" else 1

@@ -183,3 +183,44 @@ def dense_float32(
     W = torch.linalg.solve(Omega, G.reshape(-1, len(S)).T).T
     v = (W * G.reshape(-1, len(S))).sum(1).reshape(G.shape[:2])
     return (v if likelihood == "multiclass" else v[:, 0]).numpy()
+
+
+def prior_as_variance(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, subset=None
+):
+    """The prior precision read as a prior variance: Ω = GGN + V⁻¹."""
+    return ours.predictive_variance(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        likelihood=likelihood,
+        prior_precision=1.0 / np.asarray(prior_precision, dtype=float),
+        noise_var=noise_var,
+        subset=subset,
+    )
+
+
+def jittered_softmax(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, subset=None
+):
+    """The multiclass GGN with a fixed jitter 1e-6·I on every softmax Hessian."""
+    from laplace_lab.numerics import subnetwork_variance
+
+    if likelihood != "multiclass":
+        return ours.predictive_variance(
+            model,
+            X_train,
+            y_train,
+            X_test,
+            likelihood=likelihood,
+            prior_precision=prior_precision,
+            noise_var=noise_var,
+            subset=subset,
+        )
+    J = per_sample_jacobian(model, X_train)
+    f = ours._outputs(model, X_train)
+    ggn = GGN.multiclass(J, f, prior_precision=prior_precision, eps=1e-6)
+    G = per_sample_jacobian(model, X_test)
+    out = full_variance(ggn, G) if subset is None else subnetwork_variance(ggn, G, subset)
+    return to_numpy(out)
