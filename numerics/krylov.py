@@ -22,6 +22,7 @@ results.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
@@ -40,6 +41,9 @@ Matvec = Callable[[Array], Array]
 
 #: Default breakdown threshold, in units of the dtype's machine epsilon times ‖T‖.
 BREAKDOWN_EPS_FACTOR = 50.0
+#: DGKS threshold η of :meth:`KrylovBasis._orthogonalize`: one Gram–Schmidt pass suffices
+#: when it keeps more than η of the vector's norm.
+DGKS_ETA = 1.0 / math.sqrt(2.0)
 
 
 class LanczosResult(NamedTuple):
@@ -128,13 +132,30 @@ class KrylovBasis:
         self.exhausted = False
 
     def _orthogonalize(self, w: Array, j: int) -> tuple[Array, Array]:
-        """Classical Gram–Schmidt against Q[0..j], applied twice; returns (w, coefficients)."""
+        """Classical Gram–Schmidt against Q[0..j], repeated when needed (DGKS, see
+        :meth:`_orthogonalized`); returns (w, coefficients)."""
+        w, h, _ = self._orthogonalized(w, j)
+        return w, h
+
+    def _orthogonalized(self, w: Array, j: int) -> tuple[Array, Array, float]:
+        """:meth:`_orthogonalize` returning ‖w‖ of the result too.
+
+        The second pass runs when the first removed more than 1 − η of ‖w‖, η = 1/√2 (the
+        criterion of Daniel, Gragg, Kaufman & Stewart, Math. Comp. 30 (1976), the one ARPACK
+        uses): then cancellation may have left w far from orthogonal to Q; otherwise one
+        pass is already orthogonal to working precision (Kahan's "twice is enough", in
+        B. N. Parlett, The Symmetric Eigenvalue Problem, SIAM 1998).
+        """
         Qj = self.Q[: j + 1, :]
+        before = self.space.norm(w)
         h = Qj @ w
         w = w - h @ Qj
+        after = self.space.norm(w)
+        if after > DGKS_ETA * before:
+            return w, h, after
         h2 = Qj @ w
         w = w - h2 @ Qj
-        return w, h + h2
+        return w, h + h2, self.space.norm(w)
 
     def _fresh_vector(self, j: int) -> Array | None:
         """A random unit vector orthogonal to Q[0..j], or None if the space is exhausted."""
@@ -173,22 +194,25 @@ class KrylovBasis:
                     f"matvec must return shape ({self.space.n},); got {tuple(w.shape)}"
                 )
             if self.full:
-                w, h = self._orthogonalize(w, j)
+                w, h, beta = self._orthogonalized(w, j)
                 alpha = float(h[j])
             else:
                 alpha = float(Q[j, :] @ w)
                 w = w - alpha * Q[j, :]
                 if j > 0:
                     w = w - T[j - 1, j] * Q[j - 1, :]
-            beta = self.space.norm(w)
-            if not (np.isfinite(alpha) and np.isfinite(beta)):
+                beta = self.space.norm(w)
+            if not (math.isfinite(alpha) and math.isfinite(beta)):
                 raise ValueError(
                     f"matvec returned non-finite values at Lanczos step {j} (alpha={alpha}, "
                     f"beta={beta}); the operator must be finite and symmetric"
                 )
             T[j, j] = alpha
             row = abs(alpha) + beta + (abs(T[j - 1, j]) if j > 0 else 0.0)
-            self.tnorm = max(self.tnorm, row, float(np.abs(T[j, :j]).sum()) + abs(alpha))
+            # row j of T left of the diagonal: the arrowhead of a thick restart at j = start,
+            # else only T[j, j-1] (already in ``row``)
+            left = float(np.abs(T[j, :j]).sum()) if j == start and j > 0 else 0.0
+            self.tnorm = max(self.tnorm, row, left + abs(alpha))
             if beta <= self.tol * self.tnorm:
                 self.breakdowns.append(j)
                 self.beta_last = 0.0
