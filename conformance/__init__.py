@@ -7,10 +7,12 @@ small MLPs against a dense float64 GGN oracle, all three likelihoods, unsorted a
 non-contiguous subsets, float32 and float64 under the dtype rule of
 :mod:`laplace_lab.conformance.tolerance` — and writes a report (HTML, Markdown, JSON) with a
 minimal reproducer for every failure. Optional capabilities (masks, posterior samples, the
-log marginal likelihood, low-rank posteriors) are checked when the target declares them.
+log marginal likelihood, low-rank posteriors, empirical Bayes) are checked when the target
+declares them.
 
 A layer above :mod:`laplace_lab.numerics`, :mod:`laplace_lab.theory` and
-:mod:`laplace_lab.studies`; nothing but the command line imports it.
+:mod:`laplace_lab.studies`; nothing but the command line imports it, except the dense oracle,
+which the paper checks use to audit the kernels their claims rest on.
 """
 
 from laplace_lab._lazy import lazy_exports

@@ -50,6 +50,14 @@ target lacks are SKIPPED, not failed:
 - ``low_rank_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, rank) -> array``: the variances with Ω replaced by
   U_r diag(λ_r) U_rᵀ + V, (λ_r, U_r) the top-r eigenpairs of the GGN part Σ_n J_nᵀH_nJ_n.
+- ``optimize_prior(model, X_train, y_train, *, likelihood, prior_precision, noise_var,
+  optimize_noise) -> (prior_precision, noise_var)``: empirical Bayes at the given MAP. The
+  isotropic prior precision α > 0 — and, when ``optimize_noise`` is True (regression only),
+  the noise variance σ0² — that maximise the Laplace log marginal likelihood
+  log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω as a function of (α, σ0²) with θ̂
+  held at the model's parameters (Ω's GGN part scales with 1/σ0²; the MAP is not re-fitted,
+  as in post-hoc tuning); ``prior_precision`` (a float) and ``noise_var`` are the starting
+  values. Returns two floats; with ``optimize_noise`` False, σ0² as passed.
 
 A target is named ``MODULE:CALLABLE`` (``CALLABLE`` may be dotted, e.g. ``mod:obj.method``).
 Shipped: ``laplace_lab.conformance.adapters.numerics:predictive_variance`` (laplace-lab's
@@ -76,6 +84,7 @@ CAPABILITIES = (
     "posterior_samples",
     "log_marginal_likelihood",
     "low_rank_predictive_variance",
+    "optimize_prior",
 )
 #: The mask names a target's ``subset_masks`` may use.
 MASK_METHODS = (

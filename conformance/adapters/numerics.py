@@ -7,7 +7,9 @@ Jacobians from :func:`laplace_lab.numerics.per_sample_jacobian`, the GGN factor
 variances from :func:`~laplace_lab.numerics.predictive_variance` /
 :func:`~laplace_lab.numerics.subnetwork_variance` (Woodbury, float32 evaluated in float64),
 masks from the selection registry, low rank from
-:class:`~laplace_lab.numerics.LowRankLaplace` (thick-restart Lanczos). Computations run in
+:class:`~laplace_lab.numerics.LowRankLaplace` (thick-restart Lanczos), empirical Bayes from
+the evidence of :class:`~laplace_lab.numerics.laplace_variants.SpectralLaplace` maximised by
+Brent's method in log α (nested in log σ0² when the noise is optimised). Computations run in
 the model's dtype on torch tensors.
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from laplace_lab._checks import one_of, positive_float
 from laplace_lab._random import as_generator
 from laplace_lab.conformance.contract import MASK_METHODS
 from laplace_lab.numerics import (
@@ -32,6 +35,7 @@ from laplace_lab.numerics import (
     to_numpy,
 )
 from laplace_lab.numerics import predictive_variance as _full_variance
+from laplace_lab.numerics.laplace_variants import SpectralLaplace
 
 __all__ = ["predictive_variance"]
 
@@ -105,6 +109,24 @@ def posterior_samples(
     return out
 
 
+def _log_likelihood(f: Any, y: Any, likelihood: str, noise_var: float) -> float:
+    """log p(y | f) summed over the training points (float64)."""
+    import torch
+
+    if likelihood == "regression":
+        r = y.double() - f[:, 0]
+        return -0.5 * float(r @ r) / noise_var - 0.5 * r.numel() * math.log(
+            2 * math.pi * noise_var
+        )
+    if likelihood == "binary":
+        return -float(
+            torch.nn.functional.binary_cross_entropy_with_logits(
+                f[:, 0], y.double(), reduction="sum"
+            )
+        )
+    return -float(torch.nn.functional.cross_entropy(f, y.long(), reduction="sum"))
+
+
 def log_marginal_likelihood(
     model: Any,
     X_train: Any,
@@ -116,24 +138,9 @@ def log_marginal_likelihood(
 ) -> float:
     """log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω, with
     log det Ω = Σ log V + log det(I + J_w V⁻¹ J_wᵀ) (matrix determinant lemma)."""
-    import torch
-
     ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
     f = _outputs(model, X_train).double()
-    y = y_train
-    if likelihood == "regression":
-        r = y.double() - f[:, 0]
-        loglik = -0.5 * float(r @ r) / noise_var - 0.5 * r.numel() * math.log(
-            2 * math.pi * noise_var
-        )
-    elif likelihood == "binary":
-        loglik = -float(
-            torch.nn.functional.binary_cross_entropy_with_logits(
-                f[:, 0], y.double(), reduction="sum"
-            )
-        )
-    else:
-        loglik = -float(torch.nn.functional.cross_entropy(f, y.long(), reduction="sum"))
+    loglik = _log_likelihood(f, y_train, likelihood, noise_var)
     theta = _theta(model)
     V = np.asarray(to_numpy(ggn.prior_precision), dtype=np.float64)
     log_prior = (
@@ -166,6 +173,107 @@ def low_rank_predictive_variance(
     return to_numpy(low.predictive_variance(flat)).reshape(tuple(G.shape[:-1]))
 
 
+def evidence_function(model: Any, X_train: Any, y_train: Any, *, likelihood: str):
+    """L(α, σ0²): the Laplace log marginal likelihood at the model's parameters θ̂.
+
+    One eigendecomposition of the unweighted GGN part (regression: JᵀJ; classification: the
+    GGN) in :class:`SpectralLaplace`, then each evaluation is O(min(N′, p)): with
+    λ = α σ0² and ‖θ̂‖²/σ0², ``SpectralLaplace.log_evidence`` is exactly the α-dependent part
+    ½ Σ_i [log λ − log(μ_i + λ)] − λ‖θ̂‖²/(2σ0²) (docs/mathematics.md, "Empirical Bayes at a
+    fixed MAP"); classification has σ0² = 1.
+    """
+    ggn = _ggn(model, X_train, likelihood, 1.0, 1.0)
+    spectral = SpectralLaplace(ggn.Jw)
+    theta = _theta(model)
+    t2 = float(theta @ theta)
+    f = _outputs(model, X_train).double()
+
+    def evidence(alpha: float, noise_var: float) -> float:
+        lam = alpha * noise_var
+        part = float(spectral.log_evidence([lam], t2 / noise_var)[0])
+        return _log_likelihood(f, y_train, likelihood, noise_var) + part
+
+    return evidence
+
+
+def maximise_log_scale(fn, start: float) -> float:
+    """argmax_x fn(x) over x > 0 by Brent's method in log x, bracketed downhill from
+    ``start`` (``fn`` unimodal in log x)."""
+    from scipy.optimize import minimize_scalar
+
+    a0 = math.log(start)
+    res = minimize_scalar(
+        lambda a: -fn(math.exp(a)),
+        bracket=(a0 - 0.5, a0 + 0.5),
+        method="brent",
+        options={"xtol": 1e-12, "maxiter": 500},
+    )
+    if not res.success:
+        raise RuntimeError(f"Brent's method did not converge: {res.message}")
+    return math.exp(float(res.x))
+
+
+def optimize_prior(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    optimize_noise: bool,
+) -> tuple[float, float]:
+    """The α (and σ0²) maximising the Laplace evidence at θ̂, from the starting values.
+
+    The evidence is strictly concave in (log α, log σ0²), so Brent's method in log α (and,
+    when ``optimize_noise``, an outer Brent search on the profile in log σ0²) finds the
+    unique optimum.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        At its MAP θ̂, which stays fixed.
+    X_train, y_train : torch.Tensor
+        The training data (the conformance contract).
+    likelihood : {"regression", "binary", "multiclass"}
+    prior_precision : float
+        The starting α > 0 (isotropic prior).
+    noise_var : float
+        σ0² > 0: the starting value when ``optimize_noise``, else kept.
+    optimize_noise : bool
+        Optimise σ0² too (regression only).
+
+    Returns
+    -------
+    (float, float)
+        (α*, σ0²*), σ0²* = ``noise_var`` unless ``optimize_noise``.
+
+    References
+    ----------
+    .. [1] D. J. C. MacKay, "Bayesian interpolation", Neural Computation 4(3) (1992).
+    .. [2] A. Immer, M. Bauer, V. Fortuin, G. Rätsch, M. E. Khan, "Scalable marginal
+       likelihood estimation for model selection in deep learning", ICML 2021, §3.
+    """
+    one_of(likelihood, "likelihood", ("regression", "binary", "multiclass"))
+    alpha0 = positive_float(prior_precision, "prior_precision")
+    s0 = positive_float(noise_var, "noise_var")
+    if not isinstance(optimize_noise, bool):
+        raise TypeError(f"optimize_noise must be a bool; got {optimize_noise!r}")
+    if optimize_noise and likelihood != "regression":
+        raise ValueError(
+            f"optimize_noise=True needs likelihood='regression'; got likelihood={likelihood!r}"
+        )
+    evidence = evidence_function(model, X_train, y_train, likelihood=likelihood)
+    if not optimize_noise:
+        return maximise_log_scale(lambda a: evidence(a, s0), alpha0), s0
+
+    def profile(s2: float) -> float:
+        return evidence(maximise_log_scale(lambda a: evidence(a, s2), alpha0), s2)
+
+    s2 = maximise_log_scale(profile, s0)
+    return maximise_log_scale(lambda a: evidence(a, s2), alpha0), s2
+
+
 def _selector(name: str):
     def select_subset(
         model: Any,
@@ -190,3 +298,4 @@ predictive_variance.subset_masks = {name: _selector(name) for name in MASK_METHO
 predictive_variance.posterior_samples = posterior_samples
 predictive_variance.log_marginal_likelihood = log_marginal_likelihood
 predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance
+predictive_variance.optimize_prior = optimize_prior

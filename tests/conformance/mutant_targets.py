@@ -224,3 +224,78 @@ def jittered_softmax(
     G = per_sample_jacobian(model, X_test)
     out = full_variance(ggn, G) if subset is None else subnetwork_variance(ggn, G, subset)
     return to_numpy(out)
+
+
+def _optimum(evidence, alpha0, s0, optimize_noise):
+    """(α, σ0²) maximising ``evidence`` by laplace-lab's own Brent searches."""
+    if not optimize_noise:
+        return ours.maximise_log_scale(lambda a: evidence(a, s0), alpha0), s0
+
+    def profile(s2):
+        return evidence(ours.maximise_log_scale(lambda a: evidence(a, s2), alpha0), s2)
+
+    s2 = ours.maximise_log_scale(profile, s0)
+    return ours.maximise_log_scale(lambda a: evidence(a, s2), alpha0), s2
+
+
+def prior_variance_optimum(
+    model, X_train, y_train, *, likelihood, prior_precision, noise_var, optimize_noise
+):
+    """Empirical Bayes with the prior read as a variance: the evidence maximised over a with
+    prior N(0, a I), and a returned as the precision."""
+    evidence = ours.evidence_function(model, X_train, y_train, likelihood=likelihood)
+    return _optimum(
+        lambda a, s2: evidence(1.0 / a, s2),
+        1.0 / float(prior_precision),
+        noise_var,
+        optimize_noise,
+    )
+
+
+def coarse_grid_optimum(
+    model, X_train, y_train, *, likelihood, prior_precision, noise_var, optimize_noise
+):
+    """Empirical Bayes that stops at the best point of a factor-2 grid α0·2^k, |k| ≤ 12 (and
+    σ0²·2^j when the noise is optimised)."""
+    evidence = ours.evidence_function(model, X_train, y_train, likelihood=likelihood)
+    steps = 2.0 ** np.arange(-12, 13)
+    noises = noise_var * steps if optimize_noise else [noise_var]
+    grid = [(prior_precision * a, s2) for a in steps for s2 in noises]
+    return max(grid, key=lambda point: evidence(*point))
+
+
+def noise_not_optimised(
+    model, X_train, y_train, *, likelihood, prior_precision, noise_var, optimize_noise
+):
+    """Empirical Bayes that optimises α only, even when asked for σ0² too."""
+    return ours.optimize_prior(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        optimize_noise=False,
+    )
+
+
+def one_percent_off(
+    model, X_train, y_train, *, likelihood, prior_precision, noise_var, optimize_noise
+):
+    """The correct optimum with α 1% too large."""
+    alpha, s2 = ours.optimize_prior(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        optimize_noise=optimize_noise,
+    )
+    return 1.01 * alpha, s2
+
+
+wrong_prior_as_variance = _with(optimize_prior=prior_variance_optimum)
+wrong_coarse_grid = _with(optimize_prior=coarse_grid_optimum)
+wrong_fixed_noise = _with(optimize_prior=noise_not_optimised)
+wrong_one_percent = _with(optimize_prior=one_percent_off)

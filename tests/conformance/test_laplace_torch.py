@@ -51,6 +51,9 @@ REFUSED = {
     "low-rank/mlp-multiclass",
 }
 OFFERED_MASKS = {"largest_magnitude", "subnet_diagonal", "neural_linear"}
+# Finding 4: optimize_prior_precision's default budget (100 Adam steps, lr 0.1) stops short
+# of the evidence optimum.
+EMPIRICAL_BAYES = {n for n in cases() if n.startswith("empirical-bayes/")}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +67,7 @@ def test_the_recorded_findings_and_nothing_else(validation):
     for name, case in cases().items():
         if case.capability == "subset_masks" and case.method not in OFFERED_MASKS:
             expected[name] = Outcome.SKIP
-        elif name in FLOAT32_GGN:
+        elif name in FLOAT32_GGN or name in EMPIRICAL_BAYES:
             expected[name] = Outcome.FAIL
         elif name in REFUSED:
             expected[name] = Outcome.ERROR
@@ -78,6 +81,21 @@ def test_float64_failures_are_float32_roundoff_not_gross_errors(validation):
     for r in validation.results:
         if r.case.name in FLOAT32_GGN:
             assert 1e-10 < r.details["max_relative_error"] < 1e-6, (r.case.name, r.summary)
+
+
+def test_empirical_bayes_failures_are_the_step_budget(validation, monkeypatch):
+    assert len(EMPIRICAL_BAYES) == 6
+    for r in validation.results:
+        if r.case.name in EMPIRICAL_BAYES:
+            got, optimum = r.details["got"], r.details["oracle"]
+            rel = max(abs(g / o - 1.0) for g, o in zip(got, optimum, strict=True))
+            assert r.details["max_error_over_tolerance"] > 1.0 and 5e-6 < rel < 3e-3, r.summary
+    # ten times the steps: laplace-torch's own evidence then gives the exact optimum
+    from laplace_lab.conformance.adapters import laplace_torch as adapter
+
+    monkeypatch.setattr(adapter, "MARGLIK_STEPS", 1000)
+    more = validate(TARGET, only=["empirical-bayes/linear-gaussian", "empirical-bayes/mlp-binary"])
+    assert [r.outcome for r in more.results] == [Outcome.PASS, Outcome.PASS], more.summary()
 
 
 def test_the_errors_name_their_cause(validation):
@@ -167,7 +185,7 @@ def test_the_documented_reproducers_show_the_findings():
     from tests.readme import python_blocks, run_block
 
     blocks = python_blocks("## laplace-torch 0.3", "docs/validation.md")
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     first = run_block(blocks[0])
     assert first["la"].H.dtype == torch.float64
     assert float((first["la"].H - first["Phi"].T @ first["Phi"]).abs().max()) > 1e-9
@@ -177,3 +195,5 @@ def test_the_documented_reproducers_show_the_findings():
 
     run_block(blocks[2])
     assert importlib.util.find_spec("asdfghjkl") is None
+    fourth = run_block(blocks[3])  # its last fit: 1000 Adam steps reach the exact optimum
+    assert abs(fourth["la"].prior_precision.item() / fourth["exact"] - 1.0) < 1e-6
