@@ -48,6 +48,18 @@ def unwidened_box(cls, X, *, widen=0.5, _true=ContextBox.around.__func__):
     return _true(cls, X, widen=0.0)
 
 
+def ood_inputs_unstandardised(d, n, *, rng):
+    """The out-of-distribution rows of the UCI claims without their per-feature
+    standardisation: the first d breast-cancer features on their own scales (areas in the
+    hundreds), which give every such row away to any uncertainty."""
+    from sklearn.datasets import load_breast_cancer
+
+    from laplace_lab._random import as_generator
+
+    X = load_breast_cancer().data[:, :d]
+    return X[np.sort(as_generator(rng).choice(X.shape[0], size=n, replace=False))]
+
+
 def co2_gp_with_inflated_noise(data, *, periodic=True, _true=fit_co2_gp):
     """The fitted CO₂ prior with a noise variance a hundred times the fitted one."""
     kernel, noise = _true(data, periodic=periodic)
@@ -81,11 +93,6 @@ def _rescaled_prior(self, X, y, rng, variance: float = 1.0, lengthscale: float =
         k, variance=variance * k.variance, lengthscale=lengthscale * k.lengthscale
     )
     return dataclasses.replace(prior, kernel=kernel)
-
-
-def prior_variance_times_100(self, X, y, *, rng):
-    """A surrogate's ``prior`` with a variance 100× too large (standard deviation 10×)."""
-    return _rescaled_prior(self, X, y, rng, variance=100.0)
 
 
 def prior_lengthscale_over_100(self, X, y, *, rng):

@@ -30,6 +30,8 @@ ML_SEEDS = {False: 3, True: 10}
 ML_STEPS = {False: 300, True: 1000}
 #: Data sets and test folds of the 5-fold cross-validation (quick: three folds of Boston).
 UCI_RUNS = {False: (("boston",), (0, 1, 2)), True: (("boston", "concrete"), (0, 1, 2, 3, 4))}
+#: Folds of the 5-fold cross-validation.
+UCI_FOLDS = 5
 
 
 #: The full-mode run of the real-data claims (10 seeds, both UCI sets, all folds).
@@ -78,14 +80,31 @@ def co2_gp(full: bool) -> tuple:
     return data, gp, co2_gp_scores(data, gp)
 
 
-@cached
-def co2_network(method: str, full: bool, seed: int, i: int) -> dict:
-    """Scores of one network (``"FSP-Laplace"``, or ``"Laplace"`` with its ``"MAP"``) at
-    training seed i."""
+def _co2_network(method: str, full: bool, seed: int, i: int) -> dict:
     data, gp, _ = co2_gp(full)
     rng = Context(full=full, seed=seed).rng(f"fsp-mauna-loa/{method}/{i}")
     methods = (method,) if method == "FSP-Laplace" else ("Laplace", "MAP")
     return mauna_loa_experiment(rng=rng, steps=ML_STEPS[full], data=data, gp=gp, methods=methods)
+
+
+@cached
+def co2_fsp_network(full: bool, seed: int, i: int) -> dict:
+    """Scores of the FSP-Laplace network at training seed i."""
+    return _co2_network("FSP-Laplace", full, seed, i)
+
+
+@cached
+def co2_laplace_network(full: bool, seed: int, i: int) -> dict:
+    """Scores of the Laplace network and its MAP at training seed i."""
+    return _co2_network("Laplace", full, seed, i)
+
+
+def co2_network(method: str, full: bool, seed: int, i: int) -> dict:
+    """Scores of one network (``"FSP-Laplace"``, or ``"Laplace"`` with its ``"MAP"``) at
+    training seed i; each network is cached apart, so that a mutant of one reuses the
+    other."""
+    run = co2_fsp_network if method == "FSP-Laplace" else co2_laplace_network
+    return run(full, seed, i)
 
 
 def co2_scores(method: str, metric: str, full: bool, seed: int) -> list[float]:
@@ -96,13 +115,30 @@ def co2_scores(method: str, metric: str, full: bool, seed: int) -> list[float]:
     return [co2_network(run, full, seed, i)[method][metric] for i in range(ML_SEEDS[full])]
 
 
+def _cv_seed(name: str, full: bool, seed: int, cv: int) -> int:
+    """The permutation seed of repetition ``cv`` of the cross-validation (0: the claims'
+    first, shared by every UCI claim)."""
+    key = f"fsp-uci/{name}" if cv == 0 else f"fsp-uci/{name}/cv{cv}"
+    return int(Context(full=full, seed=seed).rng(key).integers(2**31))
+
+
 @cached
+def uci_fold_scores(name: str, full: bool, seed: int, cv: int, fold: int) -> dict:
+    """method → metric → value on test fold ``fold`` of repetition ``cv`` of the 5-fold
+    cross-validation."""
+    return uci_fold(name, fold, rng=_cv_seed(name, full, seed, cv), n_folds=UCI_FOLDS)
+
+
+def uci_replicate(name: str, full: bool, seed: int, i: int) -> dict:
+    """Scores of replicate i: test fold i mod 5 of cross-validation repetition ⌊i / 5⌋."""
+    return uci_fold_scores(name, full, seed, i // UCI_FOLDS, i % UCI_FOLDS)
+
+
 def uci_scores(name: str, full: bool, seed: int) -> dict[str, dict[str, list[float]]]:
     """method → metric → values over the test folds of one 5-fold cross-validation."""
-    cv_seed = int(Context(full=full, seed=seed).rng(f"fsp-uci/{name}").integers(2**31))
     out: dict[str, dict[str, list[float]]] = {}
     for fold in UCI_RUNS[full][1]:
-        for method, scores in uci_fold(name, fold, rng=cv_seed).items():
+        for method, scores in uci_fold_scores(name, full, seed, 0, fold).items():
             for metric, value in scores.items():
                 out.setdefault(method, {}).setdefault(metric, []).append(value)
     return out

@@ -106,6 +106,7 @@ NEGLIGIBLE = 0.05
             "lanczos-10-steps",
             "Algorithm 2 with at most 10 Lanczos steps (a factor of rank ≤ 10)",
             {(_setups, "ALG2_MAX_STEPS"): 10},
+            reuses=(_setups.trained_setups,),  # the trained networks
         ),
     ),
 )
@@ -166,6 +167,7 @@ def _entry_decision(ours: float, paper: float) -> tuple[bool, str]:
             "matern-classification-entry-100x-smaller",
             "Table C.2 with 1.299e-4 for Matérn-1/2 classification",
             {(_setups, "TABLE_C2"): _mutants.WRONG_TABLE_C2},
+            reuses=(_setups.trained_setups,),  # the trained networks
         ),
     ),
 )
@@ -214,6 +216,7 @@ def _table_c2_values(ctx: Context) -> Verdict:
             "the likelihood Jacobian rows projected into range(M), where the identity holds",
             {dropped_terms: _mutants.likelihood_inside_prior_subspace},
             expect=Status.CONFIRMED,
+            reuses=(_setups.trained_setups,),  # the trained networks
         ),
     ),
 )

@@ -36,6 +36,9 @@ from laplace_lab.paper_checks.fsp_laplace import _mutants as wrong
 from laplace_lab.paper_checks.fsp_laplace._real_data import (
     ML_SEEDS,
     ML_STEPS,
+    co2_fsp_network,
+    co2_gp,
+    co2_laplace_network,
     co2_scores,
     difference,
     full_mode_record,
@@ -80,6 +83,7 @@ def _table(ctx: Context, metric: str, methods: tuple[str, ...], unit: str = "") 
             "without its widening), so the prior constrains nothing in the test period",
             {(ContextBox, "around"): classmethod(wrong.unwidened_box)},
             expect=Status.REFUTED,
+            reuses=(co2_gp, co2_laplace_network),  # the Laplace has no context points
         ),
     ),
 )
@@ -131,6 +135,7 @@ def _fsp_beats_laplace(ctx: Context) -> Verdict:
             "the GP fitted here",
             {co2_scores: wrong.co2_scores_with_paper_gp},
             expect=Status.CONFIRMED,
+            reuses=(co2_gp, co2_fsp_network, co2_laplace_network),  # only the GP's MSE changes
         ),
     ),
 )
@@ -174,6 +179,8 @@ def _fsp_beats_gp(ctx: Context) -> Verdict:
             "the GP scored with ten times its marginal-likelihood noise standard deviation",
             {fsp_mauna_loa.fit_co2_gp: wrong.co2_gp_with_inflated_noise},
             expect=Status.CONFIRMED,
+            # the networks: FSP-Laplace takes the prior's kernel only, not its noise
+            reuses=(co2_fsp_network, co2_laplace_network),
         ),
     ),
 )

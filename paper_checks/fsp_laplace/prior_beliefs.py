@@ -12,6 +12,12 @@ approximation (full GGN). Every quantity is measured, never read off a figure:
 - ``reverts-to-prior-mean``: confidence and variance away from the data, FSP against the
   MAP and the Laplace baselines;
 - ``periodic-prior``: periodicity of the FSP posterior mean under a periodic prior.
+
+Each statistic is measured on independent replicates — data set, prior fit and network
+initialisation drawn afresh, the replicates shared by the three claims — and decided on the t
+interval of its mean (:mod:`._replicates`): at least :data:`FIRST` replicates, more while the
+interval contains the threshold, at most :data:`CAP`. A statistic whose interval still contains
+its threshold at the cap leaves its claim NOT_REPRODUCIBLE_HERE.
 """
 
 from __future__ import annotations
@@ -22,15 +28,55 @@ import numpy as np
 
 from laplace_lab.networks.fsp_training import train_fsp_map
 from laplace_lab.paper_checks.fsp_laplace import _synthetic as synthetic
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.fsp_laplace._replicates import LEVEL, Check, conjunction
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Mutant,
+    Status,
+    Verdict,
+    cached,
+    claim,
+)
 
 PAPER = "fsp-laplace"
+
+#: Replicates drawn before the first look, and at most (quick, full): the sequential design
+#: of :mod:`._replicates`, fixed before measuring.
+FIRST = 3
+CAP = {False: 5, True: 10}
 
 #: "Rough" vs "smooth", fixed before measuring: the Matérn-½ boundary turns at least 1.5× as
 #: much as the RBF one (half again as many radians of direction change).
 ROUGHNESS_RATIO = 1.5
 #: The data region of two moons (inputs span [−1.1, 2.1] × [−0.7, 1.1]) and its grid.
 REGION = (np.linspace(-1.5, 2.5, 101), np.linspace(-1.0, 1.5, 81))
+
+_STATUS = {
+    "holds": Status.CONFIRMED,
+    "fails": Status.REFUTED,
+    "inconclusive": Status.NOT_REPRODUCIBLE_HERE,
+}
+
+
+def _design_point(full: bool) -> str:
+    return (
+        f"Replicates (data set, prior fit, initialisation): {FIRST} before the first look, "
+        f"one more while the {100 * LEVEL:g}% t interval of the mean contains the threshold, "
+        f"at most {CAP[full]} (each of the {CAP[full] - FIRST + 1} looks at the "
+        f"Bonferroni level {100 * (1 - (1 - LEVEL) / (CAP[full] - FIRST + 1)):.3g}%)."
+    )
+
+
+def _inconclusive(results) -> str:
+    """The reason of a NOT_REPRODUCIBLE_HERE verdict: the first interval that contains its
+    threshold (and how many more do)."""
+    open_ = [r for r in results if r.outcome == "inconclusive"]
+    e = open_[0].estimate
+    more = f" (and {len(open_) - 1} more)" if len(open_) > 1 else ""
+    return (
+        f"{open_[0].check.label} {e.mean:.3g}, interval [{e.low:.3g}, {e.high:.3g}] contains "
+        f"{e.threshold:g}{more}"
+    )
 
 
 def total_turning(values: np.ndarray, level: float = 0.0) -> tuple[float, float, int]:
@@ -50,8 +96,24 @@ def total_turning(values: np.ndarray, level: float = 0.0) -> tuple[float, float,
     return turning, length, len(lines)
 
 
-def _reps(full: bool) -> range:
-    return range(5 if full else 2)
+def _region_grid() -> np.ndarray:
+    gx, gy = REGION
+    return np.stack(np.meshgrid(gx, gy), axis=-1).reshape(-1, 2)
+
+
+@cached
+def boundary_turning(family: str, full: bool, seed: int, rep: int) -> dict:
+    """Total turning (length, pieces) of the FSP decision boundary f(x, w*) = 0 and of the GP
+    classifier's 0.5 contour on two-moons replicate ``rep``, with the fitted prior."""
+    grid = _region_grid()
+    fsp = synthetic.fit_fsp("moons", family, full, seed, rep=rep)
+    kernel, gp = synthetic.fitted_kernel("moons", family, full, seed, rep)
+    return {
+        "fsp": total_turning(synthetic.network_mean(fsp, grid)),
+        "gp": total_turning(gp.predict_proba(grid)[:, 1], 0.5)[0],
+        "lengthscale": kernel.lengthscale,
+        "variance": kernel.variance,
+    }
 
 
 @claim(
@@ -62,63 +124,94 @@ def _reps(full: bool) -> range:
         "On two moons FSP-Laplace shows a smooth decision boundary with an RBF prior and a "
         "rough one with a Matérn-½ prior, like the GP."
     ),
-    expected=Status.REFUTED,
+    expected=Status.NOT_REPRODUCIBLE_HERE,
     mutants=(
         Mutant(
             "any-difference-is-rough",
             "'rough' read as turning more than 0.5× the RBF boundary",
             {(sys.modules[__name__], "ROUGHNESS_RATIO"): 0.5},
             expect=Status.CONFIRMED,
-            reuses=(synthetic.fit_fsp, synthetic.fitted_kernel),
+            reuses=(synthetic.fit_fsp, synthetic.fitted_kernel, boundary_turning),
         ),
     ),
 )
 def _roughness(ctx: Context) -> Verdict:
-    gx, gy = REGION
-    grid = np.stack(np.meshgrid(gx, gy), axis=-1).reshape(-1, 2)
-    per, rows = {}, []
-    for family in ("RBF", "Matern-1/2"):
-        fsp_t, gp_t = [], []
-        for rep in _reps(ctx.full):
-            fsp = synthetic.fit_fsp("moons", family, ctx.full, ctx.seed, rep=rep)
-            kernel, gp = synthetic.fitted_kernel("moons", family, ctx.full, ctx.seed, rep=rep)
-            fsp_t.append(total_turning(fsp.predict(grid).mean))
-            gp_t.append(total_turning(gp.predict_proba(grid)[:, 1], 0.5))
-            rows.append(
-                f"{family} replicate {rep} (ℓ = {kernel.lengthscale:.2f}, σ² = "
-                f"{kernel.variance:.1f}): FSP {fsp_t[-1][0]:.1f} rad over length "
-                f"{fsp_t[-1][1]:.1f} in {fsp_t[-1][2]} piece(s), GP {gp_t[-1][0]:.1f} rad"
-            )
-        per[family] = (np.mean([t[0] for t in fsp_t]), np.mean([t[0] for t in gp_t]))
-    ratio = per["Matern-1/2"][0] / per["RBF"][0]
-    gp_ratio = per["Matern-1/2"][1] / per["RBF"][1]
     threshold = sys.modules[__name__].ROUGHNESS_RATIO
-    ok = ratio >= threshold
+
+    def turning(family: str, i: int) -> float:
+        return boundary_turning(family, ctx.full, ctx.seed, i)["fsp"][0]
+
+    check = Check(
+        f"FSP turning Matérn-½ − {threshold:g} × RBF (rad)",
+        lambda i: turning("Matern-1/2", i) - threshold * turning("RBF", i),
+        0.0,
+        +1,
+    )
+    outcome, (result,) = conjunction([check], first=FIRST, cap=CAP[ctx.full])
+    n = result.estimate.n
+    runs = {
+        f: [boundary_turning(f, ctx.full, ctx.seed, i) for i in range(n)]
+        for f in ("RBF", "Matern-1/2")
+    }
+    fsp = {f: float(np.mean([r["fsp"][0] for r in v])) for f, v in runs.items()}
+    gp = {f: float(np.mean([r["gp"] for r in v])) for f, v in runs.items()}
+    ratio, gp_ratio = fsp["Matern-1/2"] / fsp["RBF"], gp["Matern-1/2"] / gp["RBF"]
+    rows = [
+        f"{f} replicate {i} (ℓ = {r['lengthscale']:.2f}, σ² = {r['variance']:.1f}): FSP "
+        f"{r['fsp'][0]:.1f} rad over length {r['fsp'][1]:.1f} in {r['fsp'][2]} piece(s), GP "
+        f"{r['gp']:.1f} rad"
+        for f, v in runs.items()
+        for i, r in enumerate(v)
+    ]
+    status = _STATUS[outcome]
+    if status is Status.CONFIRMED:
+        summary = f"Matérn-½ boundary turns {ratio:.2f}× the RBF one: {result.text()}"
+    elif status is Status.REFUTED:
+        summary = f"Matérn-½ boundary turns {ratio:.2f}× the RBF one, not {threshold:g}×"
+    else:
+        summary = (
+            f"inconclusive at {n} replicates: {_inconclusive([result])} (ratio of the mean "
+            f"turnings {ratio:.2f})"
+        )
     return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
-        measured=round(ratio, 3),
+        status,
+        measured={
+            "ratio of the mean turning (Matérn-½ / RBF)": round(ratio, 3),
+            check.label: result.estimate.text(),
+        },
         expected=f">= {threshold} (Matérn-½ turning / RBF turning)",
-        tolerance="ratio of the mean total turning over replicates",
-        evidence=(
+        tolerance=(
+            f"{100 * LEVEL:g}% t interval of the mean over replicates of the paired difference "
+            f"T(Matérn-½) − {threshold:g}·T(RBF) against 0 (sequential, Bonferroni over looks)"
+        ),
+        summary=summary,
+        evidence=[
             "Total absolute turning of the decision boundary f(x, w*) = 0 (the 0.5 contour of "
             "the predictive) on a 101 × 81 grid of the data region [−1.5, 2.5] × [−1, 1.5], "
-            f"FSP networks of {len(_reps(ctx.full))} replicates (data, prior fit, "
-            "initialisation), next to the Laplace GP classifier with the same prior. Mean "
-            f"turning FSP: RBF {per['RBF'][0]:.1f}, Matérn-½ {per['Matern-1/2'][0]:.1f} rad "
-            f"(ratio {ratio:.2f}); GP: RBF {per['RBF'][1]:.1f}, Matérn-½ "
-            f"{per['Matern-1/2'][1]:.1f} rad (ratio {gp_ratio:.2f}). "
-            + (
-                ""
-                if ok
-                else "The Matérn-½ boundary is not measurably rougher. The marginal "
-                "likelihood (Milios et al. labels, as in App. B.1) picks a Matérn-½ length "
-                "scale longer than the data (ℓ ≈ 4), and even the GP's Matérn-½ boundary is "
-                "nearly as smooth as its RBF one; between the context points the network's "
-                "own smoothness sets the boundary's shape. "
-            )
-            + "; ".join(rows)
-        ),
-        details={"ratio": ratio, "gp_ratio": gp_ratio, "rows": rows},
+            "next to the Laplace GP classifier with the same prior.",
+            _design_point(ctx.full),
+            f"{result.text()}; mean turning over the {n} replicates FSP: RBF "
+            f"{fsp['RBF']:.1f}, Matérn-½ {fsp['Matern-1/2']:.1f} rad (ratio {ratio:.2f}); GP: "
+            f"RBF {gp['RBF']:.1f}, Matérn-½ {gp['Matern-1/2']:.1f} rad (ratio {gp_ratio:.2f}).",
+            *(
+                []
+                if status is Status.CONFIRMED
+                else [
+                    "The marginal likelihood (Milios et al. labels, as in App. B.1) picks a "
+                    "Matérn-½ length scale longer than the data (ℓ ≈ 4), and even the GP's "
+                    "Matérn-½ boundary is nearly as smooth as its RBF one; between the context "
+                    "points the network's own smoothness sets the boundary's shape."
+                ]
+            ),
+            *rows,
+        ],
+        details={
+            "ratio": ratio,
+            "gp_ratio": gp_ratio,
+            "difference": result.estimate.values,
+            "interval": [result.estimate.low, result.estimate.high],
+            "rows": rows,
+        },
     )
 
 
@@ -143,6 +236,30 @@ def _confidence(pred, likelihood: str) -> float:
     return float(np.mean(np.abs(pred.mean)))
 
 
+@cached
+def baseline_confidence(name: str, full: bool, seed: int, rep: int) -> dict[str, float]:
+    """Confidence of the Laplace and MAP baselines away from the data on replicate ``rep``."""
+    t = synthetic.task(name, full=full, seed=seed, rep=rep)
+    la_far = synthetic.fit_laplace(name, full, seed, rep).predict(_far_points(t))
+    out = {"Laplace": _confidence(la_far, t.likelihood)}
+    if t.likelihood == "binary":
+        out["MAP"] = float(np.mean(np.abs(1 / (1 + np.exp(-la_far.mean)) - 0.5)))
+    else:  # the MAP's mean is the Laplace mean (the linearised predictive keeps it)
+        out["MAP"] = out["Laplace"]
+    return out
+
+
+@cached
+def fsp_away(name: str, family: str, full: bool, seed: int, rep: int) -> dict[str, float]:
+    """FSP-Laplace's confidence away from the data and its mean predictive sd away from the
+    data over that at the data, on replicate ``rep``."""
+    t = synthetic.task(name, full=full, seed=seed, rep=rep)
+    fsp = synthetic.fit_fsp(name, family, full, seed, rep=rep)
+    pf = fsp.predict(_far_points(t))
+    sd_ratio = float(np.sqrt(pf.variance).mean() / np.sqrt(fsp.predict(t.X).variance).mean())
+    return {"FSP": _confidence(pf, t.likelihood), "sd_ratio": sd_ratio}
+
+
 def _flat_prior():
     original = train_fsp_map
 
@@ -164,6 +281,45 @@ def _flat_prior():
     return wrong
 
 
+#: The (task, family) configurations of ``reverts-to-prior-mean``, the cheaper fits first.
+REVERT_CONFIGS = (
+    ("moons", "RBF"),
+    ("moons", "Matern-1/2"),
+    ("regression", "Matern-1/2"),
+    ("regression", "RBF"),
+)
+
+
+def _revert_checks(ctx: Context) -> tuple[list[Check], dict[str, tuple[str, str]]]:
+    """The checks of ``reverts-to-prior-mean`` and the configuration of each (by label)."""
+    factor = CONFIDENCE_FACTOR
+    checks, config = [], {}
+    for name, family in REVERT_CONFIGS:
+        what, start = ("mean |p − ½|" if name == "moons" else "mean |f|"), len(checks)
+        for base in ("Laplace", "MAP") if name == "moons" else ("Laplace",):
+            checks.append(
+                Check(
+                    f"{name} {family}: {what} away from the data, FSP − {factor:g}·{base}",
+                    lambda i, n=name, f=family, b=base: (
+                        fsp_away(n, f, ctx.full, ctx.seed, i)["FSP"]
+                        - factor * baseline_confidence(n, ctx.full, ctx.seed, i)[b]
+                    ),
+                    0.0,
+                    -1,
+                )
+            )
+        checks.append(
+            Check(
+                f"{name} {family}: FSP sd away / at the data",
+                lambda i, n=name, f=family: fsp_away(n, f, ctx.full, ctx.seed, i)["sd_ratio"],
+                1.0,
+                +1,
+            )
+        )
+        config.update({c.label: (name, family) for c in checks[start:]})
+    return checks, config
+
+
 @claim(
     paper=PAPER,
     name="reverts-to-prior-mean",
@@ -173,54 +329,73 @@ def _flat_prior():
         "support of the data, FSP-Laplace's posterior mean reverts to the zero prior mean and "
         "its posterior variance increases."
     ),
+    expected=Status.NOT_REPRODUCIBLE_HERE,
     mutants=(
         Mutant(
             "prior-scale-ignored",
             "Algorithm 1 with the prior covariance scaled by 1e6 (no pull towards μ = 0)",
             {train_fsp_map: _flat_prior()},
-            reuses=(synthetic.fit_laplace, synthetic.fitted_kernel),
+            reuses=(synthetic.fit_laplace, synthetic.fitted_kernel, baseline_confidence),
         ),
     ),
 )
 def _reverts(ctx: Context) -> Verdict:
-    rows, ok = [], True
     factor = CONFIDENCE_FACTOR
-    for name in ("regression", "moons"):
-        t = synthetic.task(name, full=ctx.full, seed=ctx.seed)
-        far = _far_points(t)
-        la = synthetic.fit_laplace(name, ctx.full, ctx.seed)
-        la_far = la.predict(far)
-        base = {"Laplace": _confidence(la_far, t.likelihood)}
-        if t.likelihood == "binary":
-            base["MAP"] = float(np.mean(np.abs(1 / (1 + np.exp(-la_far.mean)) - 0.5)))
-        else:  # the MAP's mean is the Laplace mean (the linearised predictive keeps it)
-            base["MAP"] = base["Laplace"]
-        for family in ("RBF", "Matern-1/2"):
-            fsp = synthetic.fit_fsp(name, family, ctx.full, ctx.seed)
-            pf = fsp.predict(far)
-            conf = _confidence(pf, t.likelihood)
-            sd_ratio = float(
-                np.sqrt(pf.variance).mean() / np.sqrt(fsp.predict(t.X).variance).mean()
+    checks, config = _revert_checks(ctx)
+    outcome, results = conjunction(checks, first=FIRST, cap=CAP[ctx.full])
+    rows = [r.text() for r in results]
+    n = max(r.estimate.n for r in results)
+    status = _STATUS[outcome]
+    if status is Status.CONFIRMED:
+        summary = f"every configuration reverts ({n} replicates at most)"
+    elif status is Status.REFUTED:
+        summary = "; ".join(r.text() for r in results if r.outcome == "fails")
+    else:
+        summary = f"inconclusive at {n} replicates: " + _inconclusive(results)
+    # replicates drawn per configuration by its confidence checks (−1) and its sd check (+1)
+    drawn: dict[tuple[str, str], dict[int, int]] = {}
+    for r in results:
+        per = drawn.setdefault(config[r.check.label], {})
+        per[r.check.side] = max(per.get(r.check.side, 0), r.estimate.n)
+    means = []
+    for (name, family), per in drawn.items():
+        m, k = per.get(-1, 0), per.get(+1, 0)
+        fsp = [fsp_away(name, family, ctx.full, ctx.seed, i) for i in range(max(m, k))]
+        base = [baseline_confidence(name, ctx.full, ctx.seed, i) for i in range(m)]
+        means.append(
+            f"{name} {family}: mean confidence over {m} replicates FSP "
+            f"{np.mean([v['FSP'] for v in fsp[:m]]):.3f}, Laplace "
+            f"{np.mean([b['Laplace'] for b in base]):.3f}, MAP "
+            f"{np.mean([b['MAP'] for b in base]):.3f}"
+            + (
+                f"; FSP sd away / at the data over {k} replicates "
+                f"{np.mean([v['sd_ratio'] for v in fsp[:k]]):.2f}"
+                if k
+                else ""
             )
-            good = all(conf <= factor * b for b in base.values()) and sd_ratio > 1.0
-            ok &= good
-            rows.append(
-                f"{name} {family}: {'mean |p − ½|' if t.likelihood == 'binary' else 'mean |f|'} "
-                f"away from the data FSP {conf:.3f}, Laplace {base['Laplace']:.3f}, MAP "
-                f"{base['MAP']:.3f}; FSP sd away / at the data {sd_ratio:.2f}"
-                + ("" if good else " ✗")
-            )
+        )
     return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
-        measured="; ".join(rows),
+        status,
+        measured={r.check.label: r.estimate.text() for r in results},
         expected=f"FSP confidence ≤ {factor}× each baseline's; sd away / at data > 1",
-        tolerance="thresholds fixed before measuring",
-        evidence=(
+        tolerance=(
+            f"thresholds fixed before measuring; {100 * LEVEL:g}% t interval of the mean over "
+            "replicates (sequential, Bonferroni over looks)"
+        ),
+        summary=summary,
+        evidence=[
             "Grid points of the context box at least 0.5 (1-D) / 1.0 (two moons) from every "
             "training input; confidence = mean |p − ½| of the probit predictive (two moons) or "
-            "mean |f| (regression; the prior mean is 0, the targets have scale 1). "
-            + "; ".join(rows)
-        ),
+            "mean |f| (regression; the prior mean is 0, the targets have scale 1). Per "
+            f"replicate: FSP's confidence − {factor:g} × each baseline's (≤ 0 is 'reverts'), "
+            "and FSP's mean predictive sd away from the data over that at the data (> 1).",
+            _design_point(ctx.full),
+            *rows,
+            *means,
+        ],
+        details={
+            r.check.label: {"values": r.estimate.values, "outcome": r.outcome} for r in results
+        },
     )
 
 
@@ -240,6 +415,30 @@ def periodicity_error(mean_fn, period: float, low: float, high: float) -> float:
     return float(np.sqrt(np.mean((b - a) ** 2)) / np.sqrt(np.mean(a**2)))
 
 
+@cached
+def periodic_run(full: bool, seed: int, rep: int, jitter: float | None) -> dict[str, float]:
+    """Periodicity error and data RMSE of the posterior mean under the periodic prior on
+    regression replicate ``rep``: FSP-Laplace with ``jitter`` on Σ(C, C), or (None) the
+    Laplace, whose network has no periodic features; with the prior's period and length
+    scale."""
+    t = synthetic.task("regression", full=full, seed=seed, rep=rep)
+    kernel, _ = synthetic.fitted_kernel("regression", "Periodic", full, seed, rep)
+    if jitter is None:
+        fit = synthetic.fit_laplace("regression", full, seed, rep)
+    else:
+        fit = synthetic.fit_fsp("regression", "Periodic", full, seed, rep=rep, jitter=jitter)
+    T = kernel.period
+    return {
+        "periodicity": periodicity_error(
+            lambda x: synthetic.network_mean(fit, x), T, t.low, t.high
+        ),
+        "rmse": float(np.sqrt(np.mean((synthetic.network_mean(fit, t.X) - t.y) ** 2))),
+        "period": T,
+        "lengthscale": kernel.lengthscale,
+        "variance": kernel.variance,
+    }
+
+
 @claim(
     paper=PAPER,
     name="periodic-prior",
@@ -249,58 +448,98 @@ def periodicity_error(mean_fn, period: float, low: float, high: float) -> float:
         "support of the context points through a periodic prior covariance, without periodic "
         "features."
     ),
-    expected=Status.REFUTED,
+    expected=Status.NOT_REPRODUCIBLE_HERE,
     mutants=(
         Mutant(
-            "periodic-within-40-percent",
-            "'periodic' read loosely: RMS(m(x + T) − m(x)) ≤ 0.4 · RMS(m)",
-            {(sys.modules[__name__], "PERIODICITY_TOL"): 0.4},
+            "constant-counts-as-periodic",
+            "'fits the data' read loosely, RMSE ≤ 1 (the targets' own scale): a mean that "
+            "collapsed to a constant counts as periodic",
+            {(sys.modules[__name__], "DATA_RMSE_TOL"): 1.0},
             expect=Status.CONFIRMED,
-            reuses=(synthetic.fit_fsp, synthetic.fitted_kernel, synthetic.fit_laplace),
+            reuses=(
+                synthetic.fit_fsp,
+                synthetic.fitted_kernel,
+                synthetic.fit_laplace,
+                periodic_run,
+            ),
         ),
     ),
 )
 def _periodic(ctx: Context) -> Verdict:
-    t = synthetic.task("regression", full=ctx.full, seed=ctx.seed)
-    kernel, _ = synthetic.fitted_kernel("regression", "Periodic", ctx.full, ctx.seed)
-    la = synthetic.fit_laplace("regression", ctx.full, ctx.seed)
-    T = kernel.period
-    e_la = periodicity_error(lambda x: la.predict(x).mean, T, t.low, t.high)
-    runs = {}
-    for jitter in JITTERS:
-        fsp = synthetic.fit_fsp("regression", "Periodic", ctx.full, ctx.seed, jitter=jitter)
-        runs[jitter] = (
-            periodicity_error(lambda x, f=fsp: f.predict(x).mean, T, t.low, t.high),
-            float(np.sqrt(np.mean((fsp.predict(t.X).mean - t.y) ** 2))),
-        )
-    tol = sys.modules[__name__].PERIODICITY_TOL
-    good = [j for j, (e, r) in runs.items() if e <= tol and r <= DATA_RMSE_TOL]
-    ok = bool(good) and e_la > tol
-    rows = [f"jitter {j:g}: periodicity {e:.3f}, data RMSE {r:.3f}" for j, (e, r) in runs.items()]
-    return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
-        measured={f"FSP jitter {j:g}": [round(e, 3), round(r, 3)] for j, (e, r) in runs.items()}
-        | {"Laplace periodicity": round(e_la, 3)},
-        expected=f"FSP periodicity ≤ {tol} with data RMSE ≤ {DATA_RMSE_TOL:g} "
-        f"(some jitter); Laplace periodicity > {tol}",
-        tolerance="RMS(m(x + T) − m(x)) / RMS(m(x)) over the context box [−2, 2]",
-        evidence=(
-            f"Periodic prior with marginal-likelihood period T = {T:.3f}, length scale "
-            f"{kernel.lengthscale:.2f}, variance {kernel.variance:.2f} (data y = sin(2πx) + ε "
-            "on [−1, −0.5] ∪ [0.5, 1]); Algorithm 1 with 100 uniform context points per step "
-            "on [−2, 2]. FSP posterior mean by the jitter on Σ(C, C): "
-            + "; ".join(rows)
-            + f". Laplace (same network, no periodic features): periodicity {e_la:.3f}. The "
-            "long fitted length scale makes Σ(C, C) numerically low-rank: the RKHS estimate "
-            "of eq. (3.7) then charges ≈ 1/jitter for every departure from exact periodicity "
-            "at the context points, which a tanh network cannot meet — with a small jitter it "
-            "collapses to a (periodic) constant that misses the data, with a large one it is "
-            "no longer periodic. "
-            + (
-                f"The claim holds at jitter {good[0]:g}."
-                if ok
-                else "No jitter gives a periodic mean that also fits the data."
+    module = sys.modules[__name__]
+    tol, rmse_tol = module.PERIODICITY_TOL, module.DATA_RMSE_TOL
+    design = {"first": FIRST, "cap": CAP[ctx.full]}
+
+    def stat(jitter, key):
+        return lambda i: periodic_run(ctx.full, ctx.seed, i, jitter)[key]
+
+    laplace, (la,) = conjunction(
+        [Check("Laplace periodicity", stat(None, "periodicity"), tol, +1)], **design
+    )
+    jitters: dict[float, tuple[str, tuple]] = {}
+    if laplace != "fails":
+        for j in JITTERS:
+            jitters[j] = conjunction(
+                [
+                    Check(f"FSP jitter {j:g} data RMSE", stat(j, "rmse"), rmse_tol, -1),
+                    Check(f"FSP jitter {j:g} periodicity", stat(j, "periodicity"), tol, -1),
+                ],
+                **design,
             )
+            if laplace == "holds" and jitters[j][0] == "holds":
+                break
+    held = [j for j, (o, _) in jitters.items() if o == "holds"]
+    if laplace == "fails" or (jitters and all(o == "fails" for o, _ in jitters.values())):
+        status = Status.REFUTED
+    elif laplace == "holds" and held:
+        status = Status.CONFIRMED
+    else:
+        status = Status.NOT_REPRODUCIBLE_HERE
+    results = [la, *(r for _, rs in jitters.values() for r in rs)]
+    n = max(r.estimate.n for r in results)
+    runs = [periodic_run(ctx.full, ctx.seed, i, None) for i in range(la.estimate.n)]
+    if status is Status.CONFIRMED:
+        summary = f"periodic and fitting the data at jitter {held[0]:g}; the Laplace is not"
+    elif status is Status.REFUTED:
+        summary = (
+            "the Laplace mean is periodic too"
+            if laplace == "fails"
+            else "no jitter gives a periodic mean that also fits the data"
+        )
+    else:
+        summary = f"inconclusive at {n} replicates: " + _inconclusive(results)
+    return Verdict(
+        status,
+        measured={r.check.label: r.estimate.text() for r in results},
+        expected=f"FSP periodicity ≤ {tol} with data RMSE ≤ {rmse_tol:g} "
+        f"(some jitter); Laplace periodicity > {tol}",
+        tolerance=(
+            "RMS(m(x + T) − m(x)) / RMS(m(x)) over the context box [−2, 2]; "
+            f"{100 * LEVEL:g}% t interval of the mean over replicates (sequential, Bonferroni "
+            "over looks)"
         ),
-        details={"period": T, "runs": {str(j): v for j, v in runs.items()}},
+        summary=summary,
+        evidence=[
+            "Periodic prior with marginal-likelihood period, length scale and variance per "
+            "replicate (data y = sin(2πx) + ε on [−1, −0.5] ∪ [0.5, 1]); Algorithm 1 with 100 "
+            "uniform context points per step on [−2, 2]; the FSP posterior mean by the jitter "
+            "on Σ(C, C), the Laplace on the same network without periodic features.",
+            _design_point(ctx.full),
+            *(r.text() for r in results),
+            "Priors: "
+            + "; ".join(
+                f"replicate {i}: T = {r['period']:.3f}, ℓ = {r['lengthscale']:.2f}, σ² = "
+                f"{r['variance']:.2f}"
+                for i, r in enumerate(runs)
+            )
+            + ".",
+            "The long fitted length scales make Σ(C, C) numerically low-rank: the RKHS "
+            "estimate of eq. (3.7) then charges ≈ 1/jitter for every departure from exact "
+            "periodicity at the context points, which a tanh network cannot meet — with a "
+            "small jitter it collapses to a (periodic) constant that misses the data, with a "
+            "large one it is no longer periodic.",
+        ],
+        details={
+            r.check.label: {"values": r.estimate.values, "outcome": r.outcome} for r in results
+        },
     )

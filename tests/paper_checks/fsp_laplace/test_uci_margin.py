@@ -3,21 +3,26 @@
 import pytest
 
 from laplace_lab.paper_checks.fsp_laplace import uci
-from laplace_lab.paper_checks.fsp_laplace._real_data import Difference
+from laplace_lab.paper_checks.fsp_laplace._replicates import Check, Estimate, Result
 
 
-def _diff(mean: float, se: float) -> Difference:
-    return Difference(mean, se, (mean,))
+def _result(low: float, high: float) -> Result:
+    # A two-value estimate whose 95% t interval is [low, high]: mean ± 12.706·|a − b|/2.
+    mean, half = (low + high) / 2, (high - low) / 2
+    d = half / 12.706204736174698
+    est = Estimate((mean - d, mean + d), -uci.OOD_MARGIN, 0.95)
+    assert est.low == pytest.approx(low) and est.high == pytest.approx(high)
+    return Result(Check("set: gap", lambda i: 0.0, -uci.OOD_MARGIN, +1), est)
 
 
-def test_break_even_is_the_worst_set_upper_end_below_zero():
-    # Boston −0.034 ± 0.016 reaches −0.018; concrete 0 ± 0.007 needs no margin.
-    diff = {"boston": _diff(-0.034, 0.016), "concrete": _diff(0.0, 0.007)}
-    assert uci.break_even_margin(diff) == pytest.approx(0.018, abs=1e-12)
+def test_margin_range_refutes_below_the_worst_upper_end_and_confirms_above_the_lower():
+    # Boston [−0.08, −0.01]: REFUTED below 0.01, CONFIRMED from 0.08; concrete [−0.01, 0.02].
+    lo, hi = uci.margin_range((_result(-0.08, -0.01), _result(-0.01, 0.02)))
+    assert lo == pytest.approx(0.01) and hi == pytest.approx(0.08)
 
 
-def test_break_even_is_zero_when_no_set_falls_below():
-    assert uci.break_even_margin({"a": _diff(-0.01, 0.02), "b": _diff(0.05, 0.01)}) == 0.0
+def test_margin_range_is_zero_when_every_interval_lies_above_zero():
+    assert uci.margin_range((_result(0.01, 0.05),)) == (0.0, 0.0)
 
 
 def test_paper_gaps_are_table_c1():
