@@ -41,7 +41,14 @@ from laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression im
     subnetwork_prior_precision,
 )
 
-__all__ = ["ARCHITECTURES", "UCISplit", "uci_split"]
+__all__ = [
+    "ARCHITECTURES",
+    "TrainedSplit",
+    "UCISplit",
+    "evaluate_split",
+    "train_split",
+    "uci_split",
+]
 
 #: hidden widths of the four networks of §6.2, smallest first.
 ARCHITECTURES = {"1x50": (50,), "1x100": (100,), "2x50": (50, 50), "2x100": (100, 100)}
@@ -112,9 +119,24 @@ def _fit(model, X, y, Xv, yv, *, epochs: int, lr: float = 1e-2, alpha: float = 1
     return model.double().eval()
 
 
+@dataclass(frozen=True)
+class TrainedSplit:
+    """One split of a UCI data set and the four MAP networks fitted on it (before any Laplace
+    step): the data set, the training and validation rows, the models in
+    :data:`ARCHITECTURES` order."""
+
+    dataset: str
+    data: object
+    train_rows: np.ndarray
+    validation_rows: np.ndarray
+    models: tuple[object, ...]
+
+
 @single_threaded()
-def uci_split(dataset: str, *, rng: np.random.Generator | int, epochs: int = 1000) -> UCISplit:
-    """Train the four networks on one split of ``dataset`` and evaluate every posterior.
+def train_split(
+    dataset: str, *, rng: np.random.Generator | int, epochs: int = 1000
+) -> TrainedSplit:
+    """Draw one split of ``dataset`` and fit the four networks by MAP (§6.2 of [1]_).
 
     Parameters
     ----------
@@ -127,8 +149,7 @@ def uci_split(dataset: str, *, rng: np.random.Generator | int, epochs: int = 100
     References
     ----------
     .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
-       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.2 and
-       Fig. 3.
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.2.
     """
     one_of(dataset, "dataset", tuple(_LOADERS))
     data_rng, val_rng, init_rng = spawn(rng, 3)
@@ -137,11 +158,45 @@ def uci_split(dataset: str, *, rng: np.random.Generator | int, epochs: int = 100
     perm = val_rng.permutation(n)
     va, tr = np.sort(perm[: int(0.15 * n)]), np.sort(perm[int(0.15 * n) :])
     X, y, Xv, yv = ds.X_train[tr], ds.y_train[tr], ds.X_train[va], ds.y_train[va]
+    models = []
+    for widths, r in zip(ARCHITECTURES.values(), spawn(init_rng, 4), strict=True):
+        model = build_seeded(functools.partial(mlp, ds.n_features, widths, 1), rng=r)
+        models.append(_fit(model, X, y, Xv, yv, epochs=epochs))
+    return TrainedSplit(dataset, ds, tr, va, tuple(models))
+
+
+@single_threaded()
+def uci_split(dataset: str, *, rng: np.random.Generator | int, epochs: int = 1000) -> UCISplit:
+    """Train the four networks on one split of ``dataset`` and evaluate every posterior:
+    :func:`evaluate_split` of :func:`train_split`.
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.2 and
+       Fig. 3.
+    """
+    return evaluate_split(train_split(dataset, rng=rng, epochs=epochs))
+
+
+@single_threaded()
+def evaluate_split(trained: TrainedSplit) -> UCISplit:
+    """Every posterior of a trained split: the full Laplace of each network (λ by validation
+    log-likelihood), and the nested Wasserstein subnetworks of the largest one with the
+    prior λ_S = λ·S/D and with a fixed λ (§4 and §6.2 of [1]_).
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §4 and
+       §6.2.
+    """
+    ds, tr, va = trained.data, trained.train_rows, trained.validation_rows
+    X, y, Xv, yv = ds.X_train[tr], ds.y_train[tr], ds.X_train[va], ds.y_train[va]
+    dataset = trained.dataset
     grid = np.asarray(PRIOR_GRID)
     out: dict[str, dict] = {k: {} for k in ("D", "lam", "map", "full", "dead")}
-    for (name, widths), r in zip(ARCHITECTURES.items(), spawn(init_rng, 4), strict=True):
-        model = build_seeded(functools.partial(mlp, ds.n_features, widths, 1), rng=r)
-        model = _fit(model, X, y, Xv, yv, epochs=epochs)
+    for name, model in zip(ARCHITECTURES, trained.models, strict=True):
         W = weight_indices(model)
         J, Gv, Gt = (per_sample_jacobian(model, A, subset=W).numpy() for A in (X, Xv, ds.X_test))
         s2 = noise_variance(model, X, y)
