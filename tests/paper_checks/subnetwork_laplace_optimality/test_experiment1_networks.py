@@ -134,7 +134,7 @@ def test_blas_pool_bounded_inside_a_seed_and_restored(monkeypatch):
     monkeypatch.setattr(
         se,
         "_run_seed",
-        lambda config, streams: inside.append(
+        lambda config, streams, audit: inside.append(
             [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
         ),
     )
