@@ -8,7 +8,8 @@ STAMP  := $(VENV)/.installed
 # other dependencies come with the extras (pyproject.toml, [laplace-torch]).
 LAPLACE_TORCH := laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1 asdfghjkl==0.1a4
 
-# pytest-xdist workers: the suite takes about 6 minutes with 2 on 2 cores, 11 serially (0).
+# pytest-xdist workers: 2 on 2 cores. --dist loadgroup keeps each paper's claim and mutant tests
+# on one worker, in order, so its mutants reuse the true results they name (as `make check`).
 TEST_WORKERS ?= 2
 
 .PHONY: test check results lint format bench gpu-check clean docs
@@ -23,7 +24,7 @@ $(STAMP): pyproject.toml setup.py
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q -n $(TEST_WORKERS)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 check: $(STAMP)
 	$(VENV)/bin/laplace-lab check

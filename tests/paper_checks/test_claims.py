@@ -17,7 +17,13 @@ from laplace_lab.papers import claims
 CLAIMS = claims()
 
 
-@pytest.mark.parametrize("item", CLAIMS, ids=[c.key for c in CLAIMS])
+def _grouped(item, *marks):
+    """One xdist group per paper (``--dist loadgroup``): a paper's claims run before its
+    mutants on one worker, so a mutant reuses the true results it names, as in the check."""
+    return pytest.param(item, marks=[pytest.mark.xdist_group(item.paper), *marks])
+
+
+@pytest.mark.parametrize("item", [_grouped(c) for c in CLAIMS], ids=[c.key for c in CLAIMS])
 def test_claim_earns_its_recorded_verdict(item, tmp_path):
     verdict = run_claim(item, Context(full=False, seed=0, figure_dir=tmp_path / "figures"))
     assert verdict.status is not Status.ERROR, verdict.evidence
@@ -41,7 +47,14 @@ MUTANTS = [(c, m) for c in CLAIMS for m in c.mutants]
 
 @pytest.mark.parametrize(
     ("item", "mutant"),
-    [pytest.param(c, m, marks=[pytest.mark.slow] if m.heavy else []) for c, m in MUTANTS],
+    [
+        pytest.param(
+            c,
+            m,
+            marks=[pytest.mark.xdist_group(c.paper), *([pytest.mark.slow] if m.heavy else [])],
+        )
+        for c, m in MUTANTS
+    ],
     ids=[f"{c.key}:{m.name}" for c, m in MUTANTS],
 )
 def test_every_mutant_changes_the_verdict(item, mutant):
