@@ -118,14 +118,14 @@ def exponent_status(
     width = fit.ci_high - fit.ci_low
     if not width <= max_width:
         return Status.NOT_REPRODUCIBLE_HERE, (
-            f"the exponent's 95% interval {interval} is {width:.2f} wide (> {max_width}): the "
-            "clock was too noisy here to decide"
+            f"clock too noisy here to decide: the exponent's 95% interval {interval} is "
+            f"{width:.2f} wide (> {max_width})"
         )
     if low <= fit.slope <= high:
         return Status.CONFIRMED, ""
     if fit.ci_high < low or fit.ci_low > high:
         return Status.REFUTED, ""
     return Status.NOT_REPRODUCIBLE_HERE, (
-        f"the exponent {fit.slope:.2f} is outside [{low:g}, {high:g}] but its 95% interval "
-        f"{interval} reaches it: undecided on this machine's clock"
+        f"undecided on this machine's clock: the exponent {fit.slope:.2f} is outside "
+        f"[{low:g}, {high:g}] but its 95% interval {interval} reaches it"
     )
