@@ -56,9 +56,14 @@ def test_rotations_and_calibration_error():
 
 def test_swag_gives_dead_parameters_zero_variance_and_leaves_the_model():
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    rng = np.random.default_rng(1)  # the weights from a seeded stream, not torch's global one
     with torch.no_grad():
+        for t in model.parameters():
+            t.copy_(torch.as_tensor(rng.uniform(-1.0, 1.0, tuple(t.shape)), dtype=t.dtype))
         model[0].weight[0] = -1.0  # unit 0 is dead on positive inputs
         model[0].bias[0] = -1.0
+        model[0].weight[1] = 1.0  # unit 1 is active on every input
+        model[0].bias[1] = 0.5
     before = [t.detach().clone() for t in model.parameters()]
     X = np.random.default_rng(0).uniform(0, 1, (40, 3))
     y = X.sum(1)
