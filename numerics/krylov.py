@@ -178,17 +178,21 @@ class KrylovBasis:
         nrm = self.space.norm(r)
         return r / nrm if nrm > 1e-6 else None
 
-    def extend(self, start: int, stop: int) -> int:
+    def extend(self, start: int, stop: int, *, first_product: Array | None = None) -> int:
         """Lanczos steps j = start .. stop-1 from the unit vector in Q[start].
 
+        ``first_product``, if given, is A Q[start] computed already (not counted here).
         Returns the number of basis vectors m (≤ stop); Q[m] holds the next vector and
         ``beta_last`` the residual norm. Stops early when the whole space is exhausted or
         (``restart_on_breakdown=False``) at the first breakdown.
         """
         Q, T = self.Q, self.T
         for j in range(start, stop):
-            w = self.matvec(Q[j, :])
-            self.num_matvecs += 1
+            if j == start and first_product is not None:
+                w = first_product
+            else:
+                w = self.matvec(Q[j, :])
+                self.num_matvecs += 1
             if tuple(w.shape) != (self.space.n,):
                 raise ValueError(
                     f"matvec must return shape ({self.space.n},); got {tuple(w.shape)}"

@@ -107,7 +107,7 @@ class LowRankLaplace:
 
         The top-``rank`` eigenpairs of the likelihood part J_wᵀJ_w of Ω = J_wᵀJ_w + V by the
         thick-restart :func:`eigsh`, which calls ``matvec`` on host float64 vectors of shape
-        (p,), ``lanczos.num_matvecs`` times in all (its two symmetry probes included).
+        (p,), ``lanczos.num_matvecs`` times in all (its symmetry probe included).
 
         Parameters
         ----------

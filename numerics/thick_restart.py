@@ -68,14 +68,26 @@ def _wanted_order(theta: np.ndarray, which: str) -> np.ndarray:
     return np.argsort(-np.abs(theta), kind="stable")
 
 
-def _asymmetry(matvec: Matvec, space: _Space, rng: np.random.Generator) -> float:
-    """|yᵀAx − xᵀAy| / (‖y‖‖Ax‖ + ‖x‖‖Ay‖) for two Gaussian vectors x, y: 0 for symmetric A.
+def _asymmetry(
+    matvec: Matvec,
+    space: _Space,
+    rng: np.random.Generator,
+    x: Array | None = None,
+    ax: Array | None = None,
+) -> float:
+    """|yᵀAx − xᵀAy| / (‖y‖‖Ax‖ + ‖x‖‖Ay‖) for Gaussian x, y from ``rng``: 0 for symmetric A.
+
+    ``eigsh`` passes its random start vector as x with the product ``ax`` of its first Lanczos
+    step, so that the probe costs one matvec instead of two.
 
     Roundoff keeps it below the dtype's eps for GGN products JᵀJv (measured in float32 and
     float64 up to p = 50,000); a non-symmetric A gives about ‖A − Aᵀ‖_F / (‖A‖_F √n).
     """
-    x, y = (space.asarray(rng.standard_normal(space.n)) for _ in range(2))
-    ax, ay = matvec(x), matvec(y)
+    if x is None:
+        x = space.asarray(rng.standard_normal(space.n))
+        ax = matvec(x)
+    y = space.asarray(rng.standard_normal(space.n))
+    ay = matvec(y)
     for w in (ax, ay):
         if tuple(w.shape) != (space.n,):
             raise ValueError(f"matvec must return shape ({space.n},); got {tuple(w.shape)}")
@@ -140,13 +152,14 @@ def eigsh(
         multiplicity above the rounding-induced copies (ARPACK shares the limitation) can be
         reported converged with a copy missing; verification costs extra matvecs.
     check_symmetry : bool
-        First compare yᵀAx with xᵀAy for two random vectors (two extra matvecs, counted in
-        ``num_matvecs``, drawn from a child stream of ``rng`` so the iteration itself is
-        unchanged). Lanczos on a non-symmetric A returns wrong values that its residual
-        test reports converged; the probe refuses A when the relative gap
-        |yᵀAx − xᵀAy| / (‖y‖‖Ax‖ + ‖x‖‖Ay‖) exceeds √eps of the dtype (1.5e-8 in float64,
-        3.5e-4 in float32), far above roundoff (below eps) and a gap that a non-symmetric
-        part of relative size δ reaches once δ ≳ √(eps·n).
+        First compare yᵀAx with xᵀAy for two random vectors: x the random start vector,
+        whose product is the first Lanczos step's, and y from a child stream of ``rng``, so
+        the iteration itself is unchanged (one extra matvec, counted in ``num_matvecs``; two
+        when ``v0`` is given, which is not a random probe). Lanczos on a non-symmetric A
+        returns wrong values that its residual test reports converged; the probe refuses A
+        when the relative gap |yᵀAx − xᵀAy| / (‖y‖‖Ax‖ + ‖x‖‖Ay‖) exceeds √eps of the dtype
+        (1.5e-8 in float64, 3.5e-4 in float32), far above roundoff (below eps) and a gap that
+        a non-symmetric part of relative size δ reaches once δ ≳ √(eps·n).
 
     Returns
     -------
@@ -166,16 +179,8 @@ def eigsh(
     rng = as_generator(rng)
     space = _Space(n, v0, like)
     tol = max(1e-10, 100.0 * space.eps) if tol_given is None else tol_given
-    probes = 0
-    if check_symmetry:
-        gap = _asymmetry(matvec, space, spawn(rng, 1)[0])
-        probes = 2
-        if gap > np.sqrt(space.eps):
-            raise ValueError(
-                f"matvec must be a symmetric operator; |yᵀAx − xᵀAy| / (‖y‖‖Ax‖ + ‖x‖‖Ay‖) "
-                f"= {gap:.3g} for random x, y exceeds sqrt(eps) = {np.sqrt(space.eps):.3g} "
-                "(pass check_symmetry=False to skip this test)"
-            )
+    probe_rng = spawn(rng, 1)[0]  # a child stream: the iteration's draws are unchanged
+    q0 = start_vector(space, v0, rng)
     kry = KrylovBasis(
         matvec,
         space,
@@ -185,12 +190,27 @@ def eigsh(
         full=True,
         restart_on_breakdown=True,
     )
-    kry.Q[0, :] = start_vector(space, v0, rng)
+    kry.Q[0, :] = q0
+    first, probes = None, 0
+    if check_symmetry:
+        # a random start vector is a Gaussian probe already; a given v0 is not
+        if v0 is None:
+            first, probes = matvec(q0), 2  # A q0 (the first step's product) and A y
+            gap = _asymmetry(matvec, space, probe_rng, q0, first)
+        else:
+            gap, probes = _asymmetry(matvec, space, probe_rng), 2
+        if gap > np.sqrt(space.eps):
+            raise ValueError(
+                f"matvec must be a symmetric operator; |yᵀAx − xᵀAy| / (‖y‖‖Ax‖ + ‖x‖‖Ay‖) "
+                f"= {gap:.3g} for random x, y exceeds sqrt(eps) = {np.sqrt(space.eps):.3g} "
+                "(pass check_symmetry=False to skip this test)"
+            )
     start, restarts = 0, 0
     previous: np.ndarray | None = None
     while True:
         seen = len(kry.breakdowns)
-        m_eff = kry.extend(start, m)
+        m_eff = kry.extend(start, m, first_product=first)
+        first = None
         theta, S = np.linalg.eigh(kry.T[:m_eff, :m_eff])  # tiny: less overhead than SciPy
         beta_m = 0.0 if kry.exhausted else kry.beta_last
         res = np.abs(beta_m * S[m_eff - 1, :])
