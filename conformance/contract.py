@@ -58,6 +58,20 @@ target lacks are SKIPPED, not failed:
   held at the model's parameters (Ω's GGN part scales with 1/σ0²; the MAP is not re-fitted,
   as in post-hoc tuning); ``prior_precision`` (a float) and ``noise_var`` are the starting
   values. Returns two floats; with ``optimize_noise`` False, σ0² as passed.
+- ``diagonal_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
+  prior_precision, noise_var) -> array``: the variances gᵀ diag(Ω)⁻¹ g of the factorised
+  (diagonal) Laplace posterior N(θ̂, diag(Ω)⁻¹), Ω as above (per output for multiclass);
+  shape as for the required function.
+- ``kfac_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
+  prior_precision, noise_var, convention) -> array``: the variances gᵀ P⁻¹ g of the KFAC
+  Laplace posterior for an MLP of ``torch.nn.Linear`` layers with biases and one output
+  (regression, binary), P = ⊕_l K_l + αI with the isotropic prior added exactly (through the
+  eigendecompositions of the factors), G_l = Σ_n w_n δ_n δ_nᵀ (δ_n = ∂f(x_n)/∂s_l at the
+  layer's output s_l, w_n = 1/σ0² or σ(f_n)(1 − σ(f_n))) and ``convention``
+  ``"joint"`` (K_l = G_l ⊗ Ã_l on [W b], Ã_l = (1/N) Σ_n ã_n ã_nᵀ with ã = [a; 1]) or
+  ``"separate"`` (K_l = G_l ⊗ A_l on W, A_l = (1/N) Σ_n a_n a_nᵀ, and G_l alone on b: the
+  weight–bias cross block dropped; laplace-torch's ``KronLaplace``); docs/mathematics.md,
+  "Diagonal and KFAC Laplace".
 
 A target is named ``MODULE:CALLABLE`` (``CALLABLE`` may be dotted, e.g. ``mod:obj.method``).
 Shipped: ``laplace_lab.conformance.adapters.numerics:predictive_variance`` (laplace-lab's
@@ -76,7 +90,7 @@ import numpy as np
 
 from laplace_lab._plugins import load_plugin
 
-__all__ = ["CAPABILITIES", "MASK_METHODS", "Target", "load_target"]
+__all__ = ["CAPABILITIES", "KFAC_CONVENTIONS", "MASK_METHODS", "Target", "load_target"]
 
 #: The optional capabilities a target may declare.
 CAPABILITIES = (
@@ -85,7 +99,11 @@ CAPABILITIES = (
     "log_marginal_likelihood",
     "low_rank_predictive_variance",
     "optimize_prior",
+    "diagonal_predictive_variance",
+    "kfac_predictive_variance",
 )
+#: The weight–bias conventions of ``kfac_predictive_variance``.
+KFAC_CONVENTIONS = ("joint", "separate")
 #: The mask names a target's ``subset_masks`` may use.
 MASK_METHODS = (
     "gradient_laplace",

@@ -8,6 +8,7 @@ Computed independently of any target and of :mod:`laplace_lab.numerics`: Jacobia
 
 and every quantity by dense NumPy linear algebra on it: the linearized-Laplace epistemic
 variances gᵀΩ⁻¹g (on a subset S: g_Sᵀ Ω_SS⁻¹ g_S, the other parameters fixed at the MAP),
+those of the diagonal Laplace posterior gᵀ diag(Ω)⁻¹ g,
 the Laplace log marginal likelihood, the top-r eigenpairs of the GGN part, and the criteria
 of the sub-network selection rules. Equation numbers are those of S. Raha, K. Khare,
 R. K. Patra, "Optimality of Sub-network Laplace Approximations: New Results and Methods",
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from laplace_lab.conformance.problems import Problem
-from laplace_lab.conformance.tolerance import variance_tolerance
+from laplace_lab.conformance.tolerance import diagonal_tolerance, variance_tolerance
 
 __all__ = ["DenseOracle", "jacobian", "outputs"]
 
@@ -156,6 +157,27 @@ class DenseOracle:
             n_rows=self.n_rows,
         ).reshape(G.shape[:2])
         return tol if self.problem.likelihood == "multiclass" else tol[:, 0]
+
+    # ------------------------------------------------------------------ diagonal Laplace
+    def _per_output(self, v: np.ndarray) -> np.ndarray:
+        v = v.reshape(self.G.shape[:2])
+        return v if self.problem.likelihood == "multiclass" else v[:, 0]
+
+    def diagonal_variance(self) -> np.ndarray:
+        """gᵀ diag(Ω)⁻¹ g for every test point and output: the factorised posterior
+        N(θ̂, diag(Ω)⁻¹), (M,) or (M, C)."""
+        G = self.G.reshape(-1, self.theta.size)
+        return self._per_output((G * G) @ (1.0 / np.diag(self.omega)))
+
+    def diagonal_tolerance(self) -> np.ndarray:
+        """The diagonal rule of :mod:`.tolerance` for :meth:`diagonal_variance`."""
+        h = np.linalg.norm(np.abs(self.H), ord=2, axis=(1, 2))  # ‖|H_n|‖₂
+        abs_diag = np.einsum("n,ncp->p", h, self.J**2) + self.V
+        G = self.G.reshape(-1, self.theta.size)
+        tol = diagonal_tolerance(
+            np.diag(self.omega), abs_diag, G, dtype=self.problem.dtype, n_rows=self.n_rows
+        )
+        return self._per_output(tol)
 
     # ------------------------------------------------------------------ evidence
     @cached_property

@@ -7,7 +7,9 @@ families:
 - **linear-Gaussian**: ``torch.nn.Linear(d, 1)`` with Gaussian noise, set to the exact
   posterior mean of Bayesian linear regression on the features (x, 1) — the weights and
   the bias in ``parameters()`` order. Linearized Laplace is then exact Bayesian linear
-  regression (full and on a subset, with the other weights fixed).
+  regression (full and on a subset, with the other weights fixed). In
+  ``linear-gaussian-orthogonal`` the design columns are orthogonal to each other and to
+  the constant, so the GGN ΦᵀΦ/σ0² is diagonal and diagonal Laplace is exact too.
 - **MLPs**: a tanh network d → h → C trained to its MAP (full-batch L-BFGS in float64 on the
   negative log joint) for regression, binary (one logit) and multiclass (C logits)
   likelihoods; N′ = N·C < p so that the prior matters for every test point.
@@ -261,11 +263,15 @@ def _linear_problem(
     prior: float | str = 2.0,
     subset: bool = False,
     spectrum: tuple[float, ...] | None = None,
+    orthogonal: bool = False,
 ) -> dict[str, Any]:
     import torch
 
     scale = np.ones(d) if spectrum is None else np.asarray(spectrum)
     X = rng.normal(size=(n, d)) * scale
+    if orthogonal:  # columns orthogonal to each other and to 1, norms √n·scale: ΦᵀΦ diagonal
+        Q, _ = np.linalg.qr(np.hstack([np.ones((n, 1)), X]))
+        X = Q[:, 1:] * np.sqrt(n) * scale
     y = X @ rng.normal(size=d) + 0.5 + rng.normal(0.0, np.sqrt(noise_var), size=n)
     V = rng.choice([0.5, 1.0, 2.0, 4.0], size=d + 1) if prior == "diagonal" else float(prior)
     features = np.hstack([X, np.ones((n, 1))])  # parameters() order: weight, then bias
@@ -298,6 +304,9 @@ _problem("linear-gaussian-subset")(lambda rng: _linear_problem(rng, subset=True)
 _problem("linear-gaussian-diagonal-prior")(lambda rng: _linear_problem(rng, prior="diagonal"))
 _problem("linear-gaussian-spectrum")(
     lambda rng: _linear_problem(rng, n=30, d=6, spectrum=(8.0, 4.0, 1.0, 0.5, 0.3, 0.2))
+)
+_problem("linear-gaussian-orthogonal")(
+    lambda rng: _linear_problem(rng, orthogonal=True, spectrum=(2.0, 1.0, 0.5, 1.5))
 )
 _problem("mlp-regression-diagonal-prior")(
     lambda rng: _mlp_problem(rng, "regression", prior="diagonal", subset_size=12)

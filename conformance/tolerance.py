@@ -28,6 +28,13 @@ The same γ serves the other quantities:
 - low-rank posteriors: the variance rule with Ω_r = U_r diag(λ_r) U_rᵀ + V in place of Ω,
   plus 4√u·(λ_1²/δ_r)·‖w‖² for eigenpairs computed iteratively to a relative residual √u
   (Davis–Kahan: a residual ρ turns the top-r subspace by ρ/δ_r, δ_r = λ_r − λ_{r+1});
+- diagonal Laplace, v = Σ_i g_i²/Ω_ii: each Ω_ii is a sum of N′ terms J_n,iᵀ H_n J_n,i plus
+  V_i, evaluated (however H_n is factorised) to within γ·D_i with
+  D_i = Σ_n ‖|H_n|‖₂ ‖J_n,i‖² + V_i (= Ω_ii for one output); δv = −Σ_i g_i² δΩ_ii/Ω_ii²
+  and a relative error γ in g gives 2γv, so τ = 4γ·(Σ_i g_i² D_i/Ω_ii² + 2v);
+- KFAC Laplace: the variance rule with the KFAC precision P in place of Ω (its Kronecker
+  factors are sums of N terms and their eigendecompositions are backward stable, so P is
+  formed to a relative error γ, and the exact prior form λ_G,i λ_A,j + α subtracts nothing);
 - posterior samples are tested statistically (:mod:`.catalog.sampling`), not by roundoff.
 
 References
@@ -46,6 +53,7 @@ from laplace_lab._checks import dtype_eps
 
 __all__ = [
     "criterion_tolerance",
+    "diagonal_tolerance",
     "gamma",
     "lml_tolerance",
     "low_rank_tolerance",
@@ -145,3 +153,28 @@ def lml_tolerance(
         abs(log_likelihood) + abs(log_prior) + k * cond + 0.5 * float(np.sum(np.abs(np.log(lam))))
     )
     return SAFETY * gamma(dtype, n_rows, k) * terms
+
+
+def diagonal_tolerance(
+    omega_diag: np.ndarray, abs_diag: np.ndarray, G: np.ndarray, *, dtype: Any, n_rows: int
+) -> np.ndarray:
+    """τ for the diagonal-Laplace variances Σ_i g_i²/Ω_ii of the rows g of ``G``.
+
+    Parameters
+    ----------
+    omega_diag : (p,) float64 array
+        diag(Ω) of the oracle.
+    abs_diag : (p,) float64 array
+        D_i = Σ_n ‖|H_n|‖₂ ‖J_n,i‖² + V_i, the magnitude of the terms summed into Ω_ii
+        (module docstring).
+    G : (R, p) float64 array
+        Jacobian rows.
+    dtype : dtype
+        The dtype the target computes in.
+    n_rows : int
+        N′, the rows of the weighted Jacobian.
+    """
+    g2 = G * G
+    v = g2 @ (1.0 / omega_diag)
+    perturbation = g2 @ (abs_diag / omega_diag**2)
+    return SAFETY * gamma(dtype, n_rows, omega_diag.size) * (perturbation + 2.0 * v)

@@ -15,9 +15,24 @@ epistemic variance at x* is
     Σ_l Σ_ij ((Q_Gᵀ δ*)_i (Q_Aᵀ ã*)_j)² / (λ_G,i λ_A,j + α).
 
 Exact for a single linear layer with one output under regression (constant w_n, so
-Σ w_n ããᵀ ⊗ δδᵀ factorises); for binary it replaces Σ w_n ã ãᵀ by (Σ w_n)·mean ã ãᵀ. Why not
-laplace-torch: it is not installed here and not a dependency; this module is ~150 lines
-and is tested against a dense Kronecker construction.
+Σ w_n ããᵀ ⊗ δδᵀ factorises); for binary it replaces Σ w_n ã ãᵀ by (Σ w_n)·mean ã ãᵀ.
+
+Two weight–bias conventions (``convention=``): ``"joint"`` is the [W b] factor above (Martens
+& Grosse 2015, Ritter et al. 2018); ``"separate"`` gives the bias a factor of its own, G_l
+on b and G_l ⊗ (1/N) Σ_n a_n a_nᵀ on W — laplace-torch's ``KronLaplace`` (curvlinops'
+``separate_weight_and_bias=True``). It is the joint form with A_l replaced by
+blockdiag((1/N) Σ_n a_n aᵀ_n, 1), i.e. with the cross entries (1/N) Σ_n a_n of A_l set to
+zero (the corner (1/N) Σ_n 1 is 1 already), so the same eigen-form serves both
+(docs/mathematics.md, "Diagonal and KFAC Laplace"). Why not laplace-torch: it is an
+optional extra, not a dependency; this module is ~160 lines and is tested against a dense
+Kronecker construction.
+
+References
+----------
+.. [1] J. Martens, R. Grosse, "Optimizing Neural Networks with Kronecker-factored Approximate
+   Curvature", ICML 2015, arXiv:1503.05671, §3.
+.. [2] H. Ritter, A. Botev, D. Barber, "A Scalable Laplace Approximation for Neural Networks",
+   ICLR 2018, §3.
 """
 
 from __future__ import annotations
@@ -30,7 +45,10 @@ import torch
 
 from laplace_lab.numerics.ggn import logistic_weight_root
 
-__all__ = ["KFACLaplace", "fit_kfac", "layer_signals"]
+__all__ = ["CONVENTIONS", "KFACLaplace", "fit_kfac", "layer_signals"]
+
+#: The weight–bias conventions (module docstring).
+CONVENTIONS = ("joint", "separate")
 
 
 def _linears(model: torch.nn.Module) -> list[torch.nn.Linear]:
@@ -110,6 +128,7 @@ def fit_kfac(
     likelihood: str,
     prior_precision: float,
     noise_var: float = 1.0,
+    convention: str = "joint",
 ) -> KFACLaplace:
     """Fit KFAC-Laplace on the training inputs X for a one-output MLP.
 
@@ -123,7 +142,12 @@ def fit_kfac(
         α > 0 (isotropic prior).
     noise_var : float
         σ0² for regression.
+    convention : {"joint", "separate"}
+        The bias in the input factor (ã = [a; 1]) or with a factor G_l of its own
+        (module docstring).
     """
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}; got {convention!r}")
     if likelihood not in ("regression", "binary"):
         raise ValueError(f"likelihood must be 'regression' or 'binary'; got {likelihood!r}")
     if not prior_precision > 0 or not noise_var > 0:
@@ -137,6 +161,8 @@ def fit_kfac(
     eig_A, eig_G = [], []
     for a, d in sig:
         A = a.T @ a / n
+        if convention == "separate":
+            A[:-1, -1] = A[-1, :-1] = 0.0  # blockdiag((1/N) Σ a aᵀ, 1)
         G = (d * w[:, None]).T @ d
         lA, QA = np.linalg.eigh(A)
         lG, QG = np.linalg.eigh(G)

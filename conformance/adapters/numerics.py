@@ -9,8 +9,10 @@ variances from :func:`~laplace_lab.numerics.predictive_variance` /
 masks from the selection registry, low rank from
 :class:`~laplace_lab.numerics.LowRankLaplace` (thick-restart Lanczos), empirical Bayes from
 the evidence of :class:`~laplace_lab.numerics.laplace_variants.SpectralLaplace` maximised by
-Brent's method in log α (nested in log σ0² when the noise is optimised). Computations run in
-the model's dtype on torch tensors.
+Brent's method in log α (nested in log σ0² when the noise is optimised), diagonal Laplace
+from :func:`~laplace_lab.numerics.laplace_variants.diagonal_laplace_variance` on the same
+GGN, KFAC from :func:`laplace_lab.numerics.kfac.fit_kfac` (both weight–bias conventions).
+Computations run in the model's dtype on torch tensors.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from laplace_lab.numerics import (
     to_numpy,
 )
 from laplace_lab.numerics import predictive_variance as _full_variance
-from laplace_lab.numerics.laplace_variants import SpectralLaplace
+from laplace_lab.numerics.kfac import fit_kfac
+from laplace_lab.numerics.laplace_variants import SpectralLaplace, diagonal_laplace_variance
 
 __all__ = ["predictive_variance"]
 
@@ -274,6 +277,46 @@ def optimize_prior(
     return maximise_log_scale(lambda a: evidence(a, s2), alpha0), s2
 
 
+def diagonal_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+) -> np.ndarray:
+    """gᵀ diag(Ω)⁻¹ g: the factorised Laplace posterior N(θ̂, diag(Ω)⁻¹)."""
+    ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    return diagonal_laplace_variance(ggn, _test_rows(model, X_test, likelihood))
+
+
+def kfac_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    convention: str,
+) -> np.ndarray:
+    """gᵀP⁻¹g of KFAC Laplace (:func:`~laplace_lab.numerics.kfac.fit_kfac`), the isotropic
+    prior added through the factors' eigendecompositions; ``convention`` "joint" or
+    "separate"."""
+    kfac = fit_kfac(
+        model,
+        X_train,
+        likelihood=likelihood,
+        prior_precision=positive_float(prior_precision, "prior_precision"),
+        noise_var=noise_var,
+        convention=convention,
+    )
+    return kfac.variance(model, X_test)
+
+
 def _selector(name: str):
     def select_subset(
         model: Any,
@@ -299,3 +342,5 @@ predictive_variance.posterior_samples = posterior_samples
 predictive_variance.log_marginal_likelihood = log_marginal_likelihood
 predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance
 predictive_variance.optimize_prior = optimize_prior
+predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
+predictive_variance.kfac_predictive_variance = kfac_predictive_variance

@@ -299,3 +299,82 @@ wrong_prior_as_variance = _with(optimize_prior=prior_variance_optimum)
 wrong_coarse_grid = _with(optimize_prior=coarse_grid_optimum)
 wrong_fixed_noise = _with(optimize_prior=noise_not_optimised)
 wrong_one_percent = _with(optimize_prior=one_percent_off)
+
+
+def diagonal_of_inverse(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var
+):
+    """Diagonal Laplace with the marginal variances diag(Ω⁻¹) in place of diag(Ω)⁻¹."""
+    ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+    marginal = np.diag(np.linalg.inv(np.asarray(to_numpy(ggn.dense()), dtype=np.float64)))
+    G = np.asarray(to_numpy(per_sample_jacobian(model, X_test)), dtype=np.float64)
+    return (G * G) @ marginal
+
+
+def _kfac(*, swap=False, damped=False, noise=None, prior=None):
+    """laplace-lab's KFAC with one thing changed: the convention swapped, the prior added to
+    each factor as √α, σ0² replaced, or the prior precision replaced by ``prior(α)``."""
+
+    def target(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        *,
+        likelihood,
+        prior_precision,
+        noise_var,
+        convention: str,
+    ):
+        from laplace_lab.numerics.kfac import KFACLaplace, fit_kfac
+
+        swapped = {"joint": "separate", "separate": "joint"}[convention]
+        alpha = float(prior_precision) if prior is None else prior(float(prior_precision))
+        kf = fit_kfac(
+            model,
+            X_train,
+            likelihood=likelihood,
+            prior_precision=alpha,
+            noise_var=noise_var if noise is None else noise,
+            convention=swapped if swap else convention,
+        )
+        if damped:  # (λ_G + √α)(λ_A + √α) in place of λ_G λ_A + α
+            r = np.sqrt(alpha)
+            kf = KFACLaplace(
+                tuple((lam + r, Q) for lam, Q in kf.eig_A),
+                tuple((lam + r, Q) for lam, Q in kf.eig_G),
+                0.0,
+            )
+        return kf.variance(model, X_test)
+
+    return target
+
+
+def _diagonal(*, noise=None, prior=None):
+    """laplace-lab's diagonal Laplace with σ0² or the prior precision replaced."""
+
+    def target(model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var):
+        V = prior_precision if prior is None else prior(np.asarray(prior_precision, float))
+        return ours.diagonal_predictive_variance(
+            model,
+            X_train,
+            y_train,
+            X_test,
+            likelihood=likelihood,
+            prior_precision=V,
+            noise_var=noise_var if noise is None else noise,
+        )
+
+    return target
+
+
+wrong_diagonal_inverse = _with(diagonal_predictive_variance=diagonal_of_inverse)
+wrong_kfac_convention = _with(kfac_predictive_variance=_kfac(swap=True))
+wrong_kfac_damping = _with(kfac_predictive_variance=_kfac(damped=True))
+structured_forgotten_noise = _with(
+    diagonal_predictive_variance=_diagonal(noise=1.0), kfac_predictive_variance=_kfac(noise=1.0)
+)
+structured_prior_as_variance = _with(
+    diagonal_predictive_variance=_diagonal(prior=lambda v: 1.0 / v),
+    kfac_predictive_variance=_kfac(prior=lambda a: 1.0 / a),
+)

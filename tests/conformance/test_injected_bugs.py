@@ -75,3 +75,24 @@ def test_the_reproducer_of_a_failure_reproduces_it(monkeypatch, tmp_path):
     got = float(namespace["got"].reshape(-1)[0])  # the worst test point alone
     assert got == pytest.approx(result.details["got"], rel=1e-12)
     assert abs(got - result.details["oracle"]) > result.details["tolerance"]
+
+
+DIAGONAL = [n for n in cases() if n.startswith("diagonal/")]
+KFAC = [n for n in cases() if n.startswith("kfac/")]
+STRUCTURED_REGRESSION = {n for n in DIAGONAL + KFAC if "linear" in n or "regression" in n}
+
+
+@pytest.mark.parametrize(
+    ("mutant", "expected"),
+    [
+        # diag(Ω⁻¹) = diag(Ω)⁻¹ only where Ω is diagonal: the orthogonal design
+        ("wrong_diagonal_inverse", set(DIAGONAL) - {"diagonal/linear-gaussian-orthogonal"}),
+        ("wrong_kfac_convention", set(KFAC)),  # x̄ and the mean activations are not zero
+        ("wrong_kfac_damping", set(KFAC)),  # (λ_G + √α)(λ_A + √α) ≠ λ_G λ_A + α
+        ("structured_forgotten_noise", STRUCTURED_REGRESSION),  # σ0² = 0.3, 1 otherwise
+        ("structured_prior_as_variance", set(DIAGONAL + KFAC)),  # no α = 1
+    ],
+)
+def test_diagonal_and_kfac_bugs_fail_exactly_their_cases(mutant, expected):
+    assert (len(DIAGONAL), len(KFAC)) == (7, 8)
+    assert _failed(mutant, DIAGONAL + KFAC) == expected

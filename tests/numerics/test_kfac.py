@@ -29,13 +29,16 @@ def test_kfac_is_exact_for_a_linear_regression_model():
     np.testing.assert_allclose(kf.variance(model, Xs), ref, rtol=1e-10)
 
 
+@pytest.mark.parametrize("convention", ["joint", "separate"])
 @pytest.mark.parametrize("likelihood", ["regression", "binary"])
-def test_kfac_equals_dense_block_diagonal_kronecker(likelihood):
+def test_kfac_equals_dense_block_diagonal_kronecker(likelihood, convention):
     X, Xs = _data(seed=1)
     torch.manual_seed(1)
     model = mlp(3, [4, 5], 1, activation="tanh").double().eval()
     alpha, s2 = 1.3, 0.25
-    kf = fit_kfac(model, X, likelihood=likelihood, prior_precision=alpha, noise_var=s2)
+    kf = fit_kfac(
+        model, X, likelihood=likelihood, prior_precision=alpha, noise_var=s2, convention=convention
+    )
     f, sig = layer_signals(model, X)
     w = (
         np.full(len(f), 1 / s2)
@@ -48,9 +51,15 @@ def test_kfac_equals_dense_block_diagonal_kronecker(likelihood):
     for li, (a, d) in enumerate(sig):
         A = a.T @ a / len(f)
         Gm = (d * w[:, None]).T @ d
-        K = np.kron(Gm, A)  # row-major vec of M = [W b]: index i·(in+1) + j
         out, inp1 = d.shape[1], a.shape[1]
         wb, bb = [b for b in lay.blocks if b.layer == li]
+        if convention == "separate":  # G ⊗ (1/N) Σ a aᵀ on W, G alone on b
+            W_idx = wb.slice.start + np.arange(out * (inp1 - 1))
+            B_idx = bb.slice.start + np.arange(out)
+            omega[np.ix_(W_idx, W_idx)] += np.kron(Gm, A[:-1, :-1])
+            omega[np.ix_(B_idx, B_idx)] += Gm
+            continue
+        K = np.kron(Gm, A)  # row-major vec of M = [W b]: index i·(in+1) + j
         flat = np.empty(out * inp1, dtype=np.int64)
         for i in range(out):
             flat[i * inp1 : i * inp1 + inp1 - 1] = (
@@ -61,6 +70,31 @@ def test_kfac_equals_dense_block_diagonal_kronecker(likelihood):
     G = per_sample_jacobian(model, Xs).numpy()
     ref = np.einsum("mi,ij,mj->m", G, np.linalg.inv(omega), G)
     np.testing.assert_allclose(kf.variance(model, Xs), ref, rtol=1e-9)
+
+
+def test_the_conventions_differ_by_the_mean_input_only():
+    # one Linear layer: joint KFAC is the GGN; separate drops G ⊗ x̄, so it is exact too
+    # when the inputs are centred, and differs otherwise
+    X, Xs = _data(seed=2)
+    torch.manual_seed(2)
+    model = torch.nn.Linear(3, 1).double()
+    G = per_sample_jacobian(model, Xs).numpy()
+
+    def both(X):
+        return [
+            fit_kfac(
+                model, X, likelihood="regression", prior_precision=0.7, noise_var=0.4, convention=c
+            ).variance(model, Xs)
+            for c in ("joint", "separate")
+        ]
+
+    Xc = X - X.mean(axis=0)
+    J = per_sample_jacobian(model, Xc).numpy()
+    exact = np.einsum("mi,ij,mj->m", G, np.linalg.inv(J.T @ J / 0.4 + 0.7 * np.eye(4)), G)
+    for v in both(Xc):
+        np.testing.assert_allclose(v, exact, rtol=1e-10)
+    joint, separate = both(X + 1.0)
+    assert np.min(np.abs(joint - separate) / joint) > 1e-3
 
 
 def test_kfac_bad_input():
@@ -74,3 +108,5 @@ def test_kfac_bad_input():
         fit_kfac(mlp(3, [2]), X, likelihood="multiclass", prior_precision=1.0)
     with pytest.raises(ValueError, match="one output"):
         fit_kfac(mlp(3, [2], 2), X, likelihood="regression", prior_precision=1.0)
+    with pytest.raises(ValueError, match="convention"):
+        fit_kfac(mlp(3, [2]), X, likelihood="regression", prior_precision=1.0, convention="kron")

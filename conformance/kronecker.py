@@ -1,0 +1,174 @@
+"""The dense KFAC precision of a small MLP, built from its per-sample signals.
+
+For a layer s = W a + b of an MLP with one output f, the per-sample gradients are
+∂f/∂W = δ aᵀ and ∂f/∂b = δ with δ = ∂f/∂s, so the layer's GGN block is
+Σ_n w_n (δ_n δ_nᵀ) ⊗ (ã_n ã_nᵀ) on [W b] (ã = [a; 1], row-major vec: index i·(d + 1) + j),
+w_n = 1/σ0² (regression) or σ(f_n)(1 − σ(f_n)) (binary). KFAC (Martens & Grosse) replaces
+the sum of Kronecker products by the product of the sums,
+
+    G_l = Σ_n w_n δ_n δ_nᵀ,   A_l = (1/N) Σ_n ã_n ã_nᵀ,   K_l = G_l ⊗ A_l  ("joint"),
+
+and keeps only the layers' diagonal blocks. laplace-torch's ``KronLaplace`` (through
+curvlinops' ``KFACLinearOperator(separate_weight_and_bias=True)``) keeps the weight and the
+bias apart instead: G_l ⊗ (1/N) Σ_n a_n a_nᵀ on W and G_l alone on b ("separate"), i.e. the
+joint K_l with the cross block G_l ⊗ ā (ā the mean input) set to zero. The precision is
+P = ⊕_l K_l + V, written out as a p × p matrix in ``parameters()`` order.
+
+Everything is computed here, independently of :mod:`laplace_lab.numerics.kfac`: ã_n from
+forward hooks on a float64 copy of the model, δ_n as the bias columns of the dense oracle's
+autograd Jacobian (∂f/∂b_l = δ_l), w_n from the oracle's output Hessians.
+
+References
+----------
+.. [1] J. Martens, R. Grosse, "Optimizing Neural Networks with Kronecker-factored Approximate
+   Curvature", ICML 2015, arXiv:1503.05671, §3 (the Kronecker factors, ã = [a; 1]).
+.. [2] H. Ritter, A. Botev, D. Barber, "A Scalable Laplace Approximation for Neural Networks",
+   ICLR 2018, §3 (the KFAC Laplace posterior).
+.. [3] R. Eschenhagen, A. Immer, R. E. Turner, F. Schneider, P. Hennig, "Kronecker-Factored
+   Approximate Curvature for Modern Neural Network Architectures", NeurIPS 2023,
+   arXiv:2311.00636, §3 (KFAC-expand, exact for deep linear networks).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from laplace_lab._checks import one_of
+from laplace_lab.conformance.contract import KFAC_CONVENTIONS
+from laplace_lab.conformance.oracle import DenseOracle
+from laplace_lab.conformance.tolerance import variance_tolerance
+
+__all__ = ["KFACOracle", "LayerFactors"]
+
+
+@dataclass(frozen=True)
+class LayerFactors:
+    """One Linear layer's Kronecker factors and where its parameters sit in θ.
+
+    ``A`` is (d + 1) × (d + 1) with ã = [a; 1] (the joint factor; its leading d × d block
+    is the separate convention's weight factor); ``G`` is out × out.
+    """
+
+    G: np.ndarray
+    A: np.ndarray
+    weight: np.ndarray  # (out, d) indices of W_ij in θ
+    bias: np.ndarray  # (out,) indices of b_i in θ
+
+
+def _layers(model: Any) -> list[tuple[str, Any, int, int]]:
+    """(name, module, weight offset, bias offset) of every Linear layer; every parameter
+    must belong to one, with a bias."""
+    import torch
+
+    offsets, start = {}, 0
+    for name, t in model.named_parameters():
+        offsets[name] = start
+        start += int(t.numel())
+    found = []
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.Linear):
+            if m.bias is None:
+                raise ValueError(f"KFAC here needs a bias in every Linear layer ({name!r})")
+            prefix = f"{name}." if name else ""
+            found.append((name, m, offsets[f"{prefix}weight"], offsets[f"{prefix}bias"]))
+    covered = sum(m.weight.numel() + m.bias.numel() for _, m, _, _ in found)
+    if covered != start:
+        raise ValueError("KFAC here needs an MLP: every parameter in a torch.nn.Linear")
+    return found
+
+
+def _inputs(model: Any, X: Any) -> dict[str, np.ndarray]:
+    """The input a_n of every Linear layer of a float64 copy of ``model``, (N, d)."""
+    import torch
+
+    m = copy.deepcopy(model).double().eval()
+    seen: dict[str, np.ndarray] = {}
+    handles = []
+    for name, module, _, _ in _layers(m):
+
+        def hook(mod: Any, inp: Any, name: str = name) -> None:
+            if name in seen:
+                raise ValueError(f"layer {name!r} is called twice in one forward pass")
+            seen[name] = inp[0].detach().reshape(inp[0].shape[0], -1).numpy().copy()
+
+        handles.append(module.register_forward_pre_hook(hook))
+    try:
+        with torch.no_grad():
+            m(torch.as_tensor(X).double())
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
+
+
+@dataclass(frozen=True, eq=False)
+class KFACOracle:
+    """The KFAC Laplace approximation of one one-output MLP problem, written out densely.
+
+    Parameters
+    ----------
+    oracle : DenseOracle
+        The dense oracle of the problem (its Jacobian, output Hessians and prior).
+    convention : {"joint", "separate"}
+        The weight–bias convention (module docstring).
+    """
+
+    oracle: DenseOracle
+    convention: str
+
+    def __post_init__(self) -> None:
+        one_of(self.convention, "convention", KFAC_CONVENTIONS)
+        one_of(self.oracle.problem.likelihood, "likelihood", ("regression", "binary"))
+
+    @cached_property
+    def factors(self) -> tuple[LayerFactors, ...]:
+        """G_l = Σ_n w_n δ_n δ_nᵀ and A_l = (1/N) Σ_n ã_n ã_nᵀ of every Linear layer."""
+        problem, o = self.oracle.problem, self.oracle
+        inputs = _inputs(problem.model, problem.X_train)
+        w = o.H[:, 0, 0]
+        out = []
+        for name, module, w0, b0 in _layers(problem.model):
+            n_out, d = module.weight.shape
+            bias = b0 + np.arange(n_out)
+            delta = o.J[:, 0, bias]  # ∂f/∂b = δ
+            a = np.hstack([inputs[name], np.ones((inputs[name].shape[0], 1))])
+            G = (delta * w[:, None]).T @ delta
+            A = a.T @ a / a.shape[0]
+            weight = w0 + np.arange(n_out * d).reshape(n_out, d)
+            out.append(LayerFactors(G, A, weight, bias))
+        return tuple(out)
+
+    @cached_property
+    def curvature(self) -> np.ndarray:
+        """⊕_l K_l in ``parameters()`` order (p × p), the likelihood part of P."""
+        p = self.oracle.theta.size
+        K = np.zeros((p, p))
+        for f in self.factors:
+            A = f.A.copy()
+            if self.convention == "separate":
+                A[:-1, -1] = A[-1, :-1] = 0.0  # blockdiag((1/N) Σ a aᵀ, 1): no W–b block
+            idx = np.hstack([f.weight, f.bias[:, None]]).reshape(-1)  # [W b] row-major
+            K[np.ix_(idx, idx)] += np.kron(f.G, A)
+        return 0.5 * (K + K.T)
+
+    @cached_property
+    def precision(self) -> np.ndarray:
+        """P = ⊕_l K_l + V."""
+        return self.curvature + np.diag(self.oracle.V)
+
+    def predictive_variance(self) -> np.ndarray:
+        """gᵀP⁻¹g for every test point, (M,)."""
+        G = self.oracle.G[:, 0, :]
+        return np.sum(np.linalg.solve(self.precision, G.T).T * G, axis=1)
+
+    def variance_tolerance(self) -> np.ndarray:
+        """The variance rule of :mod:`.tolerance` with P in place of Ω."""
+        o = self.oracle
+        return variance_tolerance(
+            self.precision, o.G[:, 0, :], o.V, dtype=o.problem.dtype, n_rows=o.n_rows
+        )
