@@ -10,7 +10,9 @@ allocated alone:
 
 - :meth:`StackedMLP.gradients` computes the mean-squared-error gradients of every network
   by hand, with, per network, exactly the matrix products autograd runs for
-  ``nn.Linear`` (``addmm`` forward; ``gᵀa`` and ``g W`` backward) and the same reductions;
+  ``nn.Linear`` (``addmm`` forward; ``gᵀa`` and ``g W`` backward) and the same reductions,
+  a few networks per batched call (MKL's batched product of network b is its own product)
+  into kept buffers;
 - :class:`StackedAdam` and :func:`clip_grad_norms_` apply ``torch.optim.Adam``'s and
   ``torch.nn.utils.clip_grad_norm_``'s element-wise arithmetic to all B networks at once.
 
@@ -34,6 +36,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -62,6 +65,14 @@ def _linears(model: Any) -> list[nn.Linear]:
 #: of float32, as torch's allocator aligns a tensor of its own): some of MKL's small
 #: products round differently for operands that are not 16-byte aligned.
 _ALIGN = 16
+
+
+#: Below this many multiply-adds (rows × inner × columns) ``torch.bmm`` runs its own loops
+#: instead of MKL's batched products, whose network b is the per-network product.
+_MKL_BATCH_MIN = 400
+
+#: Networks whose products are batched together: one group's activations stay in the cache.
+_GROUP = 2
 
 
 def _aligned(n: int) -> int:
@@ -113,6 +124,20 @@ class StackedMLP:
             [self._layer(self._grad, b, i)[::2] for i in range(len(self.shapes))]
             for b in range(self.size)
         ]
+        # per group of networks and layer: (W (G, out, in), bias (G, out)) of the storage and
+        # (∂W, ∂bias) of the gradient
+        self._groups = []
+        for start in range(0, self.size, _GROUP):
+            rows = slice(start, min(start + _GROUP, self.size))
+            layers = range(len(self.shapes))
+            self._groups.append(
+                (
+                    rows,
+                    [self._stacked_layer(self.storage[rows], i) for i in layers],
+                    [self._stacked_layer(self._grad[rows], i) for i in layers],
+                )
+            )
+        self._work: dict[tuple[int, int], dict[str, list[torch.Tensor]]] = {}
         for b, model in enumerate(models):
             self.set_network(b, model)
 
@@ -130,6 +155,10 @@ class StackedMLP:
         (out, inp), (w0, w1, b0, b1) = self.shapes[i], self._blocks[i]
         W = storage[b, w0:w1].view(out, inp)
         return W, W.t(), storage[b, b0:b1]
+
+    def _stacked_layer(self, storage: torch.Tensor, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        (out, inp), (w0, w1, b0, b1) = self.shapes[i], self._blocks[i]
+        return storage[:, w0:w1].view(-1, out, inp), storage[:, b0:b1]
 
     def blocks(self) -> list[tuple[int, int]]:
         """(start, end) of every parameter tensor in :attr:`storage`, ``parameters()`` order."""
@@ -171,11 +200,26 @@ class StackedMLP:
 
         Rows are laid out as :attr:`storage` and the tensor is reused by the next call. The
         products and reductions are autograd's for ``nn.Linear`` + ``mse_loss(reduction=
-        "mean")``, so each network's blocks equal ``.grad`` after ``backward()``.
+        "mean")``, so each network's blocks equal ``.grad`` after ``backward()``: every
+        product is one batched call (``baddbmm``/``bmm``/``matmul``), whose network b is the
+        very product autograd runs for network b (see :func:`_backward_group`).
         """
         self._check_inputs(X)
         if y.shape != X.shape[:2] or y.dtype != X.dtype:
             raise ValueError(f"y must have shape {tuple(X.shape[:2])} and X's dtype")
+        if X.shape[1] * min(out * inp for out, inp in self.shapes) < _MKL_BATCH_MIN:
+            return self._gradients_each(X, y)
+        n = X.shape[1]
+        for rows, params, grads in self._groups:
+            work = self._workspace(n, rows.stop - rows.start)
+            acts = _forward_group(X[rows], params, work)
+            # mse_loss_backward's arithmetic: (f − y) rounded, then times 2/n rounded to X's dtype
+            g = torch.sub(acts[-1], y[rows, None, :], out=work["g"][-1]).mul_(2.0 / n)
+            _backward_group(g, acts, params, grads, work)
+        return self._grad
+
+    def _gradients_each(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """:meth:`gradients` one network at a time (products too small for MKL's batches)."""
         ones = torch.ones((), dtype=X.dtype)
         mse_backward = torch.ops.aten.mse_loss_backward.default
         relu_backward = torch.ops.aten.threshold_backward.default
@@ -190,6 +234,22 @@ class StackedMLP:
                 if i > 0:
                     g = relu_backward(g.mm(self._params[b][i][0]), acts[i], 0)
         return self._grad
+
+    def _workspace(self, n: int, G: int) -> dict[str, list[torch.Tensor]]:
+        """Buffers of a group of G networks on n rows (kept: fresh ones cost page faults)."""
+        key = (n, G)
+        if key not in self._work:
+            dtype = self.storage.dtype
+            outs = [out for out, _ in self.shapes[:-1]]
+            self._work[key] = {
+                "acts": [torch.empty((G, n, out), dtype=dtype) for out in outs]
+                + [torch.empty((G, 1, n), dtype=dtype)],
+                "g": [torch.empty((G, n, out), dtype=dtype) for out in outs]
+                + [torch.empty((G, 1, n), dtype=dtype)],
+                "gW": [torch.empty((G, out, inp), dtype=dtype) for out, inp in self.shapes],
+                "gb": [torch.empty((G, out), dtype=dtype) for out, _ in self.shapes],
+            }
+        return self._work[key]
 
     @torch.no_grad()
     def set_network(self, b: int, model: Any) -> None:
@@ -215,6 +275,61 @@ class StackedMLP:
         return model.eval()
 
 
+def _forward_group(
+    X: torch.Tensor, params: list[tuple[torch.Tensor, torch.Tensor]], work: dict
+) -> list[torch.Tensor]:
+    """Layer inputs (G, n, ·) of G networks on X (G, n, d) and their outputs as a row,
+    (G, 1, n): per network, the ``addmm`` products of ``nn.Linear``."""
+    acts = [X]
+    last = len(params) - 1
+    for i, (W, c) in enumerate(params):
+        out = work["acts"][i]
+        if i < last:
+            acts.append(torch.baddbmm(c[:, None, :], acts[-1], W.transpose(1, 2), out=out).relu_())
+        else:  # the one-output layer as a row: the product nn.Linear's addmm runs
+            acts.append(torch.baddbmm(c[:, :, None], W, acts[-1].transpose(1, 2), out=out))
+    return acts
+
+
+def _backward_group(
+    g: torch.Tensor,
+    acts: list[torch.Tensor],
+    params: list[tuple[torch.Tensor, torch.Tensor]],
+    grads: list[tuple[torch.Tensor, torch.Tensor]],
+    work: dict,
+) -> None:
+    """Back-propagate ∂loss/∂f (``g``, (G, 1, n)) through G networks into ``grads``.
+
+    Per network and layer the products are autograd's for ``nn.Linear`` (``gᵀa``, ``g W``)
+    and the bias gradient is ``g.sum(0)``; MKL's batched products equal the per-network
+    ones for these layouts. The one-output layer's ``gᵀa`` is a matrix-vector product that
+    MKL may split over threads, so it is run network by network, as autograd runs it; its
+    ``g W`` has one term per entry, so it is the element-wise product (the same single
+    rounding).
+    """
+    relu_backward = torch.ops.aten.threshold_backward.grad_input
+    last = len(params) - 1
+    for i in range(last, -1, -1):
+        gW, gb = work["gW"][i], work["gb"][i]
+        if i == last:  # gᵀa of one output: a gemv, which MKL may split over threads
+            for b in range(g.shape[0]):  # as it splits autograd's, so network by network
+                torch.mm(g[b], acts[i][b], out=gW[b])
+            torch.sum(g, 2, out=gb)
+            g = g.transpose(1, 2)  # (G, n, 1): the column autograd holds
+        else:
+            torch.bmm(g.transpose(1, 2), acts[i], out=gW)
+            torch.sum(g, 1, out=gb)
+        grads[i][0].copy_(gW)
+        grads[i][1].copy_(gb)
+        if i > 0:
+            nxt = work["g"][i - 1]
+            if i == last:  # g W of one output: each entry one product, g_n w_j, rounded once
+                torch.mul(g, params[i][0], out=nxt)
+            else:
+                torch.bmm(g, params[i][0], out=nxt)
+            g = relu_backward(nxt, acts[i], 0, grad_input=nxt)
+
+
 @torch.no_grad()
 def clip_grad_norms_(
     grad: torch.Tensor, blocks: Sequence[tuple[int, int]], max_norm: float
@@ -226,9 +341,22 @@ def clip_grad_norms_(
     max_norm = positive_float(max_norm, "max_norm")
     norms = torch.stack([torch.linalg.vector_norm(grad[:, a:b], 2, dim=1) for a, b in blocks], 1)
     total = torch.linalg.vector_norm(norms, 2, dim=1)
-    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
-    grad.mul_(coef[:, None])
+    # max_norm / (total + 1e-6) as torch rounds it (the scalars in total's dtype, then
+    # Tensor.__rtruediv__: the reciprocal times max_norm), clamped at 1
+    t = total.numpy()
+    one = t.dtype.type(1.0)
+    coef = np.minimum(np.reciprocal(t + t.dtype.type(1e-6)) * t.dtype.type(max_norm), one)
+    if not np.all(coef == one):  # a row scaled by 1 is unchanged
+        grad.mul_(torch.from_numpy(coef)[:, None])
     return total
+
+
+def _negligible_square(eps: float, c: float, dtype: torch.dtype) -> float:
+    """A v > 0 with √v / c below a quarter of ε's spacing in ``dtype`` (so √v / c + ε rounds
+    to ε), and a normal number of ``dtype``; 0 when there is none."""
+    info = torch.finfo(dtype)
+    v = (eps * info.eps / 8 * c) ** 2  # info.eps / 8: a quarter of the spacing at or below ε
+    return v if v >= info.tiny else 0.0
 
 
 class StackedAdam:
@@ -258,6 +386,7 @@ class StackedAdam:
         """Clear the moments and the step count: a fresh optimizer."""
         self.exp_avg = torch.zeros_like(self.params)
         self.exp_avg_sq = torch.zeros_like(self.params)
+        self._denom = torch.empty_like(self.params)
         self.steps = 0
 
     @torch.no_grad()
@@ -269,5 +398,10 @@ class StackedAdam:
         self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         step = float(self.steps)
         step_size = self.lr / (1 - beta1**step)
-        denom = (self.exp_avg_sq.sqrt() / (1 - beta2**step) ** 0.5).add_(self.eps)
+        bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+        # √v̂/c + ε = ε exactly for every v ≤ floor: raising those v to the floor keeps the
+        # denominator and spares torch's sqrt its slow path on zeros (dead units, padding)
+        floor = _negligible_square(self.eps, bias_correction2_sqrt, self.params.dtype)
+        denom = torch.clamp(self.exp_avg_sq, min=floor, out=self._denom).sqrt_()
+        denom.div_(bias_correction2_sqrt).add_(self.eps)
         self.params.addcdiv_(self.exp_avg, denom, value=-step_size)

@@ -65,6 +65,7 @@ class Lockstep:
         # the regret definition does not shift the draws of the agent and its environment.
         self.regret_rngs = [r.spawn(1)[0] for r in rngs] if config.regret == "realised" else []
         self.t, self.phase = 0, 0
+        self._rows: tuple[np.ndarray, np.ndarray] | None = None  # the replay batch's arrays
 
     # ------------------------------------------------------------------ the environment
     def _inputs(self, x: np.ndarray) -> np.ndarray:
@@ -100,6 +101,22 @@ class Lockstep:
             return np.arange(t)
         return rng.integers(0, t, size=cfg.batch_size)
 
+    def _replay_rows(
+        self, X: np.ndarray, y: np.ndarray, idx: list[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Every seed's replay batch (rows ``idx[b]`` of its buffer), in kept arrays."""
+        n = idx[0].size
+        if self._rows is None or self._rows[1].shape[1] != n:
+            self._rows = (
+                np.empty((len(idx), n, X.shape[2]), X.dtype),
+                np.empty((len(idx), n), y.dtype),
+            )
+        Xb, yb = self._rows
+        for b, rows in enumerate(idx):
+            np.take(X[b], rows, axis=0, out=Xb[b])
+            np.take(y[b], rows, out=yb[b])
+        return Xb, yb
+
     def _targets(self) -> np.ndarray:
         """The training targets (B, t): raw rewards, or standardised per seed."""
         y = self.y[:, : self.t]
@@ -112,7 +129,7 @@ class Lockstep:
         return ((y - mean[:, None]) / sd[:, None]).astype(np.float32)
 
     def _train(self) -> None:
-        cfg, B = self.cfg, len(self.rngs)
+        cfg = self.cfg
         if self.phase > 0 and cfg.network == "reinit":
             for b, rng in enumerate(self.rngs):
                 self.net.set_network(b, build_seeded(bandit_net, rng=rng))
@@ -123,9 +140,8 @@ class Lockstep:
         blocks = self.net.blocks()
         for _ in range(cfg.updates_per_phase):
             idx = [self._batch(rng, self.t) for rng in self.rngs]
-            Xb = torch.from_numpy(np.stack([X[b, idx[b]] for b in range(B)]))
-            yb = torch.from_numpy(np.stack([y[b, idx[b]] for b in range(B)]))
-            grad = self.net.gradients(Xb, yb)
+            Xb, yb = self._replay_rows(X, y, idx)
+            grad = self.net.gradients(torch.from_numpy(Xb), torch.from_numpy(yb))
             clip_grad_norms_(grad, blocks, cfg.grad_clip)
             self.opt.step(grad)
 

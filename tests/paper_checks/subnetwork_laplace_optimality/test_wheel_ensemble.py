@@ -41,6 +41,22 @@ def test_gradients_are_autograds_bit_for_bit():
         assert torch.equal(grad[b], _flat_grad(model)), b
 
 
+def test_gradients_of_small_batches_and_uneven_groups_are_autograds():
+    # 3 rows: products too small for MKL's batches (network by network); 15 rows: batched,
+    # three networks in groups of two and one
+    B = 3
+    models = [build_seeded(bandit_net, rng=20 + s) for s in range(B)]
+    stack = StackedMLP(models)
+    for n in (3, 15):
+        X, y = _data(B, n, seed=n)
+        grad = stack.gradients(X, y)
+        grad = torch.cat([grad[:, a:e] for a, e in stack.blocks()], dim=1)
+        for b, model in enumerate(models):
+            model.zero_grad(set_to_none=True)
+            torch.nn.functional.mse_loss(model(X[b]).reshape(-1), y[b]).backward()
+            assert torch.equal(grad[b], _flat_grad(model)), (n, b)
+
+
 def test_training_follows_torch_adam_and_clipping_bit_for_bit():
     # 60 updates of App. D.2's recipe: nn.Sequential + autograd + clip_grad_norm_ + Adam,
     # one network at a time, against all networks stacked; the batch of 4 must not matter.
