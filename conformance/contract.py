@@ -72,6 +72,17 @@ target lacks are SKIPPED, not failed:
   ``"separate"`` (K_l = G_l ⊗ A_l on W, A_l = (1/N) Σ_n a_n a_nᵀ, and G_l alone on b: the
   weight–bias cross block dropped; laplace-torch's ``KronLaplace``); docs/mathematics.md,
   "Diagonal and KFAC Laplace".
+- ``predictive_probabilities(model, X_train, y_train, X_test, *, likelihood,
+  prior_precision, noise_var, link, n_samples, seed) -> array``: class probabilities of the
+  linearized Laplace predictive over the logits, f* ~ N(f̂(x*), G Ω⁻¹ Gᵀ) with G = ∂f(x*)/∂θ
+  (C × p) and Ω the full GGN precision above, for ``likelihood`` ``"binary"`` ((M,): P(y = 1))
+  or ``"multiclass"`` ((M, C)). ``link``: ``"probit"`` (σ(μ/√(1 + πv/8)); C logits: the
+  softmax of μ_k/√(1 + πΣ_kk/8)), ``"mc"`` (the average of σ(f) or softmax(f) over
+  ``n_samples`` draws of f from the full C × C Gaussian, seeded by the int ``seed``) or
+  ``"bridge"`` (multiclass only: the Laplace bridge's Dirichlet mean α/Σ_l α_l after
+  conditioning the Gaussian on 1ᵀf = 0, laplace-torch's ``link_approx="bridge"``);
+  ``n_samples`` and ``seed`` are passed for every link; docs/mathematics.md, "Class
+  probabilities of the linearized predictive".
 
 A target is named ``MODULE:CALLABLE`` (``CALLABLE`` may be dotted, e.g. ``mod:obj.method``).
 Shipped: ``laplace_lab.conformance.adapters.numerics:predictive_variance`` (laplace-lab's
@@ -90,7 +101,14 @@ import numpy as np
 
 from laplace_lab._plugins import load_plugin
 
-__all__ = ["CAPABILITIES", "KFAC_CONVENTIONS", "MASK_METHODS", "Target", "load_target"]
+__all__ = [
+    "CAPABILITIES",
+    "KFAC_CONVENTIONS",
+    "LINKS",
+    "MASK_METHODS",
+    "Target",
+    "load_target",
+]
 
 #: The optional capabilities a target may declare.
 CAPABILITIES = (
@@ -101,7 +119,10 @@ CAPABILITIES = (
     "optimize_prior",
     "diagonal_predictive_variance",
     "kfac_predictive_variance",
+    "predictive_probabilities",
 )
+#: The links of ``predictive_probabilities``.
+LINKS = ("probit", "mc", "bridge")
 #: The weight–bias conventions of ``kfac_predictive_variance``.
 KFAC_CONVENTIONS = ("joint", "separate")
 #: The mask names a target's ``subset_masks`` may use.

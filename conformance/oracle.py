@@ -9,7 +9,9 @@ Computed independently of any target and of :mod:`laplace_lab.numerics`: Jacobia
 and every quantity by dense NumPy linear algebra on it: the linearized-Laplace epistemic
 variances gᵀΩ⁻¹g (on a subset S: g_Sᵀ Ω_SS⁻¹ g_S, the other parameters fixed at the MAP),
 those of the diagonal Laplace posterior gᵀ diag(Ω)⁻¹ g,
-the Laplace log marginal likelihood, the top-r eigenpairs of the GGN part, and the criteria
+the logits' Gaussian N(f̂(x*), G Ω⁻¹ Gᵀ) at each test point (the linearized predictive
+whose class probabilities the links approximate), the Laplace log marginal likelihood, the
+top-r eigenpairs of the GGN part, and the criteria
 of the sub-network selection rules. Equation numbers are those of S. Raha, K. Khare,
 R. K. Patra, "Optimality of Sub-network Laplace Approximations: New Results and Methods",
 arXiv:2605.09075 (2026): Ω eqs. (2) and (4) and App. C.5, predictive eqs. (3) and (5).
@@ -26,7 +28,12 @@ from typing import Any
 import numpy as np
 
 from laplace_lab.conformance.problems import Problem
-from laplace_lab.conformance.tolerance import diagonal_tolerance, variance_tolerance
+from laplace_lab.conformance.tolerance import (
+    covariance_tolerance,
+    diagonal_tolerance,
+    mean_tolerance,
+    variance_tolerance,
+)
 
 __all__ = ["DenseOracle", "jacobian", "outputs"]
 
@@ -157,6 +164,39 @@ class DenseOracle:
             n_rows=self.n_rows,
         ).reshape(G.shape[:2])
         return tol if self.problem.likelihood == "multiclass" else tol[:, 0]
+
+    # ------------------------------------------------------------------ logits' Gaussian
+    @cached_property
+    def test_outputs(self) -> np.ndarray:
+        """f̂(x*) at the test inputs (M, C): the mean of the linearized predictive."""
+        return outputs(self.problem.model, self.problem.X_test)
+
+    @cached_property
+    def output_covariance(self) -> np.ndarray:
+        """G_m Ω⁻¹ G_mᵀ per test point (M, C, C): the covariance of the logits."""
+        M, C, p = self.G.shape
+        W = np.linalg.solve(self.omega, self.G.reshape(-1, p).T).T.reshape(M, C, p)
+        S = np.einsum("mcp,mdp->mcd", self.G, W)
+        return 0.5 * (S + np.swapaxes(S, 1, 2))
+
+    def mean_tolerance(self) -> np.ndarray:
+        """The forward-pass rule of :mod:`.tolerance` for :attr:`test_outputs`, (M, C)."""
+        M, C, p = self.G.shape
+        tol = mean_tolerance(
+            self.G.reshape(-1, p), self.theta, dtype=self.problem.dtype, n_rows=self.n_rows
+        )
+        return tol.reshape(M, C)
+
+    def output_covariance_tolerance(self) -> np.ndarray:
+        """The bilinear rule of :mod:`.tolerance` for :attr:`output_covariance`, (M, C, C)."""
+        return np.stack(
+            [
+                covariance_tolerance(
+                    self.omega, g, self.V, dtype=self.problem.dtype, n_rows=self.n_rows
+                )
+                for g in self.G
+            ]
+        )
 
     # ------------------------------------------------------------------ diagonal Laplace
     def _per_output(self, v: np.ndarray) -> np.ndarray:

@@ -109,7 +109,13 @@ def _problem(name: str) -> Callable:
 
 
 #: Problems that also exist rounded to float32, as NAME-float32.
-FLOAT32 = ("linear-gaussian", "mlp-regression", "mlp-multiclass", "mlp-regression-subset")
+FLOAT32 = (
+    "linear-gaussian",
+    "mlp-regression",
+    "mlp-binary",
+    "mlp-multiclass",
+    "mlp-regression-subset",
+)
 
 
 def problem_names() -> list[str]:

@@ -35,12 +35,33 @@ The same γ serves the other quantities:
 - KFAC Laplace: the variance rule with the KFAC precision P in place of Ω (its Kronecker
   factors are sums of N terms and their eigendecompositions are backward stable, so P is
   formed to a relative error γ, and the exact prior form λ_G,i λ_A,j + α subtracts nothing);
-- posterior samples are tested statistically (:mod:`.catalog.sampling`), not by roundoff.
+- the output covariance Σ_kl = g_kᵀΩ⁻¹g_l of C logits at one test point (w_k = Ω⁻¹g_k):
+  4γ·(‖Ω‖₂‖w_k‖‖w_l‖ + ‖g_k‖‖w_l‖ + ‖g_l‖‖w_k‖ + |g_k|ᵀV⁻¹|g_l|), the same three effects
+  for a bilinear form (the variance rule on the diagonal);
+- the logits' mean f̂(x*): a forward pass in the dtype is backward stable, the computed
+  output being the network's at weights perturbed by at most γ relatively (Higham §3.5 for
+  each matrix product; the rounding of an activation is a relative perturbation of the next
+  layer's weights), so |δf_k| ≤ 4γ·|g_k|ᵀ|θ̂| to first order;
+- class probabilities p(μ, Σ) by a closed-form link (probit, Laplace bridge): the first-order
+  propagation Σ_k |∂p/∂μ_k| τ_μ,k + Σ_kl |∂p/∂Σ_kl| τ_Σ,kl of the two rules above (the
+  derivatives by central differences on the oracle) plus 4(C + 10)u for evaluating the link;
+- Monte Carlo class probabilities: the rounding term with the bounds |∂E[p_j]/∂μ_k| ≤ ¼ and
+  |∂E[p_j]/∂Σ_kl| ≤ ¼ (Price's theorem, ∂E[p]/∂Σ_kl = ½E[∂²p/∂f_k∂f_l]; the first
+  derivatives of σ and softmax, p_j(δ_jk − p_k), are at most ¼ in magnitude and the second,
+  p_j[(δ_jk − p_k)(δ_jl − p_l) − p_k(δ_kl − p_l)], at most ½), plus the sampling
+  error of n draws: Bernstein's inequality for the mean of n draws of a variable in [0, 1] of
+  variance s², P(|p̂ − p| ≥ t) ≤ 2 exp(−n t²/(2s² + 2t/3)), at level δ/E per entry (E
+  entries, Bonferroni), i.e. t = (ℓ/3 + √(ℓ²/9 + 2ns²ℓ))/n with ℓ = log(2E/δ);
+- posterior samples are tested statistically (:mod:`.catalog.sampling`,
+  :mod:`.catalog.calibration`), not by roundoff.
 
 References
 ----------
 .. [1] N. J. Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., SIAM (2002),
-   §3.1 (γ_n = n·u for sums) and Thm. 10.3 (Cholesky backward error).
+   §3.1 (γ_n = n·u for sums), §3.5 (matrix products) and Thm. 10.3 (Cholesky backward
+   error).
+.. [2] S. Boucheron, G. Lugosi, P. Massart, "Concentration Inequalities", Oxford University
+   Press (2013), Thm. 2.10 (Bernstein's inequality).
 """
 
 from __future__ import annotations
@@ -52,11 +73,14 @@ import numpy as np
 from laplace_lab._checks import dtype_eps
 
 __all__ = [
+    "covariance_tolerance",
     "criterion_tolerance",
     "diagonal_tolerance",
     "gamma",
     "lml_tolerance",
     "low_rank_tolerance",
+    "mean_tolerance",
+    "monte_carlo_bound",
     "unit_roundoff",
     "variance_tolerance",
 ]
@@ -178,3 +202,35 @@ def diagonal_tolerance(
     v = g2 @ (1.0 / omega_diag)
     perturbation = g2 @ (abs_diag / omega_diag**2)
     return SAFETY * gamma(dtype, n_rows, omega_diag.size) * (perturbation + 2.0 * v)
+
+
+def covariance_tolerance(
+    omega: np.ndarray, G: np.ndarray, prior_precision: np.ndarray, *, dtype: Any, n_rows: int
+) -> np.ndarray:
+    """τ_kl for the output covariances g_kᵀΩ⁻¹g_l of the rows g_k of ``G`` (C, p), (C, C).
+
+    On the diagonal it is :func:`variance_tolerance`; off it, the same bound for a bilinear
+    form (module docstring).
+    """
+    W = np.linalg.solve(omega, G.T).T
+    w = np.linalg.norm(W, axis=1)
+    g = np.linalg.norm(G, axis=1)
+    absG = np.abs(G)
+    prior = (absG / prior_precision) @ absG.T
+    norm = float(np.linalg.norm(omega, 2))
+    terms = norm * np.outer(w, w) + np.outer(g, w) + np.outer(w, g) + prior
+    return SAFETY * gamma(dtype, n_rows, omega.shape[0]) * terms
+
+
+def mean_tolerance(G: np.ndarray, theta: np.ndarray, *, dtype: Any, n_rows: int) -> np.ndarray:
+    """τ_μ = 4γ·|g_k|ᵀ|θ̂| for the outputs f_k(x*) of a forward pass, for the rows of ``G``."""
+    return SAFETY * gamma(dtype, n_rows, theta.size) * (np.abs(G) @ np.abs(theta))
+
+
+def monte_carlo_bound(variance: np.ndarray, n_samples: int, level: float) -> np.ndarray:
+    """Bernstein's bound t on |p̂ − p| for means of ``n_samples`` draws in [0, 1] with the
+    given per-draw ``variance``, each exceeded with probability ≤ ``level``/E (E entries)."""
+    var = np.asarray(variance, dtype=np.float64)
+    ell = float(np.log(2.0 * var.size / level))
+    n = float(n_samples)
+    return (ell / 3.0 + np.sqrt(ell * ell / 9.0 + 2.0 * n * var * ell)) / n

@@ -35,6 +35,13 @@ CurvlinopsGGN, prior mean 0, temperature 1):
   calls ``KFACLinearOperator(separate_weight_and_bias=True)`` and appends ``[B, A]`` for the
   weight and ``[B]`` for the bias), the convention ``"separate"``; the joint [W b] factor is
   not offered, so ``convention="joint"`` raises;
+- class probabilities: ``la(X_test, pred_type="glm", link_approx=link, n_samples=n_samples)``
+  with ``link`` "probit", "mc" or "bridge" (laplace-torch's names); "mc" draws from torch's
+  global generator (``la(..., generator=)`` is checked but not passed on to the GLM
+  sampler), so the call runs under ``torch.random.fork_rng`` seeded with ``seed``; a binary
+  model runs as [0, f] with ``diagonal_output=True`` for "mc" (the 2 × 2 covariance
+  diag(0, v) has no Cholesky factor; the diagonal is exact since the first logit is
+  constant), and P(y = 1) is the second column;
 - empirical Bayes: α by ``la.optimize_prior_precision(pred_type="glm", method="marglik",
   prior_structure="scalar", init_prior_prec=prior_precision)`` with its defaults (Adam on
   log α, 100 steps, learning rate 0.1); α and σ0² together by laplace-torch's documented
@@ -367,6 +374,49 @@ def kfac_predictive_variance(
     return _variances(la, X_test, likelihood)
 
 
+def predictive_probabilities(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    link: str,
+    n_samples: int,
+    seed: int,
+) -> np.ndarray:
+    """``la(X_test, pred_type="glm", link_approx=link, n_samples=n_samples)`` of the full
+    Laplace approximation (module docstring)."""
+    import torch
+
+    if likelihood not in ("binary", "multiclass"):
+        raise ValueError(
+            f"class probabilities need a classification likelihood; got {likelihood!r}"
+        )
+    la, _ = _fit(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+    )
+    diagonal = likelihood == "binary" and link == "mc"
+    with torch.random.fork_rng(), torch.no_grad():
+        torch.manual_seed(int(seed))
+        p = la(
+            X_test,
+            pred_type="glm",
+            link_approx=link,
+            n_samples=int(n_samples),
+            diagonal_output=diagonal,
+        )
+    p = p.detach().double().numpy()
+    return p[:, 1] if likelihood == "binary" else p
+
+
 def _mask(name: str):
     def select_subset(
         model: Any,
@@ -412,3 +462,4 @@ predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance
 predictive_variance.optimize_prior = optimize_prior
 predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.kfac_predictive_variance = kfac_predictive_variance
+predictive_variance.predictive_probabilities = predictive_probabilities

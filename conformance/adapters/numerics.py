@@ -11,7 +11,11 @@ masks from the selection registry, low rank from
 the evidence of :class:`~laplace_lab.numerics.laplace_variants.SpectralLaplace` maximised by
 Brent's method in log α (nested in log σ0² when the noise is optimised), diagonal Laplace
 from :func:`~laplace_lab.numerics.laplace_variants.diagonal_laplace_variance` on the same
-GGN, KFAC from :func:`laplace_lab.numerics.kfac.fit_kfac` (both weight–bias conventions).
+GGN, KFAC from :func:`laplace_lab.numerics.kfac.fit_kfac` (both weight–bias conventions),
+class probabilities from the logits' Gaussian (covariance G Ω⁻¹ Gᵀ by Woodbury in float64)
+through :func:`~laplace_lab.numerics.probit_probability`,
+:meth:`~laplace_lab.numerics.GaussianPredictive.probabilities` (Monte Carlo) and
+:func:`~laplace_lab.numerics.laplace_bridge.bridge_probability`.
 Computations run in the model's dtype on torch tensors.
 """
 
@@ -27,17 +31,20 @@ from laplace_lab._random import as_generator
 from laplace_lab.conformance.contract import MASK_METHODS
 from laplace_lab.numerics import (
     GGN,
+    GaussianPredictive,
     LowRankLaplace,
     SubnetProblem,
     cholesky,
     parameter_layout,
     per_sample_jacobian,
+    probit_probability,
     select,
     subnetwork_variance,
     to_numpy,
 )
 from laplace_lab.numerics import predictive_variance as _full_variance
 from laplace_lab.numerics.kfac import fit_kfac
+from laplace_lab.numerics.laplace_bridge import bridge_probability
 from laplace_lab.numerics.laplace_variants import SpectralLaplace, diagonal_laplace_variance
 
 __all__ = ["predictive_variance"]
@@ -317,6 +324,56 @@ def kfac_predictive_variance(
     return kfac.variance(model, X_test)
 
 
+def logit_covariance(ggn: GGN, G: Any) -> np.ndarray:
+    """G_m Ω⁻¹ G_mᵀ per test point, (M, C, C) float64, by Woodbury on the N′ × N′ kernel
+    (Ω = J_wᵀJ_w + V): G D Gᵀ − (J_w D Gᵀ)ᵀ (I + J_w D J_wᵀ)⁻¹ (J_w D Gᵀ), D = V⁻¹."""
+    Jw = np.asarray(to_numpy(ggn.Jw), dtype=np.float64)
+    D = 1.0 / np.asarray(to_numpy(ggn.prior_precision), dtype=np.float64)
+    G = np.asarray(to_numpy(G), dtype=np.float64)
+    M = G.shape[0]
+    rows = G.reshape(-1, G.shape[-1])  # (M·C, p)
+    L = np.linalg.cholesky((Jw * D) @ Jw.T + np.eye(Jw.shape[0]))
+    Z = np.linalg.solve(L, (Jw * D) @ rows.T)  # L⁻¹ J_w D Gᵀ
+    cov = (rows * D) @ rows.T - Z.T @ Z
+    blocks = cov.reshape(M, -1, M, cov.shape[0] // M)
+    S = np.einsum("mcmd->mcd", blocks)
+    return 0.5 * (S + np.swapaxes(S, 1, 2))
+
+
+def predictive_probabilities(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    link: str,
+    n_samples: int,
+    seed: int,
+) -> np.ndarray:
+    """Class probabilities of N(f̂(x*), G Ω⁻¹ Gᵀ) under ``link`` ("probit", "mc", "bridge")."""
+    one_of(likelihood, "likelihood", ("binary", "multiclass"))
+    ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    G = _test_rows(model, X_test, likelihood)
+    G = G[:, None, :] if likelihood == "binary" else G  # (M, C, p)
+    mean = np.asarray(to_numpy(_outputs(model, X_test)), dtype=np.float64)
+    cov = logit_covariance(ggn, G)
+    if link == "probit":
+        p = probit_probability(mean, np.diagonal(cov, axis1=1, axis2=2))
+    elif link == "mc":
+        gaussian = GaussianPredictive(mean, cov, likelihood)
+        p = gaussian.probabilities(link="mc", samples=int(n_samples), rng=int(seed))
+    elif link == "bridge":
+        if likelihood != "multiclass":
+            raise ValueError("link='bridge' needs likelihood='multiclass' (C ≥ 3 logits)")
+        p = bridge_probability(mean, cov)
+    else:
+        one_of(link, "link", ("probit", "mc", "bridge"))
+    return p[:, 0] if likelihood == "binary" else p
+
+
 def _selector(name: str):
     def select_subset(
         model: Any,
@@ -344,3 +401,4 @@ predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance
 predictive_variance.optimize_prior = optimize_prior
 predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.kfac_predictive_variance = kfac_predictive_variance
+predictive_variance.predictive_probabilities = predictive_probabilities

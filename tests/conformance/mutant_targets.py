@@ -378,3 +378,155 @@ structured_prior_as_variance = _with(
     diagonal_predictive_variance=_diagonal(prior=lambda v: 1.0 / v),
     kfac_predictive_variance=_kfac(prior=lambda a: 1.0 / a),
 )
+
+
+def _probabilities(**change):
+    """laplace-lab's class probabilities with one thing changed (``change``): ``n_samples``
+    replaced, the covariance replaced by ``covariance(Σ)``, or the link's formula replaced
+    by ``formula(mean, Σ)``."""
+
+    def target(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        *,
+        likelihood,
+        prior_precision,
+        noise_var,
+        link,
+        n_samples,
+        seed,
+    ):
+        from laplace_lab.numerics import GaussianPredictive, probit_probability
+        from laplace_lab.numerics.laplace_bridge import bridge_probability
+
+        ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+        G = per_sample_jacobian(model, X_test)
+        G = G[:, None, :] if likelihood == "binary" else G
+        mean = np.asarray(to_numpy(ours._outputs(model, X_test)), dtype=np.float64)
+        cov = ours.logit_covariance(ggn, G)
+        if "covariance" in change:
+            cov = change["covariance"](cov)
+        if "formula" in change and link in change.get("links", (link,)):
+            p = change["formula"](mean, cov)
+        elif link == "mc":
+            n = change.get("n_samples", n_samples)
+            p = GaussianPredictive(mean, cov, likelihood).probabilities(
+                link="mc", samples=n, rng=seed
+            )
+        elif link == "probit":
+            p = probit_probability(mean, np.diagonal(cov, axis1=1, axis2=2))
+        else:
+            p = bridge_probability(mean, cov)
+        return p[:, 0] if likelihood == "binary" else p
+
+    return target
+
+
+def probit_without_pi_over_8(mean, cov):
+    """σ or softmax of μ/√(1 + Σ_kk): the probit scaling without its π/8."""
+    from scipy.special import expit, softmax
+
+    z = mean / np.sqrt(1.0 + np.diagonal(cov, axis1=1, axis2=2))
+    return expit(z) if mean.shape[1] == 1 else softmax(z, axis=1)
+
+
+def plug_in(mean, cov):
+    """σ(μ) or softmax(μ): the variance ignored."""
+    from scipy.special import expit, softmax
+
+    return expit(mean) if mean.shape[1] == 1 else softmax(mean, axis=1)
+
+
+def bridge_without_zero_sum(mean, cov):
+    """The Laplace bridge on the Gaussian as given, not conditioned on 1ᵀf = 0."""
+    K = mean.shape[1]
+    ratio = np.exp(mean) * np.sum(np.exp(-mean), axis=1, keepdims=True)
+    alpha = (1.0 - 2.0 / K + ratio / K**2) / np.diagonal(cov, axis1=1, axis2=2)
+    return alpha / alpha.sum(axis=1, keepdims=True)
+
+
+def bridge_norm(mean, cov):
+    """laplace-torch's ``"bridge_norm"``: the zero-sum bridge with μ' and Σ' rescaled by the
+    mean variance / (K/2) before α."""
+    K = mean.shape[1]
+    s = cov.sum(axis=2)
+    t = s.sum(axis=1, keepdims=True)
+    mu0 = mean - s * mean.sum(axis=1, keepdims=True) / t
+    var0 = np.diagonal(cov, axis1=1, axis2=2) - s * s / t
+    scale = var0.mean(axis=1, keepdims=True) / np.sqrt(K / 2)
+    mu0, var0 = mu0 / np.sqrt(scale), var0 / scale
+    ratio = np.exp(mu0) * np.sum(np.exp(-mu0), axis=1, keepdims=True)
+    alpha = (1.0 - 2.0 / K + ratio / K**2) / var0
+    return alpha / alpha.sum(axis=1, keepdims=True)
+
+
+wrong_probit_scale = _with(
+    predictive_probabilities=_probabilities(formula=probit_without_pi_over_8, links=("probit",))
+)
+wrong_mc_few_samples = _with(predictive_probabilities=_probabilities(n_samples=1000))
+wrong_mc_plug_in = _with(predictive_probabilities=_probabilities(formula=plug_in, links=("mc",)))
+wrong_mc_diagonal = _with(
+    predictive_probabilities=_probabilities(
+        covariance=lambda S: np.einsum(
+            "mk,kl->mkl", np.diagonal(S, axis1=1, axis2=2), np.eye(S.shape[1])
+        )
+    )
+)
+wrong_bridge_zero_sum = _with(
+    predictive_probabilities=_probabilities(formula=bridge_without_zero_sum, links=("bridge",))
+)
+wrong_bridge_norm = _with(
+    predictive_probabilities=_probabilities(formula=bridge_norm, links=("bridge",))
+)
+wrong_probabilities_covariance_twice = _with(
+    predictive_probabilities=_probabilities(covariance=lambda S: 2.0 * S)
+)
+
+
+def _scaled_samples(transform):
+    """laplace-lab's posterior samples θ̂ + Δ with Δ replaced by ``transform(Δ, Ω)``."""
+
+    def target(
+        model,
+        X_train,
+        y_train,
+        *,
+        likelihood,
+        prior_precision,
+        noise_var,
+        subset=None,
+        n_samples,
+        seed,
+    ):
+        theta = ours.posterior_samples(
+            model,
+            X_train,
+            y_train,
+            likelihood=likelihood,
+            prior_precision=prior_precision,
+            noise_var=noise_var,
+            subset=subset,
+            n_samples=n_samples,
+            seed=seed,
+        )
+        mean = ours._theta(model)
+        ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+        omega = np.asarray(to_numpy(ggn.dense()), dtype=np.float64)
+        return mean + transform(theta - mean, omega)
+
+    return target
+
+
+def _transposed_factor(delta, omega):
+    """θ̂ + L⁻¹z in place of θ̂ + L⁻ᵀz (Ω = LLᵀ): covariance L⁻¹L⁻ᵀ, not Ω⁻¹."""
+    L = np.linalg.cholesky(omega)
+    z = delta @ L  # the standard normal draws behind Δ = L⁻ᵀz
+    return np.linalg.solve(L, z.T).T
+
+
+wrong_samples_covariance_twice = _with(
+    posterior_samples=_scaled_samples(lambda delta, omega: np.sqrt(2.0) * delta)
+)
+wrong_samples_transposed_factor = _with(posterior_samples=_scaled_samples(_transposed_factor))

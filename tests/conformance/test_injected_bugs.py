@@ -96,3 +96,57 @@ STRUCTURED_REGRESSION = {n for n in DIAGONAL + KFAC if "linear" in n or "regress
 def test_diagonal_and_kfac_bugs_fail_exactly_their_cases(mutant, expected):
     assert (len(DIAGONAL), len(KFAC)) == (7, 8)
     assert _failed(mutant, DIAGONAL + KFAC) == expected
+
+
+PROBABILITIES = [n for n in cases() if n.startswith("probabilities/")]
+
+
+def _link(name: str) -> str:
+    return name.split("/")[1]
+
+
+@pytest.mark.parametrize(
+    ("mutant", "expected"),
+    [
+        # μ/√(1 + Σ_kk) without π/8: every probit case (float32 by ≥ 1.2e3 tolerances)
+        ("wrong_probit_scale", {n for n in PROBABILITIES if _link(n) == "probit"}),
+        # 1 000 draws reported as the 100 000 asked for: 2.3–5.8 tolerances
+        ("wrong_mc_few_samples", {n for n in PROBABILITIES if _link(n) == "mc"}),
+        # σ(μ) or softmax(μ) for the Monte Carlo average: 12–16 tolerances
+        ("wrong_mc_plug_in", {n for n in PROBABILITIES if _link(n) == "mc"}),
+        # the logits' correlations dropped: both multiclass MC cases (one logit has none) and
+        # the bridge (its zero-sum conditioning reads Σ1); the probit reads diag(Σ) only
+        (
+            "wrong_mc_diagonal",
+            {n for n in PROBABILITIES if _link(n) != "probit" and "multi" in n},
+        ),
+        ("wrong_bridge_zero_sum", {n for n in PROBABILITIES if _link(n) == "bridge"}),
+        ("wrong_bridge_norm", {n for n in PROBABILITIES if _link(n) == "bridge"}),
+        # Σ doubled: probit and MC fail; the bridge's mean α/Σα is invariant to a scale of Σ
+        (
+            "wrong_probabilities_covariance_twice",
+            {n for n in PROBABILITIES if _link(n) != "bridge"},
+        ),
+    ],
+)
+def test_class_probability_bugs_fail_exactly_their_cases(mutant, expected):
+    assert len(PROBABILITIES) == 9
+    assert _failed(mutant, PROBABILITIES) == expected
+
+
+SBC = [n for n in cases() if n.startswith("sbc/")]
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    [
+        "wrong_samples_covariance_twice",  # draws √2 too wide: ∩-shaped rank histogram
+        "wrong_samples",  # σ0² = 1 in place of 0.3: 1.7–3.3× too wide
+    ],
+)
+def test_simulation_based_calibration_fails_wrong_spreads(mutant):
+    v = validate(f"{MUTANTS}:{mutant}", only=SBC)
+    assert len(SBC) == 2
+    for r in v.results:
+        assert r.outcome is Outcome.FAIL, r.summary
+        assert r.details["p_value"] < 1e-9 and r.details["outer_bins"] < 40, r.summary

@@ -41,6 +41,10 @@ FLOAT32_GGN = {
     "evidence/mlp-regression",
     "evidence/mlp-binary",
     "evidence/mlp-multiclass",
+    # the closed-form links read the same float32-formed Σ (the MC and float32 cases pass)
+    "probabilities/probit/mlp-binary",
+    "probabilities/probit/mlp-multiclass",
+    "probabilities/bridge/mlp-multiclass",
 }
 # Finding 2: a diagonal prior on a subnetwork is refused. Finding 3: LowRankLaplace needs
 # a module no PyPI package provides.
