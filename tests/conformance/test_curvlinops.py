@@ -1,0 +1,82 @@
+"""curvlinops 3.0.1 behind the contract: every case it can serve passes, its Kronecker
+factors are the oracle's (output side G, input side A), and the two ways to get a wrong
+answer from it — the default Monte Carlo Fisher and a mean-reduced loss — are far off.
+
+Skipped when curvlinops is not installed (``make test`` installs it with laplace-torch).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+curvlinops = pytest.importorskip("curvlinops")
+
+import torch  # noqa: E402
+
+from laplace_lab.conformance import DenseOracle, Outcome, build_problem, cases, validate  # noqa: E402
+from laplace_lab.conformance.kronecker import KFACOracle  # noqa: E402
+
+TARGET = "laplace_lab.conformance.adapters.curvlinops:predictive_variance"
+SERVED = ("predictive_variance", "diagonal_predictive_variance", "kfac_predictive_variance")
+
+
+@pytest.fixture(scope="module")
+def validation():
+    return validate(TARGET)
+
+
+def test_every_case_it_serves_passes_well_inside_the_tolerance(validation):
+    outcome = {r.case.name: r.outcome for r in validation.results}
+    expected = {
+        name: Outcome.PASS if case.capability in SERVED else Outcome.SKIP
+        for name, case in cases().items()
+    }
+    assert outcome == expected
+    ratios = {
+        r.case.name: r.details["max_error_over_tolerance"]
+        for r in validation.results
+        if r.outcome is Outcome.PASS
+    }
+    assert len(ratios) == 29 and max(ratios.values()) < 0.05, ratios
+
+
+def _kfac(p, *, joint: bool, **options):
+    X, y = p.X_train, p.y_train.reshape(-1, 1)
+    op = curvlinops.KFACLinearOperator(
+        p.model,
+        torch.nn.MSELoss(reduction=options.pop("reduction", "sum")),
+        list(p.model.parameters()),
+        [(X[:7], y[:7]), (X[7:], y[7:])],  # two batches: the factors accumulate
+        check_deterministic=False,
+        separate_weight_and_bias=not joint,
+        **options,
+    )
+    op.compute_kronecker_factors()
+    return op
+
+
+@pytest.mark.parametrize("joint", [True, False])
+def test_gradient_covariance_is_the_output_factor_and_input_covariance_the_input_one(joint):
+    # curvlinops' "gradient covariance" is G_l = Σ_n w_n δ_n δ_nᵀ (here 2 Σ δδᵀ: the output
+    # Hessian of a summed squared error is 2), its "input covariance" A_l = (1/N) Σ ã ãᵀ,
+    # with the 1 appended for the joint [W b] factor; θ = vec_row(W) needs G ⊗ A
+    p = build_problem("mlp-regression", seed=0)
+    op = _kfac(p, joint=joint, fisher_type="type-2")
+    oracle = KFACOracle(DenseOracle(p), "joint")
+    for name, f in zip(("0", "2"), oracle.factors, strict=True):
+        G = f.G * 2.0 * p.noise_var  # the oracle's G carries 1/σ0²
+        A = f.A if joint else f.A[:-1, :-1]
+        np.testing.assert_allclose(op._gradient_covariances[name].numpy(), G, rtol=1e-12)
+        np.testing.assert_allclose(op._input_covariances[name].numpy(), A, rtol=1e-12)
+
+
+def test_the_defaults_are_not_the_ggn():
+    # KFACLinearOperator's default fisher_type="mc" draws one label per point: its G is a
+    # Monte Carlo estimate, off by tens of percent here; reduction="mean" divides G by N
+    p = build_problem("mlp-regression", seed=0)
+    exact = _kfac(p, joint=True, fisher_type="type-2")._gradient_covariances["0"].numpy()
+    sampled = _kfac(p, joint=True)._gradient_covariances["0"].numpy()
+    mean = _kfac(p, joint=True, fisher_type="type-2", reduction="mean")
+    assert np.linalg.norm(sampled - exact) > 0.1 * np.linalg.norm(exact)
+    np.testing.assert_allclose(mean._gradient_covariances["0"].numpy() * 16, exact, rtol=1e-12)
