@@ -8,8 +8,9 @@ STAMP  := $(VENV)/.installed
 # other dependencies come with the extras (pyproject.toml, [laplace-torch]).
 LAPLACE_TORCH := laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1 asdfghjkl==0.1a4
 
-# pytest-xdist workers: 2 on 2 cores. --dist loadgroup keeps each paper's claim and mutant tests
-# on one worker, in order, so its mutants reuse the true results they name (as `make check`).
+# pytest-xdist workers: 2 on 2 cores. --dist loadgroup keeps the claim and mutant tests of each
+# unit of work (the claims that share cached experiments) on one worker, in order, so its
+# mutants reuse the true results they name (as `make check`).
 TEST_WORKERS ?= 2
 
 .PHONY: test check results lint format bench gpu-check clean docs

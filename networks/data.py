@@ -184,9 +184,10 @@ def load_diabetes_data(*, rng: np.random.Generator | int, **split: Any) -> Datas
 
 
 def _statsmodels(name: str, rng: np.random.Generator, split: dict[str, Any]) -> Dataset:
-    import statsmodels.api as sm
+    import importlib
 
-    d = getattr(sm.datasets, name).load_pandas()
+    # the data set's own module: statsmodels.api would import all of statsmodels (1 s more)
+    d = importlib.import_module(f"statsmodels.datasets.{name}").load_pandas()
     return split_standardise(
         d.exog.to_numpy(float),
         d.endog.to_numpy(float),

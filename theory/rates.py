@@ -43,7 +43,8 @@ def fit_rate(n: object, error: object, *, level: float = 0.95) -> RateFit:
     ValueError
         Non-positive or non-finite entries, mismatched lengths, fewer than 3 points.
     """
-    import statsmodels.api as sm
+    from statsmodels.regression.linear_model import OLS  # not statsmodels.api: 0.5 s less
+    from statsmodels.tools.tools import add_constant
 
     n_ = np.asarray(n, dtype=np.float64)
     e = np.asarray(error, dtype=np.float64)
@@ -57,7 +58,7 @@ def fit_rate(n: object, error: object, *, level: float = 0.95) -> RateFit:
         raise ValueError(f"error must be positive and finite; got {e.tolist()}")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1); got level={level}")
-    res = sm.OLS(np.log(e), sm.add_constant(np.log(n_))).fit()
+    res = OLS(np.log(e), add_constant(np.log(n_))).fit()
     lo, hi = res.conf_int(alpha=1.0 - level)[1]
     # a constant error is fitted exactly (slope 0): R² = 1, not statsmodels' 0/0
     r2 = 1.0 if float(res.centered_tss) == 0.0 else float(res.rsquared)

@@ -27,6 +27,9 @@ from laplace_lab.paper_checks.verification.timing import exponent_status
 from laplace_lab.theory.rates import fit_rate
 
 PAPER = "fsp-laplace"
+#: One unit of work with prior_beliefs.py: step 9 reads the FSP-Laplace fits of the
+#: synthetic tasks that the prior-belief claims make (cached experiments are per process).
+WORK_UNIT = "synthetic-fits"
 #: A context variance "exceeds" the prior variance beyond this relative roundoff slack.
 EXCEED_RTOL = 1e-6
 CONFIGS = tuple((t, k) for t in ("regression", "moons") for k in ("RBF", "Matern-1/2"))

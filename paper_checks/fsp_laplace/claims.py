@@ -17,6 +17,9 @@ from laplace_lab.paper_checks.fsp_laplace._setups import table_c2_runs
 from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "fsp-laplace"
+#: One unit of work with lanczos.py: both read the trained set-ups of Table C.2 (cached
+#: experiments are per process).
+WORK_UNIT = "trained-setups"
 
 
 @claim(

@@ -23,6 +23,9 @@ from laplace_lab.paper_checks.fsp_laplace._lanczos_factor import (
 from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "fsp-laplace"
+#: One unit of work with claims.py: both read the trained set-ups of Table C.2 (cached
+#: experiments are per process).
+WORK_UNIT = "trained-setups"
 _THIS = sys.modules[__name__]
 
 #: Tolerances of the ``lanczos-factor`` check, fixed before measuring: "r ≪ n_C d'" means

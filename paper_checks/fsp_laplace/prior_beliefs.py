@@ -39,6 +39,9 @@ from laplace_lab.paper_checks.verification import (
 )
 
 PAPER = "fsp-laplace"
+#: One unit of work with algorithm2.py, whose step-9 claim reads the same FSP-Laplace fits
+#: of the synthetic tasks (cached experiments are per process).
+WORK_UNIT = "synthetic-fits"
 
 #: Replicates drawn before the first look, and at most (quick, full): the sequential design
 #: of :mod:`._replicates`, fixed before measuring.

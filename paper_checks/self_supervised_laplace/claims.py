@@ -30,6 +30,10 @@ from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdi
 from laplace_lab.theory.conjugate import NormalNormal, PoissonGamma
 from laplace_lab.theory.ssla_rates import PAPER_NS, refit_gaps
 
+#: One unit of work with conjugate.py: both read the cached conjugate experiments (cached
+#: experiments are per process).
+WORK_UNIT = "conjugate-experiments"
+
 #: The refit quantities of Lemma 1, Theorem 1 and Corollary 1 as mutants change them.
 _REFIT_SQRT_N = Mutant(
     "refit-moves-theta-by-n-to-the-minus-half",

@@ -37,6 +37,10 @@ from laplace_lab.theory.rates import fit_rate
 from laplace_lab.theory.ssla import ssla_predictive
 from laplace_lab.theory.ssla_rates import PAPER_NS, paper_model
 
+#: One unit of work with claims.py: both read the cached conjugate experiments (cached
+#: experiments are per process).
+WORK_UNIT = "conjugate-experiments"
+
 
 @claim(
     paper=PAPER,

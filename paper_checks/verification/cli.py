@@ -26,6 +26,7 @@ def _check(args: argparse.Namespace) -> int:
     from laplace_lab._checks import integer
     from laplace_lab._paths import writable_folder
     from laplace_lab._plugins import load_plugin
+    from laplace_lab.paper_checks.verification.costs import work_cost, write_costs
     from laplace_lab.paper_checks.verification.registry import Context, Status, all_claims
     from laplace_lab.paper_checks.verification.report import write_report
     from laplace_lab.paper_checks.verification.run_info import run_metadata, usable_cpus
@@ -41,7 +42,7 @@ def _check(args: argparse.Namespace) -> int:
     ctx = Context(full=args.full, seed=args.seed, figure_dir=out_dir / "figures")
     jobs = integer(args.jobs, "--jobs", low=0) or usable_cpus()
     plan = Plan(ctx, args.mutants, args.catalog, tuple(args.plugin or ()))
-    outcomes = run_claims(claims, plan, jobs=jobs)
+    outcomes = run_claims(claims, plan, jobs=jobs, cost=work_cost(args.results_folder))
     seeds = integer(args.seeds, "--seeds", low=1)
     if seeds > 1:
         outcomes = _at_other_seeds(outcomes, plan, seeds, jobs)
@@ -60,7 +61,7 @@ def _check(args: argparse.Namespace) -> int:
 
         for path in write_results(
             outcomes, meta, report_dir=out_dir, folder_of=args.results_folder
-        ):
+        ) + write_costs(outcomes, meta, folder_of=args.results_folder):
             print(f"wrote {path}")
     caught = sum(m.caught for o in outcomes for m in o.mutants)
     run = sum(len(o.mutants) for o in outcomes)
@@ -168,7 +169,7 @@ def add_check_parser(
         "--jobs",
         type=int,
         default=0,
-        help="worker processes, each running whole papers (default 0: one per usable CPU; "
+        help="worker processes, each running units of work (default 0: one per usable CPU; "
         "1: this process)",
     )
     check.add_argument(

@@ -217,6 +217,18 @@ class Claim:
         """``paper/name``: unique across the registry."""
         return f"{self.paper}/{self.name}"
 
+    @property
+    def unit(self) -> str:
+        """``paper/unit``: the claims that share cached experiments run in one process.
+
+        The unit is the module that defines the claim, or the ``WORK_UNIT`` string that
+        modules sharing cached experiments declare alike; a claim's verdict does not depend
+        on its unit (its streams are keyed by its name), only the time spent recomputing.
+        """
+        module = sys.modules.get(self.func.__module__)
+        unit = getattr(module, "WORK_UNIT", None) or self.func.__module__.rsplit(".", 1)[-1]
+        return f"{self.paper}/{unit}"
+
 
 _REGISTRY: dict[str, Claim] = {}
 

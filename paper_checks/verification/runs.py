@@ -1,10 +1,12 @@
-"""Running claims and their mutants: in this process, or a group of papers per worker process.
+"""Running claims and their mutants: in this process, or units of work in worker processes.
 
-Claims of one paper share their cached experiments (:mod:`.cache`), so the unit of work is a
-whole paper: the papers, costliest first, go to a pool of workers, each taking the next paper
-when it is free; every claim's streams are keyed by its name (:meth:`.registry.Context.rng`),
-so a claim earns the same verdict in any worker.
-Within a group the true runs come first and the mutants after them: a mutant may reuse the
+Claims share their cached experiments (:mod:`.cache`) within a process, so the unit of work is
+a :attr:`~.registry.Claim.unit`: the claims of one module, or of the modules that declare one
+``WORK_UNIT`` because they share experiments. The units, costliest first (recorded seconds,
+:mod:`.costs`), go to a pool of workers, each taking the next unit when it is free; every
+claim's streams are keyed by its name (:meth:`.registry.Context.rng`), so a claim earns the
+same verdict in any worker and any unit.
+Within a unit the true runs come first and the mutants after them: a mutant may reuse the
 true results of the cached helpers it names, never compute them. Each worker limits BLAS and
 torch to one thread, so that the workers do not oversubscribe the cores.
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from laplace_lab._plugins import load_plugin
+from laplace_lab.paper_checks.verification.costs import estimated_cost
 from laplace_lab.paper_checks.verification.outcome import Outcome
 from laplace_lab.paper_checks.verification.registry import (
     Claim,
@@ -106,26 +109,27 @@ def _worker(
     ]
 
 
-def _papers(claims: Sequence[Claim], cost: Callable[[Claim], float]) -> list[list[Claim]]:
-    """The claims by paper, the costliest paper first; claims keep their order in a paper."""
-    papers: dict[str, list[Claim]] = {}
+def _units(claims: Sequence[Claim], cost: Callable[[Claim], float]) -> list[list[Claim]]:
+    """The claims by unit of work, the costliest unit first; claims keep their order."""
+    units: dict[str, list[Claim]] = {}
     for c in claims:
-        papers.setdefault(c.paper, []).append(c)
-    return sorted(papers.values(), key=lambda group: -sum(cost(c) for c in group))
-
-
-def _cost(item: Claim) -> float:
-    """A claim's relative cost: its run and its mutants' (light ones)."""
-    return 1.0 + sum(1 for m in item.mutants if not m.heavy)
+        units.setdefault(c.unit, []).append(c)
+    return sorted(units.values(), key=lambda group: -sum(cost(c) for c in group))
 
 
 def run_claims(
-    claims: Sequence[Claim], plan: Plan, *, jobs: int = 1, echo: Echo = _print
+    claims: Sequence[Claim],
+    plan: Plan,
+    *,
+    jobs: int = 1,
+    echo: Echo = _print,
+    cost: Callable[[Claim], float] = estimated_cost,
 ) -> list[Outcome]:
-    """Every claim and its chosen mutants; ``jobs`` > 1 runs the papers in that many worker
-    processes (spawned: no state but the arguments crosses). Outcomes in ``claims``' order."""
+    """Every claim and its chosen mutants; ``jobs`` > 1 runs the units of work in that many
+    worker processes (spawned: no state but the arguments crosses), the costliest units
+    first by ``cost`` (:func:`.costs.work_cost`). Outcomes in ``claims``' order."""
     number = {c.key: f"{i}/{len(claims)}" for i, c in enumerate(claims, 1)}
-    groups = _papers(claims, _cost)
+    groups = _units(claims, cost)
     if jobs <= 1 or len(groups) <= 1:
         return _run_group(list(claims), plan, echo, [number[c.key] for c in claims])
     by_key = {c.key: c for c in claims}

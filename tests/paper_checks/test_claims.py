@@ -18,9 +18,10 @@ CLAIMS = claims()
 
 
 def _grouped(item, *marks):
-    """One xdist group per paper (``--dist loadgroup``): a paper's claims run before its
-    mutants on one worker, so a mutant reuses the true results it names, as in the check."""
-    return pytest.param(item, marks=[pytest.mark.xdist_group(item.paper), *marks])
+    """One xdist group per unit of work (``--dist loadgroup``): a unit's claims run before
+    its mutants on one worker, so a mutant reuses the true results it names, as in the
+    check."""
+    return pytest.param(item, marks=[pytest.mark.xdist_group(item.unit), *marks])
 
 
 @pytest.mark.parametrize("item", [_grouped(c) for c in CLAIMS], ids=[c.key for c in CLAIMS])
@@ -51,7 +52,7 @@ MUTANTS = [(c, m) for c in CLAIMS for m in c.mutants]
         pytest.param(
             c,
             m,
-            marks=[pytest.mark.xdist_group(c.paper), *([pytest.mark.slow] if m.heavy else [])],
+            marks=[pytest.mark.xdist_group(c.unit), *([pytest.mark.slow] if m.heavy else [])],
         )
         for c, m in MUTANTS
     ],

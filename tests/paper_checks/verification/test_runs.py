@@ -1,12 +1,13 @@
-"""Claims run in worker processes, a group of whole papers each, earn what they earn here."""
+"""Claims run in worker processes, a unit of work each, earn what they earn here."""
 
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Sequence
 
 from laplace_lab.paper_checks.verification.registry import _REGISTRY, Claim, Context, Status
-from laplace_lab.paper_checks.verification.runs import Plan, _papers, run_claims
+from laplace_lab.paper_checks.verification.runs import Plan, _units, run_claims
 
 CLAIMS = """
 import numpy as np
@@ -40,14 +41,25 @@ def no_catalog(paper: str | None, names: Sequence[str]) -> None:
     """The plugin registers the claims in every worker."""
 
 
-def _cost(item: Claim) -> float:
-    return {"a": 1.0, "b": 3.0, "c": 2.0}[item.paper]
+def _defined_in(module: str):
+    def check(ctx):
+        return None
+
+    check.__module__ = module
+    return check
 
 
-def test_papers_go_to_the_workers_costliest_first_and_whole():
-    claims = [Claim(p, f"{p}{i}", "", "", Status.CONFIRMED, len) for p in "abc" for i in (1, 2)]
-    groups = _papers(claims, _cost)
-    assert [[c.name for c in g] for g in groups] == [["b1", "b2"], ["c1", "c2"], ["a1", "a2"]]
+def test_units_go_to_the_workers_costliest_first_and_whole(monkeypatch):
+    # modules m1, m2 of paper a; m3 and m4 of paper b declare one unit (shared experiments)
+    monkeypatch.setitem(sys.modules, "pkg.m3", types.SimpleNamespace(WORK_UNIT="shared"))
+    monkeypatch.setitem(sys.modules, "pkg.m4", types.SimpleNamespace(WORK_UNIT="shared"))
+    where = {"a1": ("a", "pkg.m1"), "a2": ("a", "pkg.m2"), "a3": ("a", "pkg.m1")}
+    where |= {"b1": ("b", "pkg.m3"), "b2": ("b", "pkg.m4")}
+    claims = [Claim(p, n, "", "", Status.CONFIRMED, _defined_in(m)) for n, (p, m) in where.items()]
+    seconds = {"a1": 1.0, "a2": 5.0, "a3": 1.5, "b1": 2.0, "b2": 2.5}
+    groups = _units(claims, lambda c: seconds[c.name])
+    assert [[c.name for c in g] for g in groups] == [["a2"], ["b1", "b2"], ["a1", "a3"]]
+    assert [g[0].unit for g in groups] == ["a/m2", "b/shared", "a/m1"]
 
 
 def test_workers_give_the_verdicts_and_mutants_of_one_process(tmp_path, monkeypatch):
