@@ -1,12 +1,19 @@
-"""The ``laplace-lab validate`` command: the conformance cases on one target.
+"""The ``laplace-lab validate`` command: the conformance cases on one target, or on all.
 
-    laplace-lab validate --target MODULE:CALLABLE [--case NAME ...] [--out DIR] [--seed S]
-                         [--plugin MODULE] [--list]
+    laplace-lab validate --target LIBRARY|MODULE:CALLABLE [--case NAME ...] [--out DIR]
+                         [--seed S] [--plugin MODULE]
+    laplace-lab validate --scoreboard [--case NAME ...] [--out DIR] [--seed S]
+    laplace-lab validate --list
 
-Runs the registered conformance cases on the target and writes ``index.html``,
-``report.md`` and ``conformance.json``; exits 1 if any case FAILs or ERRORs. ``--list``
-prints the cases; ``--plugin`` imports a module that registers more. Building the parser
-imports nothing of the suite and no torch.
+``--target`` names a library of :data:`~laplace_lab.conformance.libraries.LIBRARIES`
+(``laplace-lab``, ``laplace-torch``, ``curvlinops``) or any ``MODULE:CALLABLE``; it runs the
+registered conformance cases on it, writes ``index.html``, ``report.md`` and
+``conformance.json`` and exits 1 if any case FAILs or ERRORs. A library that is not
+installed is one line saying how to install it (exit 2). ``--scoreboard`` runs every
+installed library and writes the scoreboard (:mod:`laplace_lab.conformance.scoreboard`):
+it exits 0 once written, the libraries' failures being its content. ``--list`` prints the
+cases; ``--plugin`` imports a module that registers more. Building the parser imports
+nothing of the suite and no torch.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ def _validate(args: argparse.Namespace) -> int:
     from laplace_lab._paths import writable_folder
     from laplace_lab._plugins import load_plugin
     from laplace_lab.conformance import cases, validate, write_validation_report
+    from laplace_lab.conformance.libraries import target_spec
 
     for module in args.plugin or ():
         load_plugin(module, "conformance case plugin")
@@ -28,17 +36,20 @@ def _validate(args: argparse.Namespace) -> int:
         for name, case in cases().items():
             print(f"{name}: {case.capability} on {case.problem} — {case.description}")
         return 0
+    if args.scoreboard:
+        return _scoreboard(args)
     if not args.target:
-        raise ValueError("validate needs --target MODULE:CALLABLE (or --list)")
-    writable_folder(args.out)  # refused now, not after every case has run
+        raise ValueError("validate needs --target LIBRARY or MODULE:CALLABLE (or --scoreboard)")
+    target = target_spec(args.target)  # a library not installed is refused here
+    out = writable_folder(args.out or "validation")  # refused now, not after every case
 
     def progress(result) -> None:
         print(
             f"{result.case.name}: {result.outcome.value} ({result.seconds:.1f} s) {result.summary}"
         )
 
-    validation = validate(args.target, only=args.case, seed=args.seed, progress=progress)
-    paths = write_validation_report(validation, args.out)
+    validation = validate(target, only=args.case, seed=args.seed, progress=progress)
+    paths = write_validation_report(validation, out)
     print(validation.summary())
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     if not validation.passed:
@@ -48,19 +59,54 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scoreboard(args: argparse.Namespace) -> int:
+    from laplace_lab._paths import writable_folder
+    from laplace_lab.conformance.scoreboard import run_scoreboard, write_scoreboard
+
+    if args.target:
+        raise ValueError("--scoreboard runs every installed library; drop --target")
+    out = writable_folder(args.out or "scoreboard")
+
+    def progress(library: str, result) -> None:
+        print(f"{library} {result.case.name}: {result.outcome.value} ({result.seconds:.1f} s)")
+
+    board = run_scoreboard(seed=args.seed, only=args.case, progress=progress)
+    paths = write_scoreboard(board, out)
+    for run in board.runs:
+        print(f"{run.validation.summary()} ({run.seconds:.1f} s)")
+    for library in board.not_installed:
+        print(f"not installed: {library.name} ({library.install})")
+    print(
+        f"wrote {paths['html']}, {paths['markdown']}, {paths['json']} and "
+        f"{len(paths['reproducers'])} reproducers"
+    )
+    return 0
+
+
 def add_validate_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``validate`` command to ``subparsers`` (the suite is imported when it runs)."""
     cmd = subparsers.add_parser(
         "validate", help="check a Laplace implementation against the conformance cases"
     )
-    cmd.add_argument("--target", metavar="MODULE:CALLABLE", help="the implementation to check")
+    cmd.add_argument(
+        "--target",
+        metavar="LIBRARY|MODULE:CALLABLE",
+        help="the implementation: laplace-lab, laplace-torch, curvlinops or MODULE:CALLABLE",
+    )
+    cmd.add_argument(
+        "--scoreboard",
+        action="store_true",
+        help="run every installed library and write the scoreboard (default --out scoreboard)",
+    )
     cmd.add_argument(
         "--case",
         action="append",
         metavar="NAME",
         help="only this case or name prefix, e.g. predictive/ (repeatable)",
     )
-    cmd.add_argument("--out", default="validation", help="report folder (default: validation)")
+    cmd.add_argument(
+        "--out", default=None, help="report folder (default: validation, or scoreboard)"
+    )
     cmd.add_argument("--seed", type=int, default=0, help="rebuilds every case (default: 0)")
     cmd.add_argument("--list", action="store_true", help="list the cases and exit")
     cmd.add_argument(

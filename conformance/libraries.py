@@ -1,0 +1,241 @@
+"""The libraries the conformance cases run on, by name: ``validate --target laplace-torch``.
+
+laplace-lab's own kernels, laplace-torch 0.3 and curvlinops 3.0.1 (its curvature operators
+with the prior and the test Jacobian added by the adapter).
+
+Each :class:`Library` maps a name to the adapter that puts it behind the contract of
+:mod:`laplace_lab.conformance.contract`, the module that tells whether it is installed, the
+distribution whose version is reported, and how to install it. :data:`LIBRARIES` is the one
+registry; ``MODULE:CALLABLE`` targets still work beside the names (:func:`target_spec`).
+Nothing here imports a library: :meth:`Library.installed` only looks its module up.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["LIBRARIES", "Finding", "Library", "get_library", "target_spec"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A documented disagreement of a library with the cases.
+
+    Parameters
+    ----------
+    title : str
+        One line: what is wrong.
+    link : str
+        Where it is described, relative to ``docs/`` (``validation.md#finding-1``).
+    cases : tuple of str
+        Case names or name prefixes (ending in ``/``) it explains.
+    """
+
+    title: str
+    link: str
+    cases: tuple[str, ...]
+
+    def explains(self, case: str) -> bool:
+        """Whether the case ``case`` is one this finding explains."""
+        return any(case == c or (c.endswith("/") and case.startswith(c)) for c in self.cases)
+
+
+@dataclass(frozen=True)
+class Library:
+    """A library behind the contract.
+
+    Parameters
+    ----------
+    name : str
+        Its name on the command line (``--target NAME``).
+    target : str
+        The adapter, ``MODULE:CALLABLE``.
+    module : str
+        The module the library installs (looked up, not imported, by :meth:`installed`).
+    distribution : str
+        The distribution whose version is reported.
+    install : str
+        How to install it (one line).
+    dependencies : tuple of str
+        Further distributions whose versions the scoreboard reports.
+    findings : tuple of Finding
+        Its documented findings.
+    """
+
+    name: str
+    target: str
+    module: str
+    distribution: str
+    install: str
+    dependencies: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = field(default=())
+
+    def installed(self) -> bool:
+        """Whether the library's module can be imported (it is not imported here)."""
+        try:
+            return importlib.util.find_spec(self.module) is not None
+        except (ImportError, ValueError):
+            return False
+
+    def version(self) -> str:
+        """The installed version of its distribution, or ``"not installed"``."""
+        return _version(self.distribution)
+
+    def versions(self) -> dict[str, str]:
+        """Its version and those of its :attr:`dependencies`, by distribution."""
+        return {d: _version(d) for d in (self.distribution, *self.dependencies)}
+
+    def finding(self, case: str) -> Finding | None:
+        """The documented finding that explains ``case``, if any."""
+        return next((f for f in self.findings if f.explains(case)), None)
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+_LAPLACE_TORCH_INSTALL = (
+    "pip install 'laplace-lab[laplace-torch]' && pip install --no-deps laplace-torch==0.3 "
+    "backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1 asdfghjkl==0.1a4 "
+    "(docs/validation.md#installing-laplace-torch)"
+)
+
+#: Findings of laplace-torch 0.3 (docs/validation.md, "laplace-torch 0.3").
+_LAPLACE_TORCH_FINDINGS = (
+    Finding(
+        "float64 models get a GGN formed in float32",
+        "validation.md#finding-1",
+        (
+            "predictive/linear-gaussian",
+            "predictive/linear-gaussian-diagonal-prior",
+            "predictive/mlp-regression",
+            "predictive/mlp-binary",
+            "predictive/mlp-multiclass",
+            "evidence/linear-gaussian",
+            "evidence/linear-gaussian-diagonal-prior",
+            "evidence/mlp-regression",
+            "evidence/mlp-binary",
+            "evidence/mlp-multiclass",
+            "probabilities/probit/mlp-binary",
+            "probabilities/probit/mlp-multiclass",
+            "probabilities/bridge/mlp-multiclass",
+        ),
+    ),
+    Finding(
+        "a diagonal prior cannot be used on a subnetwork",
+        "validation.md#finding-2",
+        ("predictive/mlp-regression-diagonal-prior",),
+    ),
+    Finding(
+        "LowRankLaplace cannot run from any PyPI install",
+        "validation.md#finding-3",
+        ("low-rank/",),
+    ),
+    Finding(
+        "the default prior-precision optimisation stops short of the optimum",
+        "validation.md#finding-4",
+        ("empirical-bayes/",),
+    ),
+    Finding(
+        "KronLaplace offers the separate weight–bias convention only (by design)",
+        "validation.md#diagonal-and-kfac-laplace",
+        (
+            "kfac/linear-gaussian-joint",
+            "kfac/mlp-regression-joint",
+            "kfac/mlp-regression-float32-joint",
+            "kfac/mlp-binary-joint",
+        ),
+    ),
+)
+
+#: The libraries by name, in the order of the scoreboard's columns.
+LIBRARIES: Mapping[str, Library] = {
+    "laplace-lab": Library(
+        name="laplace-lab",
+        target="laplace_lab.conformance.adapters.numerics:predictive_variance",
+        module="laplace_lab.numerics",
+        distribution="laplace-lab",
+        install="pip install laplace-lab",
+        dependencies=("torch", "numpy", "scipy"),
+    ),
+    "laplace-torch": Library(
+        name="laplace-torch",
+        target="laplace_lab.conformance.adapters.laplace_torch:predictive_variance",
+        module="laplace",
+        distribution="laplace-torch",
+        install=_LAPLACE_TORCH_INSTALL,
+        dependencies=("curvlinops-for-pytorch", "backpack-for-pytorch", "torch"),
+        findings=_LAPLACE_TORCH_FINDINGS,
+    ),
+    "curvlinops": Library(
+        name="curvlinops",
+        target="laplace_lab.conformance.adapters.curvlinops:predictive_variance",
+        module="curvlinops",
+        distribution="curvlinops-for-pytorch",
+        install=(
+            "pip install 'laplace-lab[laplace-torch]' && pip install --no-deps "
+            "curvlinops-for-pytorch==3.0.1 (docs/validation.md#installing-laplace-torch)"
+        ),
+        dependencies=("torch",),
+    ),
+}
+
+
+def get_library(name: str) -> Library:
+    """The library ``name``, installed; a ValueError otherwise.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`LIBRARIES`.
+
+    Returns
+    -------
+    Library
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not registered (the message lists the names), or the library is not
+        installed (the message says how to install it).
+    """
+    library = LIBRARIES.get(name)
+    if library is None:
+        raise ValueError(
+            f"target must be a library among {list(LIBRARIES)} or MODULE:CALLABLE; "
+            f"got target={name!r}"
+        )
+    if not library.installed():
+        raise ValueError(
+            f"target {name!r}: {library.name} is not installed (no module "
+            f"{library.module!r}); install it with: {library.install}"
+        )
+    return library
+
+
+def target_spec(target: str) -> str:
+    """The ``MODULE:CALLABLE`` of ``target``: a library name resolved, anything else as given.
+
+    Parameters
+    ----------
+    target : str
+        A key of :data:`LIBRARIES` or ``MODULE:CALLABLE``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        As :func:`get_library` for a name without ``:``.
+    """
+    if not isinstance(target, str) or not target:
+        raise TypeError(f"target must be a library name or MODULE:CALLABLE; got {target!r}")
+    return target if ":" in target else get_library(target).target
