@@ -8,12 +8,15 @@ mean over the replicates:
 
 - it **holds** when the whole interval lies on the claimed side of the threshold, **fails**
   when the whole interval lies on the other side, and is **inconclusive** otherwise;
-- replicates are added one at a time while the interval still contains the threshold, from
-  ``first`` up to ``cap`` (:func:`sequential`): a statistic far from its threshold costs
-  ``first`` replicates, one near it at most ``cap``;
-- each of the L = cap − first + 1 looks uses the level 1 − (1 − :data:`LEVEL`)/L
-  (Bonferroni), so that looking after every replicate keeps the design's chance of a wrong
-  decision at most 1 − :data:`LEVEL`.
+- replicates are added while the interval still contains the threshold, up to the next of
+  the design's looks n_1 < n_2 < … < n_L (:func:`sequential`): a statistic far from its
+  threshold costs n_1 replicates, one near it at most n_L — quick mode looks after every
+  replicate from 3 to 5, full mode after 5, 10, 20, 40 and 80 (a doubling schedule: a
+  statistic 0.35 standard deviations from its threshold is decided by 80 replicates with
+  probability about 0.7, one 0.5 sd away with about 0.97);
+- each of the L looks uses the level 1 − (1 − :data:`LEVEL`)/L (Bonferroni), so that
+  looking repeatedly keeps the design's chance of a wrong decision at most
+  1 − :data:`LEVEL`.
 
 A claim that needs several statistics (:func:`conjunction`) holds when each holds, fails when
 one fails, and is otherwise inconclusive at the replicates drawn: NOT_REPRODUCIBLE_HERE, with
@@ -22,13 +25,24 @@ the interval that contains its threshold in the reason.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LEVEL", "Check", "Estimate", "Result", "conjunction", "estimate", "sequential"]
+__all__ = [
+    "LEVEL",
+    "Check",
+    "Estimate",
+    "Result",
+    "conjunction",
+    "design_text",
+    "estimate",
+    "look_level",
+    "sequential",
+]
 
 #: Confidence level of a whole sequential design, fixed before measuring.
 LEVEL = 0.95
@@ -106,15 +120,37 @@ def estimate(values: Sequence[float], threshold: float, *, level: float = LEVEL)
     return Estimate(values, float(threshold), float(level))
 
 
+def _looks(looks: Sequence[int]) -> tuple[int, ...]:
+    looks = tuple(int(n) for n in looks)
+    if not looks or looks[0] < 2 or any(b <= a for a, b in itertools.pairwise(looks)):
+        raise ValueError(f"looks must be increasing replicate counts >= 2; got {looks}")
+    return looks
+
+
+def look_level(looks: Sequence[int], level: float = LEVEL) -> float:
+    """The confidence level of each look: 1 − (1 − ``level``)/L (Bonferroni over L looks)."""
+    return 1.0 - (1.0 - level) / len(_looks(looks))
+
+
+def design_text(looks: Sequence[int], what: str = "replicates", level: float = LEVEL) -> str:
+    """The design in words, for a claim's evidence."""
+    looks = _looks(looks)
+    return (
+        f"{what.capitalize()}: {looks[0]} before the first look, more while the "
+        f"{100 * level:g}% t interval of the mean contains the threshold, looking at "
+        f"n = {', '.join(map(str, looks))} (each of the {len(looks)} looks at the Bonferroni "
+        f"level {100 * look_level(looks, level):.3g}%)."
+    )
+
+
 def sequential(
     draw: Callable[[int], float],
     threshold: float,
     *,
-    first: int,
-    cap: int,
+    looks: Sequence[int],
     level: float = LEVEL,
 ) -> Estimate:
-    """Replicates 0, 1, … of ``draw`` until the interval excludes ``threshold``, or ``cap``.
+    """Replicates 0, 1, … of ``draw`` until the interval at a look excludes ``threshold``.
 
     Parameters
     ----------
@@ -122,26 +158,26 @@ def sequential(
         ``draw(i)`` is the statistic on replicate i (deterministic in i: replicate i is the
         same wherever it is drawn, so claims that share replicates share their fits).
     threshold : float
-    first, cap : int
-        Replicates drawn before the first look, and at most.
+    looks : sequence of int
+        The increasing numbers of replicates at which the interval is looked at (≥ 2).
     level : float
-        Confidence level of the whole design; each of the cap − first + 1 looks uses
-        1 − (1 − level)/(cap − first + 1).
+        Confidence level of the whole design; each of the L looks uses
+        :func:`look_level`.
 
     Returns
     -------
     Estimate
-        At the first n ≥ ``first`` whose interval excludes ``threshold``, else at ``cap``.
+        At the first look whose interval excludes ``threshold``, else at the last look.
     """
-    if not 2 <= first <= cap:
-        raise ValueError(f"need 2 <= first <= cap; got first={first}, cap={cap}")
-    look = 1.0 - (1.0 - level) / (cap - first + 1)
-    values = [draw(i) for i in range(first)]
-    while True:
-        est = estimate(values, threshold, level=look)
-        if est.side != 0 or est.n >= cap:
+    looks = _looks(looks)
+    per_look = look_level(looks, level)
+    values: list[float] = []
+    for n in looks:
+        values += [draw(i) for i in range(len(values), n)]
+        est = estimate(values, threshold, level=per_look)
+        if est.side != 0:
             return est
-        values.append(draw(est.n))
+    return est
 
 
 @dataclass(frozen=True)
@@ -189,7 +225,7 @@ class Result:
 
 
 def conjunction(
-    checks: Sequence[Check], *, first: int, cap: int, level: float = LEVEL
+    checks: Sequence[Check], *, looks: Sequence[int], level: float = LEVEL
 ) -> tuple[str, tuple[Result, ...]]:
     """Run ``checks`` in order (each :func:`sequential`), stopping at the first that fails.
 
@@ -202,7 +238,7 @@ def conjunction(
     """
     results = []
     for check in checks:
-        est = sequential(check.draw, check.threshold, first=first, cap=cap, level=level)
+        est = sequential(check.draw, check.threshold, looks=looks, level=level)
         results.append(Result(check, est))
         if results[-1].outcome == "fails":
             return "fails", tuple(results)

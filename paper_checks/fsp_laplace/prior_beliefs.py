@@ -15,9 +15,9 @@ approximation (full GGN). Every quantity is measured, never read off a figure:
 
 Each statistic is measured on independent replicates — data set, prior fit and network
 initialisation drawn afresh, the replicates shared by the three claims — and decided on the t
-interval of its mean (:mod:`._replicates`): at least :data:`FIRST` replicates, more while the
-interval contains the threshold, at most :data:`CAP`. A statistic whose interval still contains
-its threshold at the cap leaves its claim NOT_REPRODUCIBLE_HERE.
+interval of its mean (:mod:`._replicates`), looked at after the replicate counts of
+:data:`LOOKS` while the interval contains the threshold. A statistic whose interval still
+contains its threshold at the last look leaves its claim NOT_REPRODUCIBLE_HERE.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 
 from laplace_lab.networks.fsp_training import train_fsp_map
 from laplace_lab.paper_checks.fsp_laplace import _synthetic as synthetic
-from laplace_lab.paper_checks.fsp_laplace._replicates import LEVEL, Check, conjunction
+from laplace_lab.paper_checks.fsp_laplace._replicates import LEVEL, Check, conjunction, design_text
 from laplace_lab.paper_checks.verification import (
     Context,
     Mutant,
@@ -43,10 +43,9 @@ PAPER = "fsp-laplace"
 #: of the synthetic tasks (cached experiments are per process).
 WORK_UNIT = "synthetic-fits"
 
-#: Replicates drawn before the first look, and at most (quick, full): the sequential design
-#: of :mod:`._replicates`, fixed before measuring.
-FIRST = 3
-CAP = {False: 5, True: 10}
+#: The replicate counts at which the t interval is looked at (quick, full): the sequential
+#: design of :mod:`._replicates`, fixed before measuring.
+LOOKS = {False: (3, 4, 5), True: (5, 10, 20, 40, 80)}
 
 #: "Rough" vs "smooth", fixed before measuring: the Matérn-½ boundary turns at least 1.5× as
 #: much as the RBF one (half again as many radians of direction change).
@@ -62,12 +61,7 @@ _STATUS = {
 
 
 def _design_point(full: bool) -> str:
-    return (
-        f"Replicates (data set, prior fit, initialisation): {FIRST} before the first look, "
-        f"one more while the {100 * LEVEL:g}% t interval of the mean contains the threshold, "
-        f"at most {CAP[full]} (each of the {CAP[full] - FIRST + 1} looks at the "
-        f"Bonferroni level {100 * (1 - (1 - LEVEL) / (CAP[full] - FIRST + 1)):.3g}%)."
-    )
+    return design_text(LOOKS[full], "replicates (data set, prior fit, initialisation)")
 
 
 def _inconclusive(results) -> str:
@@ -150,7 +144,7 @@ def _roughness(ctx: Context) -> Verdict:
         0.0,
         +1,
     )
-    outcome, (result,) = conjunction([check], first=FIRST, cap=CAP[ctx.full])
+    outcome, (result,) = conjunction([check], looks=LOOKS[ctx.full])
     n = result.estimate.n
     runs = {
         f: [boundary_turning(f, ctx.full, ctx.seed, i) for i in range(n)]
@@ -345,7 +339,7 @@ def _revert_checks(ctx: Context) -> tuple[list[Check], dict[str, tuple[str, str]
 def _reverts(ctx: Context) -> Verdict:
     factor = CONFIDENCE_FACTOR
     checks, config = _revert_checks(ctx)
-    outcome, results = conjunction(checks, first=FIRST, cap=CAP[ctx.full])
+    outcome, results = conjunction(checks, looks=LOOKS[ctx.full])
     rows = [r.text() for r in results]
     n = max(r.estimate.n for r in results)
     status = _STATUS[outcome]
@@ -471,7 +465,7 @@ def periodic_run(full: bool, seed: int, rep: int, jitter: float | None) -> dict[
 def _periodic(ctx: Context) -> Verdict:
     module = sys.modules[__name__]
     tol, rmse_tol = module.PERIODICITY_TOL, module.DATA_RMSE_TOL
-    design = {"first": FIRST, "cap": CAP[ctx.full]}
+    design = {"looks": LOOKS[ctx.full]}
 
     def stat(jitter, key):
         return lambda i: periodic_run(ctx.full, ctx.seed, i, jitter)[key]
