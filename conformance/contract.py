@@ -72,6 +72,13 @@ target lacks are SKIPPED, not failed:
   ``"separate"`` (K_l = G_l ⊗ A_l on W, A_l = (1/N) Σ_n a_n a_nᵀ, and G_l alone on b: the
   weight–bias cross block dropped; laplace-torch's ``KronLaplace``); docs/mathematics.md,
   "Diagonal and KFAC Laplace".
+- ``ekfac_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
+  prior_precision, noise_var, convention) -> array``: gᵀP⁻¹g of the EKFAC Laplace posterior
+  (George et al., arXiv:1806.03884) on the same MLPs: each block keeps KFAC's eigenbasis
+  Q = Q_G ⊗ Q_A (``"joint"``: one block [W b]; ``"separate"``: Q_G ⊗ Q_Ā on W with
+  Ā = (1/N) Σ_n a_n a_nᵀ, and Q_G on b) and takes as eigenvalues the exact second moments
+  s_ij = Σ_n w_n ((Q_Gᵀ δ_n)_i (Q_Aᵀ ã_n)_j)² (on b: s_i = Σ_n w_n (Q_Gᵀ δ_n)_i²), so
+  P = ⊕ Q diag(s) Qᵀ + αI, the prior added exactly; docs/mathematics.md, "EKFAC Laplace".
 - ``predictive_probabilities(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, link, n_samples, seed) -> array``: class probabilities of the
   linearized Laplace predictive over the logits, f* ~ N(f̂(x*), G Ω⁻¹ Gᵀ) with G = ∂f(x*)/∂θ
@@ -119,6 +126,7 @@ CAPABILITIES = (
     "optimize_prior",
     "diagonal_predictive_variance",
     "kfac_predictive_variance",
+    "ekfac_predictive_variance",
     "predictive_probabilities",
 )
 #: The links of ``predictive_probabilities``.

@@ -14,6 +14,13 @@ bias apart instead: G_l ⊗ (1/N) Σ_n a_n a_nᵀ on W and G_l alone on b ("sepa
 joint K_l with the cross block G_l ⊗ ā (ā the mean input) set to zero. The precision is
 P = ⊕_l K_l + V, written out as a p × p matrix in ``parameters()`` order.
 
+EKFAC (George et al.) keeps KFAC's eigenbasis Q = Q_G ⊗ Q_A of each block and takes as its
+spectrum the diagonal of the exact GGN block B in that basis, s = diag(Qᵀ B Q): the block is
+Q diag(s) Qᵀ ("joint": one basis for [W b]; "separate": Q_G ⊗ Q_Ā on W with Ā the input
+factor without the 1, and Q_G on b). The oracle reads B from the dense GGN, so s is computed
+without the per-sample projections Σ_n w_n ((Q_Gᵀ δ_n)_i (Q_Aᵀ ã_n)_j)² that an
+implementation evaluates (the two are equal: B = Σ_n w_n (δ_n ⊗ ã_n)(δ_n ⊗ ã_n)ᵀ).
+
 Everything is computed here, independently of :mod:`laplace_lab.numerics.kfac`: ã_n from
 forward hooks on a float64 copy of the model, δ_n as the bias columns of the dense oracle's
 autograd Jacobian (∂f/∂b_l = δ_l), w_n from the oracle's output Hessians.
@@ -27,6 +34,9 @@ References
 .. [3] R. Eschenhagen, A. Immer, R. E. Turner, F. Schneider, P. Hennig, "Kronecker-Factored
    Approximate Curvature for Modern Neural Network Architectures", NeurIPS 2023,
    arXiv:2311.00636, §3 (KFAC-expand, exact for deep linear networks).
+.. [4] T. George, C. Laurent, X. Bouthillier, N. Ballas, P. Vincent, "Fast Approximate
+   Natural Gradient Descent in a Kronecker-factored Eigenbasis", NeurIPS 2018,
+   arXiv:1806.03884, §3 (EKFAC).
 """
 
 from __future__ import annotations
@@ -43,7 +53,7 @@ from laplace_lab.conformance.contract import KFAC_CONVENTIONS
 from laplace_lab.conformance.oracle import DenseOracle
 from laplace_lab.conformance.tolerance import variance_tolerance
 
-__all__ = ["KFACOracle", "LayerFactors"]
+__all__ = ["EKFACOracle", "KFACOracle", "LayerFactors"]
 
 
 @dataclass(frozen=True)
@@ -159,6 +169,66 @@ class KFACOracle:
     @cached_property
     def precision(self) -> np.ndarray:
         """P = ⊕_l K_l + V."""
+        return self.curvature + np.diag(self.oracle.V)
+
+    def predictive_variance(self) -> np.ndarray:
+        """gᵀP⁻¹g for every test point, (M,)."""
+        G = self.oracle.G[:, 0, :]
+        return np.sum(np.linalg.solve(self.precision, G.T).T * G, axis=1)
+
+    def variance_tolerance(self) -> np.ndarray:
+        """The variance rule of :mod:`.tolerance` with P in place of Ω."""
+        o = self.oracle
+        return variance_tolerance(
+            self.precision, o.G[:, 0, :], o.V, dtype=o.problem.dtype, n_rows=o.n_rows
+        )
+
+
+def _eigenbasis_block(ggn: np.ndarray, idx: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """Q diag(diag(Qᵀ B Q)) Qᵀ for the GGN block B on the indices ``idx``."""
+    s = np.einsum("ai,ab,bi->i", Q, ggn[np.ix_(idx, idx)], Q)
+    return (Q * s) @ Q.T
+
+
+@dataclass(frozen=True, eq=False)
+class EKFACOracle:
+    """The EKFAC Laplace approximation of one one-output MLP problem, written out densely.
+
+    Parameters
+    ----------
+    oracle : DenseOracle
+        The dense oracle of the problem (its GGN, Jacobian and prior).
+    convention : {"joint", "separate"}
+        The weight–bias convention (module docstring).
+    """
+
+    oracle: DenseOracle
+    convention: str
+
+    def __post_init__(self) -> None:
+        one_of(self.convention, "convention", KFAC_CONVENTIONS)
+        one_of(self.oracle.problem.likelihood, "likelihood", ("regression", "binary"))
+
+    @cached_property
+    def curvature(self) -> np.ndarray:
+        """⊕_l Q_l diag(s_l) Q_lᵀ in ``parameters()`` order (p × p)."""
+        ggn = self.oracle.ggn
+        K = np.zeros_like(ggn)
+        for f in KFACOracle(self.oracle, "joint").factors:
+            QG = np.linalg.eigh(f.G)[1]
+            if self.convention == "joint":
+                idx = np.hstack([f.weight, f.bias[:, None]]).reshape(-1)  # [W b] row-major
+                blocks = [(idx, np.kron(QG, np.linalg.eigh(f.A)[1]))]
+            else:
+                QA = np.linalg.eigh(f.A[:-1, :-1])[1]
+                blocks = [(f.weight.reshape(-1), np.kron(QG, QA)), (f.bias, QG)]
+            for idx, Q in blocks:
+                K[np.ix_(idx, idx)] += _eigenbasis_block(ggn, idx, Q)
+        return 0.5 * (K + K.T)
+
+    @cached_property
+    def precision(self) -> np.ndarray:
+        """P = ⊕_l Q_l diag(s_l) Q_lᵀ + V."""
         return self.curvature + np.diag(self.oracle.V)
 
     def predictive_variance(self) -> np.ndarray:

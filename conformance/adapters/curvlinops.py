@@ -24,7 +24,10 @@ operators, not Laplace approximations; the adapter adds the prior and the test J
   with ``separate_weight_and_bias`` True ("separate") or False ("joint": ã = [a; 1], one
   factor for [W b]), inverted by ``KFACInverseLinearOperator(damping=α/c,
   use_exact_damping=True)``, which applies (K + (α/c) I)⁻¹ through the factors'
-  eigendecompositions, so that (cK + αI)⁻¹ = (1/c)(K + (α/c) I)⁻¹.
+  eigendecompositions, so that (cK + αI)⁻¹ = (1/c)(K + (α/c) I)⁻¹;
+- ``ekfac_predictive_variance``: the same with ``EKFACLinearOperator`` (type-2, both
+  conventions), whose corrected eigenvalues are Σ_n ((Q_Gᵀ g_n)_i (Q_Aᵀ ã_n)_j)² with g_n the
+  per-sample output gradients backpropagated from the output Hessian's square root.
 
 References
 ----------
@@ -212,5 +215,31 @@ def kfac_predictive_variance(
     )
 
 
+def ekfac_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    convention: str,
+) -> np.ndarray:
+    """gᵀP⁻¹g with P = c·``EKFACLinearOperator`` + αI, the prior added exactly."""
+    return _kronecker_variance(
+        "EKFACLinearOperator",
+        model,
+        X_train,
+        y_train,
+        X_test,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        convention=convention,
+    )
+
+
 predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.kfac_predictive_variance = kfac_predictive_variance
+predictive_variance.ekfac_predictive_variance = ekfac_predictive_variance

@@ -11,7 +11,8 @@ masks from the selection registry, low rank from
 the evidence of :class:`~laplace_lab.numerics.laplace_variants.SpectralLaplace` maximised by
 Brent's method in log α (nested in log σ0² when the noise is optimised), diagonal Laplace
 from :func:`~laplace_lab.numerics.laplace_variants.diagonal_laplace_variance` on the same
-GGN, KFAC from :func:`laplace_lab.numerics.kfac.fit_kfac` (both weight–bias conventions),
+GGN, KFAC from :func:`laplace_lab.numerics.kfac.fit_kfac` and EKFAC from
+:func:`laplace_lab.numerics.ekfac.fit_ekfac` (both weight–bias conventions),
 class probabilities from the logits' Gaussian (covariance G Ω⁻¹ Gᵀ by Woodbury in float64)
 through :func:`~laplace_lab.numerics.probit_probability`,
 :meth:`~laplace_lab.numerics.GaussianPredictive.probabilities` (Monte Carlo) and
@@ -43,6 +44,7 @@ from laplace_lab.numerics import (
     to_numpy,
 )
 from laplace_lab.numerics import predictive_variance as _full_variance
+from laplace_lab.numerics.ekfac import fit_ekfac
 from laplace_lab.numerics.kfac import fit_kfac
 from laplace_lab.numerics.laplace_bridge import bridge_probability
 from laplace_lab.numerics.laplace_variants import SpectralLaplace, diagonal_laplace_variance
@@ -324,6 +326,30 @@ def kfac_predictive_variance(
     return kfac.variance(model, X_test)
 
 
+def ekfac_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    convention: str,
+) -> np.ndarray:
+    """gᵀP⁻¹g of EKFAC Laplace (:func:`~laplace_lab.numerics.ekfac.fit_ekfac`): KFAC's
+    eigenbasis, the exact second moments as eigenvalues, the isotropic prior added exactly."""
+    ekfac = fit_ekfac(
+        model,
+        X_train,
+        likelihood=likelihood,
+        prior_precision=positive_float(prior_precision, "prior_precision"),
+        noise_var=noise_var,
+        convention=convention,
+    )
+    return ekfac.variance(model, X_test)
+
+
 def logit_covariance(ggn: GGN, G: Any) -> np.ndarray:
     """G_m Ω⁻¹ G_mᵀ per test point, (M, C, C) float64, by Woodbury on the N′ × N′ kernel
     (Ω = J_wᵀJ_w + V): G D Gᵀ − (J_w D Gᵀ)ᵀ (I + J_w D J_wᵀ)⁻¹ (J_w D Gᵀ), D = V⁻¹."""
@@ -401,4 +427,5 @@ predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance
 predictive_variance.optimize_prior = optimize_prior
 predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.kfac_predictive_variance = kfac_predictive_variance
+predictive_variance.ekfac_predictive_variance = ekfac_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities

@@ -380,6 +380,64 @@ structured_prior_as_variance = _with(
 )
 
 
+def _ekfac(*, kfac_eigenvalues=False, parameter_basis=False):
+    """laplace-lab's EKFAC with one thing changed: KFAC's eigenvalues λ_G,i λ_A,j in place of
+    the second moments (i.e. KFAC), or the parameter basis Q = I with the second moments
+    there (the diagonal of each exact GGN block: a layer-wise diagonal Laplace)."""
+
+    def target(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        *,
+        likelihood,
+        prior_precision,
+        noise_var,
+        convention: str,
+    ):
+        from laplace_lab.numerics.ekfac import EigenbasisBlock, EKFACLaplace, fit_ekfac
+        from laplace_lab.numerics.ggn import logistic_weight_root
+        from laplace_lab.numerics.kfac import fit_kfac, layer_signals
+
+        opts = {
+            "likelihood": likelihood,
+            "prior_precision": float(prior_precision),
+            "noise_var": noise_var,
+            "convention": convention,
+        }
+        if kfac_eigenvalues:
+            return fit_kfac(model, X_train, **opts).variance(model, X_test)
+        ek = fit_ekfac(model, X_train, **opts)
+        if parameter_basis:
+            f, sig = layer_signals(model, X_train)
+            w = (
+                np.full(f.size, 1.0 / noise_var)
+                if likelihood == "regression"
+                else logistic_weight_root(f) ** 2
+            )
+            layers = []
+            for a, d in sig:
+                inputs = (a,) if convention == "joint" else (a[:, :-1], None)
+                blocks = []
+                for x in inputs:
+                    I_G = np.eye(d.shape[1])
+                    if x is None:
+                        blocks.append(EigenbasisBlock(I_G, None, w @ d**2))
+                    else:
+                        s = np.einsum("n,ni,nj->ij", w, d**2, x**2)
+                        blocks.append(EigenbasisBlock(I_G, np.eye(x.shape[1]), s))
+                layers.append(tuple(blocks))
+            ek = EKFACLaplace(tuple(layers), convention, float(prior_precision))
+        return ek.variance(model, X_test)
+
+    return target
+
+
+wrong_ekfac_kfac_eigenvalues = _with(ekfac_predictive_variance=_ekfac(kfac_eigenvalues=True))
+wrong_ekfac_parameter_basis = _with(ekfac_predictive_variance=_ekfac(parameter_basis=True))
+
+
 def _probabilities(**change):
     """laplace-lab's class probabilities with one thing changed (``change``): ``n_samples``
     replaced, the covariance replaced by ``covariance(Σ)``, or the link's formula replaced

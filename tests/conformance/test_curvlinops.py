@@ -18,7 +18,12 @@ from laplace_lab.conformance import DenseOracle, Outcome, build_problem, cases, 
 from laplace_lab.conformance.kronecker import KFACOracle  # noqa: E402
 
 TARGET = "laplace_lab.conformance.adapters.curvlinops:predictive_variance"
-SERVED = ("predictive_variance", "diagonal_predictive_variance", "kfac_predictive_variance")
+SERVED = (
+    "predictive_variance",
+    "diagonal_predictive_variance",
+    "kfac_predictive_variance",
+    "ekfac_predictive_variance",
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +43,7 @@ def test_every_case_it_serves_passes_well_inside_the_tolerance(validation):
         for r in validation.results
         if r.outcome is Outcome.PASS
     }
-    assert len(ratios) == 29 and max(ratios.values()) < 0.05, ratios
+    assert len(ratios) == 37 and max(ratios.values()) < 0.05, ratios
 
 
 def _kfac(p, *, joint: bool, **options):

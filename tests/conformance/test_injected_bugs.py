@@ -98,6 +98,23 @@ def test_diagonal_and_kfac_bugs_fail_exactly_their_cases(mutant, expected):
     assert _failed(mutant, DIAGONAL + KFAC) == expected
 
 
+EKFAC = [n for n in cases() if n.startswith("ekfac/")]
+
+
+@pytest.mark.parametrize(
+    ("mutant", "expected"),
+    [
+        # KFAC's eigenvalues: every MLP case; on one Linear layer they are the second moments
+        ("wrong_ekfac_kfac_eigenvalues", {n for n in EKFAC if "mlp" in n}),
+        # the second moments in the parameter basis (layer-wise diagonal): every case
+        ("wrong_ekfac_parameter_basis", set(EKFAC)),
+    ],
+)
+def test_ekfac_bugs_fail_exactly_their_cases(mutant, expected):
+    assert len(EKFAC) == 8
+    assert _failed(mutant, EKFAC) == expected
+
+
 PROBABILITIES = [n for n in cases() if n.startswith("probabilities/")]
 
 
