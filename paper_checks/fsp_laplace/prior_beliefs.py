@@ -15,9 +15,10 @@ approximation (full GGN). Every quantity is measured, never read off a figure:
 
 Each statistic is measured on independent replicates — data set, prior fit and network
 initialisation drawn afresh, the replicates shared by the three claims — and decided on the t
-interval of its mean (:mod:`._replicates`), looked at after the replicate counts of
-:data:`LOOKS` while the interval contains the threshold. A statistic whose interval still
-contains its threshold at the last look leaves its claim NOT_REPRODUCIBLE_HERE.
+interval of its mean (:mod:`laplace_lab.paper_checks.verification.replicates`), looked at
+after the replicate counts of :data:`LOOKS` while the interval contains the threshold. A
+statistic whose interval still contains its threshold at the last look leaves its claim
+NOT_REPRODUCIBLE_HERE.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import numpy as np
 
 from laplace_lab.networks.fsp_training import train_fsp_map
 from laplace_lab.paper_checks.fsp_laplace import _synthetic as synthetic
-from laplace_lab.paper_checks.fsp_laplace._replicates import LEVEL, Check, conjunction, design_text
 from laplace_lab.paper_checks.verification import (
     Context,
     Mutant,
@@ -37,6 +37,7 @@ from laplace_lab.paper_checks.verification import (
     cached,
     claim,
 )
+from laplace_lab.paper_checks.verification.replicates import LEVEL, Check, conjunction, design_text
 
 PAPER = "fsp-laplace"
 #: One unit of work with algorithm2.py, whose step-9 claim reads the same FSP-Laplace fits
@@ -44,7 +45,7 @@ PAPER = "fsp-laplace"
 WORK_UNIT = "synthetic-fits"
 
 #: The replicate counts at which the t interval is looked at (quick, full): the sequential
-#: design of :mod:`._replicates`, fixed before measuring.
+#: design of :mod:`laplace_lab.paper_checks.verification.replicates`, fixed before measuring.
 LOOKS = {False: (3, 4, 5), True: (5, 10, 20, 40, 80)}
 
 #: "Rough" vs "smooth", fixed before measuring: the Matérn-½ boundary turns at least 1.5× as

@@ -17,9 +17,10 @@ Quick mode: three test folds of Boston; full mode: all five folds of both sets.
   approximation" at out-of-distribution detection with a single threshold on the predictive
   uncertainty — the mean paired accuracy difference at most 0.02 below on every data set,
   decided on its t interval over test folds of repeated cross-validations
-  (:mod:`._replicates`: looked at after the fold counts of :data:`OOD_LOOKS` while the
-  interval contains −0.02). The paper's out-of-distribution inputs (the song data set) are not
-  shipped offline; the first d breast-cancer features stand in
+  (:mod:`laplace_lab.paper_checks.verification.replicates`: looked at after the fold counts
+  of :data:`OOD_LOOKS` while the interval contains −0.02). The paper's out-of-distribution
+  inputs (the song data set) are not shipped offline; the first d breast-cancer features
+  stand in
   (:func:`laplace_lab.paper_checks.fsp_laplace.experiments.uci.ood_inputs`).
 
 References
@@ -44,15 +45,15 @@ from laplace_lab.paper_checks.fsp_laplace._real_data import (
     uci_replicate,
     uci_scores,
 )
-from laplace_lab.paper_checks.fsp_laplace._replicates import (
+from laplace_lab.paper_checks.fsp_laplace.experiments.uci import ood_inputs
+from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification.replicates import (
     LEVEL,
     Check,
     Result,
     conjunction,
     design_text,
 )
-from laplace_lab.paper_checks.fsp_laplace.experiments.uci import ood_inputs
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
 
 PAPER = "fsp-laplace"
 #: Table C.1's expected log-likelihoods (FSP-Laplace, Laplace, MAP, GP) of the sets run here.

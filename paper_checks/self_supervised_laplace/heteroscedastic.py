@@ -38,6 +38,7 @@ from laplace_lab.paper_checks.self_supervised_laplace.experiments.network import
     fit_heteroscedastic,
 )
 from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
+from laplace_lab.paper_checks.verification.sequential import Looks
 
 PAPER = "self-supervised-laplace"
 ALPHA = 0.05
@@ -261,13 +262,13 @@ def _double_noise_assla(v, f_test, y, *, noise_var, _density=assla_log_density_f
 )
 def assla_undercovers(ctx: Context) -> Verdict:
     # two looks (SEEDS fits, then MORE_SEEDS if undecided), each at half the level
-    level = ALPHA / len(WIDE) / 2
-    looks = [SEEDS[ctx.full]]
-    status, cov, n, ps, _ = _assla_test(_runs(ctx.seed, ctx.full), level)
-    if status is Status.NOT_REPRODUCIBLE_HERE:
-        looks.append(MORE_SEEDS[ctx.full])
-        status, cov, n, ps, _ = _assla_test(_runs(ctx.seed, ctx.full, looks[-1]), level)
-    runs = _runs(ctx.seed, ctx.full, looks[-1])
+    design = Looks((SEEDS[ctx.full], MORE_SEEDS[ctx.full]), ALPHA / len(WIDE))
+    fits, (status, cov, n, ps, _) = design.run(
+        lambda k, level: _assla_test(_runs(ctx.seed, ctx.full, k), level),
+        lambda result: result[0] is not Status.NOT_REPRODUCIBLE_HERE,
+    )
+    looks = design.counts[: design.counts.index(fits) + 1]
+    runs = _runs(ctx.seed, ctx.full, fits)
     la, _ = _pooled(runs, "LA", "DENSE")
     per_seed = [r.coverage["ASSLA"]["DENSE"][LEVELS.index(0.90)] for r in runs]
     return Verdict(
@@ -290,7 +291,7 @@ def assla_undercovers(ctx: Context) -> Verdict:
             + "), narrower by the dropped epistemic variance; at the narrow levels it "
             "over-covers (the heteroscedastic noise is heavy-tailed around one σ0²)."
         ),
-        details={"coverage": cov.tolist(), "p_below": ps, "fits": looks[-1], "n_test": n},
+        details={"coverage": cov.tolist(), "p_below": ps, "fits": fits, "n_test": n},
     )
 
 

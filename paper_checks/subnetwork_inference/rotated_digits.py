@@ -50,6 +50,7 @@ from laplace_lab.paper_checks.verification import (
     claim,
     require,
 )
+from laplace_lab.paper_checks.verification.sequential import Looks
 
 PAPER = "subnetwork-inference"
 WASS = "Subnetwork (Wasserstein)"
@@ -261,13 +262,15 @@ def rotated_wasserstein_vs_random(ctx: Context) -> Verdict:
         "the Wasserstein and the random subnetwork score every digit alike: the subnetwork "
         "predictive ignores S",
     )
-    level = ALPHA / len(SELECTION_LOOKS)
-    for n in SELECTION_LOOKS:
+
+    def look(n: int, level: float):
         runs = tuple(_replication(ctx.seed, ctx.full, i) for i in range(n))
         diff = np.array([_difference(r) for r in runs])
-        state, d, p = paired(diff, np.zeros_like(diff), level)
-        if state != "unclear":
-            break
+        return runs, diff, paired(diff, np.zeros_like(diff), level)
+
+    _, (runs, diff, (state, d, p)) = Looks(SELECTION_LOOKS, ALPHA).run(
+        look, lambda result: result[2][0] != "unclear"
+    )
     gain = np.array([np.mean(_rotated(r, WASS) - _rotated(r, "MAP")) for r in runs])
     epochs = (_FULL if ctx.full else _SELECTION_QUICK)["epochs"]
     reading = {

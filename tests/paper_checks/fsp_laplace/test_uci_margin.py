@@ -3,7 +3,7 @@
 import pytest
 
 from laplace_lab.paper_checks.fsp_laplace import uci
-from laplace_lab.paper_checks.fsp_laplace._replicates import Check, Estimate, Result
+from laplace_lab.paper_checks.verification.replicates import Check, Estimate, Result
 
 
 def _result(low: float, high: float) -> Result:

@@ -1,22 +1,19 @@
-"""Replicated statistics of the FSP-Laplace claims and the decision on their intervals.
+"""Replicated statistics against thresholds: Student-t intervals looked at sequentially.
 
-The qualitative claims of Cinquin et al. (arXiv:2407.13711, §4 and App. C.1) and the
-out-of-distribution claim of App. C are decided on statistics measured once per independent
-replicate — a fresh data set, prior fit and network initialisation, or a test fold — never on
-one draw. A statistic is compared with its threshold through the Student-t interval of its
-mean over the replicates:
+A claim decided on a statistic measured once per independent replicate — a fresh data set,
+prior fit and network initialisation, or a test fold — never on one draw, compares the
+statistic with its threshold through the Student-t interval of its mean over the replicates:
 
 - it **holds** when the whole interval lies on the claimed side of the threshold, **fails**
   when the whole interval lies on the other side, and is **inconclusive** otherwise;
 - replicates are added while the interval still contains the threshold, up to the next of
   the design's looks n_1 < n_2 < … < n_L (:func:`sequential`): a statistic far from its
-  threshold costs n_1 replicates, one near it at most n_L — quick mode looks after every
-  replicate from 3 to 5, full mode after 5, 10, 20, 40 and 80 (a doubling schedule: a
-  statistic 0.35 standard deviations from its threshold is decided by 80 replicates with
-  probability about 0.7, one 0.5 sd away with about 0.97);
-- each of the L looks uses the level 1 − (1 − :data:`LEVEL`)/L (Bonferroni), so that
-  looking repeatedly keeps the design's chance of a wrong decision at most
-  1 − :data:`LEVEL`.
+  threshold costs n_1 replicates, one near it at most n_L. A doubling schedule such as
+  5, 10, 20, 40, 80 decides a statistic 0.35 standard deviations from its threshold with
+  probability about 0.7, one 0.5 sd away with about 0.97;
+- each of the L looks uses the level 1 − (1 − :data:`LEVEL`)/L
+  (:class:`~laplace_lab.paper_checks.verification.sequential.Looks`: Bonferroni), so that
+  looking repeatedly keeps the design's chance of a wrong decision at most 1 − :data:`LEVEL`.
 
 A claim that needs several statistics (:func:`conjunction`) holds when each holds, fails when
 one fails, and is otherwise inconclusive at the replicates drawn: NOT_REPRODUCIBLE_HERE, with
@@ -25,12 +22,13 @@ the interval that contains its threshold in the reason.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from laplace_lab.paper_checks.verification.sequential import Looks
 
 __all__ = [
     "LEVEL",
@@ -120,21 +118,24 @@ def estimate(values: Sequence[float], threshold: float, *, level: float = LEVEL)
     return Estimate(values, float(threshold), float(level))
 
 
-def _looks(looks: Sequence[int]) -> tuple[int, ...]:
+def _looks(looks: Sequence[int], level: float) -> Looks:
     looks = tuple(int(n) for n in looks)
-    if not looks or looks[0] < 2 or any(b <= a for a, b in itertools.pairwise(looks)):
+    if not looks or looks[0] < 2:
         raise ValueError(f"looks must be increasing replicate counts >= 2; got {looks}")
-    return looks
+    try:
+        return Looks(looks, 1.0 - level)
+    except ValueError:
+        raise ValueError(f"looks must be increasing replicate counts >= 2; got {looks}") from None
 
 
 def look_level(looks: Sequence[int], level: float = LEVEL) -> float:
     """The confidence level of each look: 1 − (1 − ``level``)/L (Bonferroni over L looks)."""
-    return 1.0 - (1.0 - level) / len(_looks(looks))
+    return 1.0 - _looks(looks, level).per_look
 
 
 def design_text(looks: Sequence[int], what: str = "replicates", level: float = LEVEL) -> str:
     """The design in words, for a claim's evidence."""
-    looks = _looks(looks)
+    looks = _looks(looks, level).counts
     return (
         f"{what.capitalize()}: {looks[0]} before the first look, more while the "
         f"{100 * level:g}% t interval of the mean contains the threshold, looking at "
@@ -169,15 +170,13 @@ def sequential(
     Estimate
         At the first look whose interval excludes ``threshold``, else at the last look.
     """
-    looks = _looks(looks)
-    per_look = look_level(looks, level)
     values: list[float] = []
-    for n in looks:
-        values += [draw(i) for i in range(len(values), n)]
-        est = estimate(values, threshold, level=per_look)
-        if est.side != 0:
-            return est
-    return est
+
+    def look(n: int, alpha: float) -> Estimate:
+        values.extend(draw(i) for i in range(len(values), n))
+        return estimate(values, threshold, level=1.0 - alpha)
+
+    return _looks(looks, level).run(look, lambda est: est.side != 0)[1]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The replicated decision of the FSP-Laplace claims: t intervals, sequential looks and the
+"""Replicated statistics against thresholds: t intervals, sequential looks and the
 conjunction of checks."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from laplace_lab.paper_checks.fsp_laplace._replicates import (
+from laplace_lab.paper_checks.verification.replicates import (
     Check,
     conjunction,
     design_text,
