@@ -36,16 +36,27 @@ UCI_FOLDS = 5
 
 #: The full-mode run of the real-data claims (10 seeds, both UCI sets, all folds).
 FULL_RECORD = Path(__file__).parent / "recorded" / "real_data_full.json"
+#: The full-mode run of the claims decided on replicates (:data:`..prior_beliefs.LOOKS`,
+#: :data:`..uci.OOD_LOOKS`), whose quick sizes leave them undecided.
+REPLICATED_RECORD = Path(__file__).parent / "recorded" / "replicated_full.json"
 
 
-def full_mode_record(claim: str) -> tuple[tuple[Recorded, ...], list[str]]:
+def full_mode_record(
+    claim: str, record: Path = FULL_RECORD
+) -> tuple[tuple[Recorded, ...], list[str]]:
     """The recorded full-mode run and one evidence line with ``claim``'s verdict in it."""
-    rec = load_recorded(FULL_RECORD)
+    rec = load_recorded(record)
     got = rec.data["claims"][claim]
     return (rec,), [
         f"Full mode (recorded {rec.date}, commit {rec.commit[:7]}): {got['status']} — "
         f"{got['reason']}"
     ]
+
+
+def full_mode_verdict(claim: str, record: Path = REPLICATED_RECORD) -> str:
+    """The recorded full-mode verdict of ``claim`` (for the reason of a quick verdict that
+    its quick sizes leave undecided)."""
+    return str(load_recorded(record).data["claims"][claim]["status"])
 
 
 class Difference(NamedTuple):

@@ -29,6 +29,11 @@ import numpy as np
 
 from laplace_lab.networks.fsp_training import train_fsp_map
 from laplace_lab.paper_checks.fsp_laplace import _synthetic as synthetic
+from laplace_lab.paper_checks.fsp_laplace._real_data import (
+    REPLICATED_RECORD,
+    full_mode_record,
+    full_mode_verdict,
+)
 from laplace_lab.paper_checks.verification import (
     Context,
     Mutant,
@@ -75,6 +80,15 @@ def _inconclusive(results) -> str:
         f"{open_[0].check.label} {e.mean:.3g}, interval [{e.low:.3g}, {e.high:.3g}] contains "
         f"{e.threshold:g}{more}"
     )
+
+
+def _full_mode(name: str, ctx: Context) -> tuple[tuple, list[str], str]:
+    """In quick mode: the recorded full-mode run of claim ``name``, its evidence line and
+    " (full mode, recorded: STATUS)" for an undecided quick reason; in full mode nothing."""
+    if ctx.full:
+        return (), [], ""
+    recorded, lines = full_mode_record(name, REPLICATED_RECORD)
+    return recorded, lines, f" (full mode, recorded: {full_mode_verdict(name)})"
 
 
 def total_turning(values: np.ndarray, level: float = 0.0) -> tuple[float, float, int]:
@@ -135,6 +149,7 @@ def boundary_turning(family: str, full: bool, seed: int, rep: int) -> dict:
 )
 def _roughness(ctx: Context) -> Verdict:
     threshold = sys.modules[__name__].ROUGHNESS_RATIO
+    recorded, full, full_note = _full_mode("two-moons-boundary-roughness", ctx)
 
     def turning(family: str, i: int) -> float:
         return boundary_turning(family, ctx.full, ctx.seed, i)["fsp"][0]
@@ -168,8 +183,8 @@ def _roughness(ctx: Context) -> Verdict:
         summary = f"Matérn-½ boundary turns {ratio:.2f}× the RBF one, not {threshold:g}×"
     else:
         summary = (
-            f"inconclusive at {n} replicates: {_inconclusive([result])} (ratio of the mean "
-            f"turnings {ratio:.2f})"
+            f"inconclusive at {n} replicates{full_note}: {_inconclusive([result])} (ratio of "
+            f"the mean turnings {ratio:.2f})"
         )
     return Verdict(
         status,
@@ -202,7 +217,9 @@ def _roughness(ctx: Context) -> Verdict:
                 ]
             ),
             *rows,
+            *full,
         ],
+        recorded=recorded,
         details={
             "ratio": ratio,
             "gp_ratio": gp_ratio,
@@ -339,6 +356,7 @@ def _revert_checks(ctx: Context) -> tuple[list[Check], dict[str, tuple[str, str]
 )
 def _reverts(ctx: Context) -> Verdict:
     factor = CONFIDENCE_FACTOR
+    recorded, full, full_note = _full_mode("reverts-to-prior-mean", ctx)
     checks, config = _revert_checks(ctx)
     outcome, results = conjunction(checks, looks=LOOKS[ctx.full])
     rows = [r.text() for r in results]
@@ -349,7 +367,7 @@ def _reverts(ctx: Context) -> Verdict:
     elif status is Status.REFUTED:
         summary = "; ".join(r.text() for r in results if r.outcome == "fails")
     else:
-        summary = f"inconclusive at {n} replicates: " + _inconclusive(results)
+        summary = f"inconclusive at {n} replicates{full_note}: " + _inconclusive(results)
     # replicates drawn per configuration by its confidence checks (−1) and its sd check (+1)
     drawn: dict[tuple[str, str], dict[int, int]] = {}
     for r in results:
@@ -390,7 +408,9 @@ def _reverts(ctx: Context) -> Verdict:
             _design_point(ctx.full),
             *rows,
             *means,
+            *full,
         ],
+        recorded=recorded,
         details={
             r.check.label: {"values": r.estimate.values, "outcome": r.outcome} for r in results
         },
@@ -465,6 +485,7 @@ def periodic_run(full: bool, seed: int, rep: int, jitter: float | None) -> dict[
 )
 def _periodic(ctx: Context) -> Verdict:
     module = sys.modules[__name__]
+    recorded, full, full_note = _full_mode("periodic-prior", ctx)
     tol, rmse_tol = module.PERIODICITY_TOL, module.DATA_RMSE_TOL
     design = {"looks": LOOKS[ctx.full]}
 
@@ -505,7 +526,7 @@ def _periodic(ctx: Context) -> Verdict:
             else "no jitter gives a periodic mean that also fits the data"
         )
     else:
-        summary = f"inconclusive at {n} replicates: " + _inconclusive(results)
+        summary = f"inconclusive at {n} replicates{full_note}: " + _inconclusive(results)
     return Verdict(
         status,
         measured={r.check.label: r.estimate.text() for r in results},
@@ -536,7 +557,9 @@ def _periodic(ctx: Context) -> Verdict:
             "periodicity at the context points, which a tanh network cannot meet — with a "
             "small jitter it collapses to a (periodic) constant that misses the data, with a "
             "large one it is no longer periodic.",
+            *full,
         ],
+        recorded=recorded,
         details={
             r.check.label: {"values": r.estimate.values, "outcome": r.outcome} for r in results
         },

@@ -39,9 +39,11 @@ import numpy as np
 from laplace_lab.networks.fsp_laplace import expected_log_likelihood
 from laplace_lab.paper_checks.fsp_laplace import _mutants as wrong
 from laplace_lab.paper_checks.fsp_laplace._real_data import (
+    REPLICATED_RECORD,
     UCI_RUNS,
     difference,
     full_mode_record,
+    full_mode_verdict,
     uci_replicate,
     uci_scores,
 )
@@ -240,8 +242,9 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
     if status is Status.NOT_REPRODUCIBLE_HERE:
         e = next(r.estimate for r in results if r.outcome == "inconclusive")
         summary = (
-            f"inconclusive at {n} test folds: OOD accuracy FSP − Laplace {e.mean:+.3g}, "
-            f"interval [{e.low:+.3g}, {e.high:+.3g}] contains −{margin:g}"
+            f"inconclusive at {n} test folds (full mode, recorded: "
+            f"{full_mode_verdict('uci-fsp-ood-near-laplace')}): OOD accuracy FSP − Laplace "
+            f"{e.mean:+.3g}, interval [{e.low:+.3g}, {e.high:+.3g}] contains −{margin:g}"
         )
     else:
         summary = "OOD accuracy FSP − Laplace: " + ", ".join(
@@ -249,7 +252,7 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
         )
         if status is Status.REFUTED:
             summary += f"; more than {margin} below"
-    recorded, full = full_mode_record("uci-fsp-ood-near-laplace")
+    recorded, full = full_mode_record("uci-fsp-ood-near-laplace", REPLICATED_RECORD)
     return Verdict(
         status,
         measured={r.check.label: r.estimate.text("+.3g") for r in results},
@@ -285,10 +288,7 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
                 + ", ".join(f"{v:+.3f}" for v in r.estimate.values)
                 for r in results
             ),
-            *(
-                f"{line} (decided by the earlier rule: mean + 1 s.e. ≥ −{margin:g})"
-                for line in full
-            ),
+            *full,
         ],
         recorded=recorded,
         details={
