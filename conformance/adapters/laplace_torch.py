@@ -332,15 +332,8 @@ def diagonal_predictive_variance(
     noise_var: float,
 ) -> np.ndarray:
     """``hessian_structure="diag"`` (``DiagLaplace``): its GLM variances."""
-    la, _ = _fit(
-        model,
-        X_train,
-        y_train,
-        likelihood=likelihood,
-        prior_precision=prior_precision,
-        noise_var=noise_var,
-        structure="diag",
-    )
+    fit = {"likelihood": likelihood, "prior_precision": prior_precision, "noise_var": noise_var}
+    la, _ = _fit(model, X_train, y_train, **fit, structure="diag")
     return _variances(la, X_test, likelihood)
 
 
@@ -362,15 +355,8 @@ def kfac_predictive_variance(
             f"laplace-torch's KronLaplace gives every bias its own Kronecker factor (the "
             f"'separate' convention) and has no joint [W b] factor; got convention={convention!r}"
         )
-    la, _ = _fit(
-        model,
-        X_train,
-        y_train,
-        likelihood=likelihood,
-        prior_precision=prior_precision,
-        noise_var=noise_var,
-        structure="kron",
-    )
+    fit = {"likelihood": likelihood, "prior_precision": prior_precision, "noise_var": noise_var}
+    la, _ = _fit(model, X_train, y_train, **fit, structure="kron")
     return _variances(la, X_test, likelihood)
 
 

@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from laplace_lab.conformance.catalog.predictive import blr_variances
-from laplace_lab.conformance.compare import compare_values, target_array
+from laplace_lab.conformance.catalog.kfac import check_kronecker
 from laplace_lab.conformance.contract import KFAC_CONVENTIONS
 from laplace_lab.conformance.kronecker import EKFACOracle, KFACOracle
 from laplace_lab.conformance.oracle import DenseOracle
 from laplace_lab.conformance.problems import Problem
 from laplace_lab.conformance.registry import Check, conformance_case
-from laplace_lab.conformance.runner import call_expression, call_target
 
 CAPABILITY = "ekfac_predictive_variance"
 
@@ -49,23 +47,17 @@ def check_ekfac(
 ) -> Check:
     """The target's EKFAC variances against the dense EKFAC precision (or, ``exact``,
     against Bayesian linear regression, which the joint EKFAC of one Linear layer equals)."""
-    ekfac = EKFACOracle(oracle, convention)
-    out = call_target(target, CAPABILITY, problem, rows=slice(None), convention=convention)
-    expected = blr_variances(problem) if exact else ekfac.predictive_variance()
-    expr = call_expression(CAPABILITY, problem, rows=slice(None), convention=convention)
-    got = target_array(out, "the EKFAC variance", expected.shape, expr)
-
-    def call(i: int | None) -> str:
-        rows = slice(None) if i is None else slice(i, i + 1)
-        return call_expression(CAPABILITY, problem, rows=rows, convention=convention)
-
-    what = "Bayesian linear regression" if exact else f"dense {convention} EKFAC"
-    check = compare_values(
-        got, expected, ekfac.variance_tolerance(), what=f"variance vs {what}", call=call
+    gap = ("kfac_relative_difference", kfac_gap(oracle, convention))
+    return check_kronecker(
+        target,
+        problem,
+        oracle,
+        capability=CAPABILITY,
+        structure=EKFACOracle,
+        convention=convention,
+        exact=exact,
+        gap=gap,
     )
-    gap = kfac_gap(oracle, convention)
-    details = {**check.details, "kfac_relative_difference": [float(gap.min()), float(gap.max())]}
-    return Check(check.passed, check.summary, details, check.reproducer)
 
 
 _CASES = {

@@ -46,31 +46,56 @@ def convention_gap(oracle: DenseOracle) -> np.ndarray:
     return np.abs(joint - separate) / joint
 
 
+def check_kronecker(
+    target,
+    problem: Problem,
+    oracle: DenseOracle,
+    *,
+    capability: str,
+    structure,
+    convention: str,
+    exact: bool,
+    gap: tuple[str, np.ndarray],
+) -> Check:
+    """The target's ``capability`` variances against the dense precision of ``structure``
+    (:class:`~laplace_lab.conformance.kronecker.KFACOracle` or ``EKFACOracle``) — or,
+    ``exact``, against Bayesian linear regression, which the joint structure of one Linear
+    layer equals —; ``gap`` (name, per-point relative difference) goes to the details."""
+    dense = structure(oracle, convention)
+    name = capability.split("_")[0].upper()
+    out = call_target(target, capability, problem, rows=slice(None), convention=convention)
+    expected = blr_variances(problem) if exact else dense.predictive_variance()
+    expr = call_expression(capability, problem, rows=slice(None), convention=convention)
+    got = target_array(out, f"the {name} variance", expected.shape, expr)
+
+    def call(i: int | None) -> str:
+        rows = slice(None) if i is None else slice(i, i + 1)
+        return call_expression(capability, problem, rows=rows, convention=convention)
+
+    what = "Bayesian linear regression" if exact else f"dense {convention} {name}"
+    check = compare_values(
+        got, expected, dense.variance_tolerance(), what=f"variance vs {what}", call=call
+    )
+    details = {**check.details, gap[0]: [float(gap[1].min()), float(gap[1].max())]}
+    return Check(check.passed, check.summary, details, check.reproducer)
+
+
 def check_kfac(
     target, problem: Problem, oracle: DenseOracle, *, convention: str, exact: bool
 ) -> Check:
     """The target's KFAC variances against the dense KFAC precision (or, ``exact``, against
     Bayesian linear regression, which the joint KFAC of one Linear layer equals)."""
-    kfac = KFACOracle(oracle, convention)
-    out = call_target(target, CAPABILITY, problem, rows=slice(None), convention=convention)
-    expected = blr_variances(problem) if exact else kfac.predictive_variance()
-    expr = call_expression(CAPABILITY, problem, rows=slice(None), convention=convention)
-    got = target_array(out, "the KFAC variance", expected.shape, expr)
-
-    def call(i: int | None) -> str:
-        rows = slice(None) if i is None else slice(i, i + 1)
-        return call_expression(CAPABILITY, problem, rows=rows, convention=convention)
-
-    what = "Bayesian linear regression" if exact else f"dense {convention} KFAC"
-    check = compare_values(
-        got, expected, kfac.variance_tolerance(), what=f"variance vs {what}", call=call
+    gap = ("conventions_relative_difference", convention_gap(oracle))
+    return check_kronecker(
+        target,
+        problem,
+        oracle,
+        capability=CAPABILITY,
+        structure=KFACOracle,
+        convention=convention,
+        exact=exact,
+        gap=gap,
     )
-    gap = convention_gap(oracle)
-    details = {
-        **check.details,
-        "conventions_relative_difference": [float(gap.min()), float(gap.max())],
-    }
-    return Check(check.passed, check.summary, details, check.reproducer)
 
 
 _CASES = {
