@@ -79,6 +79,15 @@ target lacks are SKIPPED, not failed:
   Ā = (1/N) Σ_n a_n a_nᵀ, and Q_G on b) and takes as eigenvalues the exact second moments
   s_ij = Σ_n w_n ((Q_Gᵀ δ_n)_i (Q_Aᵀ ã_n)_j)² (on b: s_i = Σ_n w_n (Q_Gᵀ δ_n)_i²), so
   P = ⊕ Q diag(s) Qᵀ + αI, the prior added exactly; docs/mathematics.md, "EKFAC Laplace".
+- ``last_layer_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
+  prior_precision, noise_var, structure) -> array``: the variances of the linearized
+  Laplace over the parameters S of the model's last ``torch.nn.Linear`` layer only, its
+  weight and its bias (the last Linear module the forward pass calls, as laplace-torch's
+  ``subset_of_weights="last_layer"`` finds it), every other parameter fixed at the MAP;
+  ``structure`` ``"full"`` (g_Sᵀ Ω_SS⁻¹ g_S), ``"diag"`` (g_Sᵀ diag(Ω_SS)⁻¹ g_S) or
+  ``"kron"`` (g_Sᵀ P_SS⁻¹ g_S with P_SS the layer's KFAC block G ⊗ A on W and G on b in
+  the ``"separate"`` convention above, one output, α isotropic and added exactly); shape as
+  for the required function; docs/validation.md, "Last-layer Laplace".
 - ``predictive_probabilities(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, link, n_samples, seed) -> array``: class probabilities of the
   linearized Laplace predictive over the logits, f* ~ N(f̂(x*), G Ω⁻¹ Gᵀ) with G = ∂f(x*)/∂θ
@@ -111,6 +120,7 @@ from laplace_lab._plugins import load_plugin
 __all__ = [
     "CAPABILITIES",
     "KFAC_CONVENTIONS",
+    "LAST_LAYER_STRUCTURES",
     "LINKS",
     "MASK_METHODS",
     "Target",
@@ -127,10 +137,13 @@ CAPABILITIES = (
     "diagonal_predictive_variance",
     "kfac_predictive_variance",
     "ekfac_predictive_variance",
+    "last_layer_predictive_variance",
     "predictive_probabilities",
 )
 #: The links of ``predictive_probabilities``.
 LINKS = ("probit", "mc", "bridge")
+#: The Hessian structures of ``last_layer_predictive_variance``.
+LAST_LAYER_STRUCTURES = ("full", "diag", "kron")
 #: The weight–bias conventions of ``kfac_predictive_variance``.
 KFAC_CONVENTIONS = ("joint", "separate")
 #: The mask names a target's ``subset_masks`` may use.

@@ -125,6 +125,8 @@ _LAPLACE_TORCH_FINDINGS = (
             "probabilities/probit/mlp-binary",
             "probabilities/probit/mlp-multiclass",
             "probabilities/bridge/mlp-multiclass",
+            "last-layer/mlp-regression-full",
+            "last-layer/mlp-multiclass-full",
         ),
     ),
     Finding(
@@ -151,6 +153,11 @@ _LAPLACE_TORCH_FINDINGS = (
             "kfac/mlp-regression-float32-joint",
             "kfac/mlp-binary-joint",
         ),
+    ),
+    Finding(
+        "last-layer Laplace has no one-logit Bernoulli likelihood (by design)",
+        "validation.md#last-layer-laplace",
+        ("last-layer/mlp-binary-full", "last-layer/mlp-binary-diag", "last-layer/mlp-binary-kron"),
     ),
 )
 

@@ -203,19 +203,21 @@ class DenseOracle:
         v = v.reshape(self.G.shape[:2])
         return v if self.problem.likelihood == "multiclass" else v[:, 0]
 
-    def diagonal_variance(self) -> np.ndarray:
+    def diagonal_variance(self, subset: np.ndarray | None = None) -> np.ndarray:
         """gᵀ diag(Ω)⁻¹ g for every test point and output: the factorised posterior
-        N(θ̂, diag(Ω)⁻¹), (M,) or (M, C)."""
-        G = self.G.reshape(-1, self.theta.size)
-        return self._per_output((G * G) @ (1.0 / np.diag(self.omega)))
+        N(θ̂, diag(Ω)⁻¹), (M,) or (M, C); on a subset S, g_Sᵀ diag(Ω_SS)⁻¹ g_S."""
+        S = slice(None) if subset is None else np.asarray(subset)
+        G = self.G[:, :, S].reshape(-1, self._indices(subset).size)
+        return self._per_output((G * G) @ (1.0 / np.diag(self.omega)[S]))
 
-    def diagonal_tolerance(self) -> np.ndarray:
+    def diagonal_tolerance(self, subset: np.ndarray | None = None) -> np.ndarray:
         """The diagonal rule of :mod:`.tolerance` for :meth:`diagonal_variance`."""
+        S = slice(None) if subset is None else np.asarray(subset)
         h = np.linalg.norm(np.abs(self.H), ord=2, axis=(1, 2))  # ‖|H_n|‖₂
         abs_diag = np.einsum("n,ncp->p", h, self.J**2) + self.V
-        G = self.G.reshape(-1, self.theta.size)
+        G = self.G[:, :, S].reshape(-1, self._indices(subset).size)
         tol = diagonal_tolerance(
-            np.diag(self.omega), abs_diag, G, dtype=self.problem.dtype, n_rows=self.n_rows
+            np.diag(self.omega)[S], abs_diag[S], G, dtype=self.problem.dtype, n_rows=self.n_rows
         )
         return self._per_output(tol)
 

@@ -109,11 +109,16 @@ class KFACLaplace:
     eig_G: tuple[tuple[np.ndarray, np.ndarray], ...]
     prior_precision: float
 
-    def variance(self, model: torch.nn.Module, X: Any) -> np.ndarray:
-        """Epistemic variance g(x*)ᵀ Ω_KFAC⁻¹ g(x*) at the rows of X (module docstring)."""
+    def variance(
+        self, model: torch.nn.Module, X: Any, *, layers: slice = slice(None)
+    ) -> np.ndarray:
+        """Epistemic variance g(x*)ᵀ Ω_KFAC⁻¹ g(x*) at the rows of X (module docstring);
+        ``layers`` selects the Linear layers whose blocks are summed (``slice(-1, None)``:
+        the last layer's Laplace, the others fixed)."""
         _, sig = layer_signals(model, X)
         total = 0.0
-        for (lA, QA), (lG, QG), (a, d) in zip(self.eig_A, self.eig_G, sig, strict=True):
+        blocks = zip(self.eig_A[layers], self.eig_G[layers], sig[layers], strict=True)
+        for (lA, QA), (lG, QG), (a, d) in blocks:
             u2 = (d @ QG) ** 2  # (M, out)
             v2 = (a @ QA) ** 2  # (M, in + 1)
             inv = 1.0 / (lG[:, None] * lA[None, :] + self.prior_precision)

@@ -35,6 +35,13 @@ CurvlinopsGGN, prior mean 0, temperature 1):
   calls ``KFACLinearOperator(separate_weight_and_bias=True)`` and appends ``[B, A]`` for the
   weight and ``[B]`` for the bias), the convention ``"separate"``; the joint [W b] factor is
   not offered, so ``convention="joint"`` raises;
+- last-layer Laplace: ``subset_of_weights="last_layer", hessian_structure=structure``
+  (``FullLLLaplace``, ``DiagLLLaplace``, ``KronLLLaplace``). Its ``FeatureExtractor``
+  takes as the last layer the last leaf module of the forward pass (it must be a
+  ``torch.nn.Linear``) and its Jacobian [φ ⊗ I, I] puts the bias after the weight, as
+  ``parameters()`` does; ``KronLLLaplace`` gives the bias its own factor (``"separate"``).
+  Its Jacobians take the last layer's outputs for the model's, so the two-logit model
+  [0, f] cannot stand in for a binary model, and ``likelihood="binary"`` raises;
 - class probabilities: ``la(X_test, pred_type="glm", link_approx=link, n_samples=n_samples)``
   with ``link`` "probit", "mc" or "bridge" (laplace-torch's names); "mc" draws from torch's
   global generator (``la(..., generator=)`` is checked but not passed on to the GLM
@@ -360,6 +367,55 @@ def kfac_predictive_variance(
     return _variances(la, X_test, likelihood)
 
 
+def last_layer_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    structure: str,
+) -> np.ndarray:
+    """``Laplace(model, lik, subset_of_weights="last_layer", hessian_structure=structure)``
+    (``FullLLLaplace``, ``DiagLLLaplace``, ``KronLLLaplace``): its GLM variances; binary
+    models raise (module docstring)."""
+    import torch
+
+    if likelihood == "binary":
+        raise ValueError(
+            "laplace-torch has no one-logit Bernoulli likelihood, and its last-layer Jacobians "
+            "(backend.last_layer_jacobians) take the last Linear layer's outputs for the "
+            "model's, so the two-logit model [0, f] cannot stand in for it"
+        )
+    laplace = _laplace_torch()
+    net, lik, loader = _setup(model, X_train, y_train, likelihood)
+    prior: Any = prior_precision
+    if not isinstance(prior_precision, float | int):
+        layer = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1]
+        ids, start, S = {id(layer.weight), id(layer.bias)}, 0, []
+        for t in model.parameters():
+            if id(t) in ids:
+                S.extend(range(start, start + int(t.numel())))
+            start += int(t.numel())
+        prior = _prior(prior_precision, np.asarray(S), X_train.dtype)
+    la = laplace.Laplace(
+        net,
+        lik,
+        subset_of_weights="last_layer",
+        hessian_structure=structure,
+        prior_precision=_prior(prior, None, X_train.dtype),
+        **_noise(likelihood, noise_var),
+    )
+    la.fit(loader)
+    if likelihood == "regression":
+        _, f_var = la(X_test, pred_type="glm")
+        return f_var.reshape(len(X_test)).detach().double().numpy()
+    Js, _ = la.backend.last_layer_jacobians(X_test)
+    return la.functional_variance(Js).diagonal(dim1=1, dim2=2).detach().double().numpy()
+
+
 def predictive_probabilities(
     model: Any,
     X_train: Any,
@@ -448,4 +504,5 @@ predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance
 predictive_variance.optimize_prior = optimize_prior
 predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.kfac_predictive_variance = kfac_predictive_variance
+predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities

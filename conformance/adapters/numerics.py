@@ -29,7 +29,7 @@ import numpy as np
 
 from laplace_lab._checks import one_of, positive_float
 from laplace_lab._random import as_generator
-from laplace_lab.conformance.contract import MASK_METHODS
+from laplace_lab.conformance.contract import LAST_LAYER_STRUCTURES, MASK_METHODS
 from laplace_lab.numerics import (
     GGN,
     GaussianPredictive,
@@ -350,6 +350,60 @@ def ekfac_predictive_variance(
     return ekfac.variance(model, X_test)
 
 
+def _last_layer(model: Any) -> np.ndarray:
+    """The [W, b] indices of the last ``torch.nn.Linear`` module in the flat parameters."""
+    import torch
+
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    if not linears or linears[-1].bias is None:
+        raise ValueError("last-layer Laplace needs a last torch.nn.Linear layer with a bias")
+    ids = {id(linears[-1].weight), id(linears[-1].bias)}
+    S, start = [], 0
+    for t in model.parameters():
+        if id(t) in ids:
+            S.append(np.arange(start, start + int(t.numel())))
+        start += int(t.numel())
+    return np.concatenate(S)
+
+
+def last_layer_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    structure: str,
+) -> np.ndarray:
+    """Last-layer Laplace variances: ``"full"`` by
+    :func:`~laplace_lab.numerics.subnetwork_variance` on the last layer's [W, b], ``"diag"``
+    by :func:`~laplace_lab.numerics.laplace_variants.diagonal_laplace_variance` with the
+    test Jacobian zero off the last layer (diag(Ω)⁻¹ is separable), ``"kron"`` by the last
+    layer's term of :func:`~laplace_lab.numerics.kfac.fit_kfac` (separate convention)."""
+    one_of(structure, "structure", LAST_LAYER_STRUCTURES)
+    S = _last_layer(model)
+    if structure == "kron":
+        kfac = fit_kfac(
+            model,
+            X_train,
+            likelihood=likelihood,
+            prior_precision=positive_float(prior_precision, "prior_precision"),
+            noise_var=noise_var,
+            convention="separate",
+        )
+        return kfac.variance(model, X_test, layers=slice(-1, None))
+    ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    G = _test_rows(model, X_test, likelihood)
+    if structure == "full":
+        return to_numpy(subnetwork_variance(ggn, G, S))
+    off = np.setdiff1d(np.arange(G.shape[-1]), S)
+    G = G.clone()
+    G[..., off] = 0.0  # g_Sᵀ diag(Ω_SS)⁻¹ g_S: the other columns contribute nothing
+    return diagonal_laplace_variance(ggn, G)
+
+
 def logit_covariance(ggn: GGN, G: Any) -> np.ndarray:
     """G_m Ω⁻¹ G_mᵀ per test point, (M, C, C) float64, by Woodbury on the N′ × N′ kernel
     (Ω = J_wᵀJ_w + V): G D Gᵀ − (J_w D Gᵀ)ᵀ (I + J_w D J_wᵀ)⁻¹ (J_w D Gᵀ), D = V⁻¹."""
@@ -428,4 +482,5 @@ predictive_variance.optimize_prior = optimize_prior
 predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.kfac_predictive_variance = kfac_predictive_variance
 predictive_variance.ekfac_predictive_variance = ekfac_predictive_variance
+predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities

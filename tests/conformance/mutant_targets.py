@@ -588,3 +588,50 @@ wrong_samples_covariance_twice = _with(
     posterior_samples=_scaled_samples(lambda delta, omega: np.sqrt(2.0) * delta)
 )
 wrong_samples_transposed_factor = _with(posterior_samples=_scaled_samples(_transposed_factor))
+
+
+def _last_layer(*, everything=False, without_bias=False):
+    """laplace-lab's last-layer Laplace over all parameters (``everything``) or over the last
+    layer's weight without its bias (``without_bias``)."""
+
+    def target(
+        model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, structure
+    ):
+        from laplace_lab.numerics import subnetwork_variance
+        from laplace_lab.numerics.kfac import fit_kfac, layer_signals
+        from laplace_lab.numerics.laplace_variants import diagonal_laplace_variance
+
+        fit = {"likelihood": likelihood, "prior_precision": prior_precision}
+        if everything:
+            if structure == "full":
+                return ours.predictive_variance(
+                    model, X_train, y_train, X_test, **fit, noise_var=noise_var
+                )
+            if structure == "diag":
+                return ours.diagonal_predictive_variance(
+                    model, X_train, y_train, X_test, **fit, noise_var=noise_var
+                )
+            return ours.kfac_predictive_variance(
+                model, X_train, y_train, X_test, **fit, noise_var=noise_var, convention="separate"
+            )
+        S = ours._last_layer(model)[: -int(list(model.parameters())[-1].numel())]  # W only
+        if structure == "kron":
+            kf = fit_kfac(model, X_train, **fit, noise_var=noise_var, convention="separate")
+            (lA, QA), (lG, QG) = kf.eig_A[-1], kf.eig_G[-1]
+            a, d = layer_signals(model, X_test)[1][-1]
+            a[:, -1] = 0.0  # the bias's entry of the test gradient dropped
+            inv = 1.0 / (lG[:, None] * lA[None, :] + float(prior_precision))
+            return np.einsum("mi,ij,mj->m", (d @ QG) ** 2, inv, (a @ QA) ** 2)
+        ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+        G = per_sample_jacobian(model, X_test)
+        if structure == "full":
+            return to_numpy(subnetwork_variance(ggn, G, S))
+        G = G.clone()
+        G[..., np.setdiff1d(np.arange(G.shape[-1]), S)] = 0.0
+        return diagonal_laplace_variance(ggn, G)
+
+    return target
+
+
+last_layer_everything = _with(last_layer_predictive_variance=_last_layer(everything=True))
+last_layer_without_bias = _with(last_layer_predictive_variance=_last_layer(without_bias=True))

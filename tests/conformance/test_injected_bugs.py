@@ -167,3 +167,18 @@ def test_simulation_based_calibration_fails_wrong_spreads(mutant):
     for r in v.results:
         assert r.outcome is Outcome.FAIL, r.summary
         assert r.details["p_value"] < 1e-9 and r.details["outer_bins"] < 40, r.summary
+
+
+LAST_LAYER = [n for n in cases() if n.startswith("last-layer/")]
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    [
+        "last_layer_everything",  # the Laplace over every parameter, not the last layer
+        "last_layer_without_bias",  # the last layer's weight only, its bias fixed
+    ],
+)
+def test_last_layer_bugs_fail_every_case(mutant):
+    assert len(LAST_LAYER) == 11
+    assert _failed(mutant, LAST_LAYER) == set(LAST_LAYER)

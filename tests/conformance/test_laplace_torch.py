@@ -45,6 +45,9 @@ FLOAT32_GGN = {
     "probabilities/probit/mlp-binary",
     "probabilities/probit/mlp-multiclass",
     "probabilities/bridge/mlp-multiclass",
+    # FullLLLaplace forms the last layer's GGN the same way
+    "last-layer/mlp-regression-full",
+    "last-layer/mlp-multiclass-full",
 }
 # Finding 2: a diagonal prior on a subnetwork is refused. Finding 3: LowRankLaplace needs
 # a module no PyPI package provides.
@@ -57,6 +60,9 @@ REFUSED = {
 OFFERED_MASKS = {"largest_magnitude", "subnet_diagonal", "neural_linear"}
 # KronLaplace gives every bias its own factor: the joint [W b] convention is not offered.
 JOINT_KFAC = {n for n in cases() if n.startswith("kfac/") and n.endswith("-joint")}
+# Last-layer Laplace: no one-logit likelihood, and the two-logit model [0, f] would make
+# last_layer_jacobians take 2 outputs for the last layer's 1.
+BINARY_LAST_LAYER = {n for n in cases() if n.startswith("last-layer/mlp-binary-")}
 # Finding 4: optimize_prior_precision's default budget (100 Adam steps, lr 0.1) stops short
 # of the evidence optimum.
 EMPIRICAL_BAYES = {n for n in cases() if n.startswith("empirical-bayes/")}
@@ -77,7 +83,7 @@ def test_the_recorded_findings_and_nothing_else(validation):
             expected[name] = Outcome.SKIP
         elif name in FLOAT32_GGN or name in EMPIRICAL_BAYES:
             expected[name] = Outcome.FAIL
-        elif name in REFUSED or name in JOINT_KFAC:
+        elif name in REFUSED or name in JOINT_KFAC or name in BINARY_LAST_LAYER:
             expected[name] = Outcome.ERROR
         else:
             expected[name] = Outcome.PASS
@@ -243,3 +249,21 @@ def test_the_documented_reproducers_show_the_findings():
     assert importlib.util.find_spec("asdfghjkl") is None
     fourth = run_block(blocks[3])  # its last fit: 1000 Adam steps reach the exact optimum
     assert abs(fourth["la"].prior_precision.item() / fourth["exact"] - 1.0) < 1e-6
+
+
+def test_last_layer_laplace_takes_the_cases_last_layer_weight_then_bias(validation):
+    # LLLaplace's last layer (FeatureExtractor: the last leaf module of the forward pass)
+    # is the catalog's: its posterior mean is θ̂ on [W, b] in parameters() order
+    from laplace_lab.conformance.catalog.last_layer import last_layer_indices
+
+    p = build_problem("mlp-multiclass", seed=0)
+    la = laplace.Laplace(p.model, "classification", subset_of_weights="last_layer")
+    la.fit(DataLoader(TensorDataset(p.X_train, p.y_train), batch_size=16))
+    theta = torch.nn.utils.parameters_to_vector(p.model.parameters()).detach().numpy()
+    weight, bias = last_layer_indices(p.model)
+    assert (weight.size, bias.size) == (24, 3)
+    np.testing.assert_array_equal(la.mean.detach().numpy(), theta[np.concatenate([weight, bias])])
+    for r in validation.results:
+        if r.case.name in BINARY_LAST_LAYER:
+            assert "no one-logit Bernoulli likelihood" in r.summary, r.summary
+    assert len(BINARY_LAST_LAYER) == 3
