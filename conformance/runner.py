@@ -14,6 +14,7 @@ import numpy as np
 
 from laplace_lab._checks import integer
 from laplace_lab.conformance.contract import Target, load_target
+from laplace_lab.conformance.diagnosis import FLOAT32_SIZED, Recording, float32_sized
 from laplace_lab.conformance.oracle import DenseOracle
 from laplace_lab.conformance.problems import Problem, build_problem
 from laplace_lab.conformance.registry import Case, CaseResult, Outcome, cases, get_case
@@ -166,16 +167,34 @@ def _run_case(target: Target, case: Case, seed: int) -> CaseResult:
         what = case.capability + (f"[{case.method!r}]" if case.method else "")
         return CaseResult(case, Outcome.SKIP, f"the target does not declare {what}", {}, "", 0.0)
     problem, oracle = _prepared(case.problem, seed)
+    recording = Recording.of(target)
     try:
-        check = case.run(target, problem, oracle, seed=seed)
+        check = case.run(recording, problem, oracle, seed=seed)
     except TargetError as err:
         seconds = time.perf_counter() - start
         text = reproducer(target, case, seed, err.reproducer)
         return CaseResult(case, Outcome.ERROR, str(err), {}, text, seconds)
     outcome = Outcome.PASS if check.passed else Outcome.FAIL
     text = "" if check.passed else reproducer(target, case, seed, check.reproducer)
+    summary, details = check.summary, dict(check.details)
+    if not check.passed and _float32_sized(case, recording, problem, oracle, seed):
+        summary, details["float32_sized"] = FLOAT32_SIZED + summary, True
     seconds = time.perf_counter() - start
-    return CaseResult(case, outcome, check.summary, dict(check.details), text, seconds)
+    return CaseResult(case, outcome, summary, details, text, seconds)
+
+
+def _float32_sized(
+    case: Case, recording: Recording, problem: Problem, oracle: DenseOracle, seed: int
+) -> bool:
+    """Whether a failure's answers pass the case at float32's unit roundoff (.diagnosis)."""
+
+    def run(replay: Target) -> Any:
+        return case.run(replay, problem, oracle, seed=seed)
+
+    try:
+        return float32_sized(recording, problem.dtype, case.capability, run)
+    except TargetError:
+        return False
 
 
 def validate(

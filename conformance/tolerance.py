@@ -55,6 +55,11 @@ The same γ serves the other quantities:
 - posterior samples are tested statistically (:mod:`.catalog.sampling`,
   :mod:`.catalog.calibration`), not by roundoff.
 
+Every rule reads u through :func:`unit_roundoff`; inside :func:`judged_at` it reads the unit
+roundoff of another dtype, so that a float64 case can be judged again as if it were float32
+(:mod:`laplace_lab.conformance.diagnosis`: a failure that passes the float32 rule is an error
+of float32 size).
+
 References
 ----------
 .. [1] N. J. Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., SIAM (2002),
@@ -66,6 +71,9 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -77,6 +85,7 @@ __all__ = [
     "criterion_tolerance",
     "diagonal_tolerance",
     "gamma",
+    "judged_at",
     "lml_tolerance",
     "low_rank_tolerance",
     "mean_tolerance",
@@ -89,9 +98,26 @@ __all__ = [
 SAFETY = 4.0
 
 
+#: The dtype whose unit roundoff every rule uses instead of the case's (None: the case's).
+_JUDGED_AT: ContextVar[Any] = ContextVar("judged_at", default=None)
+
+
 def unit_roundoff(dtype: Any) -> float:
-    """u = eps(dtype)/2 for a NumPy or torch floating dtype."""
-    return 0.5 * dtype_eps(dtype)
+    """u = eps(dtype)/2 for a NumPy or torch floating dtype (inside :func:`judged_at`, the
+    u of the dtype given there)."""
+    override = _JUDGED_AT.get()
+    return 0.5 * dtype_eps(dtype if override is None else override)
+
+
+@contextmanager
+def judged_at(dtype: Any) -> Iterator[None]:
+    """Evaluate every rule of this module at the unit roundoff of ``dtype``, whatever dtype
+    the case passes (the statistical terms are unchanged)."""
+    token = _JUDGED_AT.set(dtype)
+    try:
+        yield
+    finally:
+        _JUDGED_AT.reset(token)
 
 
 def gamma(dtype: Any, n_rows: int, k: int) -> float:
