@@ -9,8 +9,9 @@ torch = pytest.importorskip("torch")
 
 from laplace_lab.networks.models import mlp  # noqa: E402
 from laplace_lab.numerics.ekfac import fit_ekfac  # noqa: E402
-from laplace_lab.numerics.jacobians import parameter_layout, per_sample_jacobian  # noqa: E402
-from laplace_lab.numerics.kfac import fit_kfac, layer_signals  # noqa: E402
+from laplace_lab.numerics.jacobians import per_sample_jacobian  # noqa: E402
+from laplace_lab.numerics.kfac import fit_kfac  # noqa: E402
+from tests.numerics import kronecker_reference as ref  # noqa: E402
 
 
 def _data(n=25, d=3, seed=0):
@@ -18,33 +19,19 @@ def _data(n=25, d=3, seed=0):
     return rng.normal(size=(n, d)), rng.normal(size=(7, d))
 
 
-def _weights(f, likelihood, s2):
-    if likelihood == "regression":
-        return np.full(len(f), 1 / s2)
-    s = 1 / (1 + np.exp(-f))
-    return s * (1 - s)
-
-
 def _dense_ekfac(model, X, likelihood, alpha, s2, convention):
-    """α I + ⊕ Q diag(diag(Qᵀ B Q)) Qᵀ with B the exact GGN block JᵀWJ of each layer."""
-    f, sig = layer_signals(model, X)
-    w = _weights(f, likelihood, s2)
-    J = per_sample_jacobian(model, X).numpy()
-    ggn = (J * w[:, None]).T @ J
-    lay = parameter_layout(model)
-    omega = alpha * np.eye(lay.p)
-    for li, (a, d) in enumerate(sig):
-        wb, bb = [b for b in lay.blocks if b.layer == li]
-        out, inp = d.shape[1], a.shape[1] - 1
-        W_idx = (wb.slice.start + np.arange(out * inp)).reshape(out, inp)
-        B_idx = bb.slice.start + np.arange(out)
-        QG = np.linalg.eigh((d * w[:, None]).T @ d)[1]
+    """α I + ⊕ Q diag(diag(Qᵀ B Q)) Qᵀ with B the exact GGN block Σ_n J_nᵀ H_n J_n of each
+    layer and Q = Q_G ⊗ Q_A from G = Σ_n D_nᵀ H_n D_n and A = (1/N) Σ ã ãᵀ."""
+    ggn, layers, H = ref.layers(model, X, likelihood, s2)
+    omega = alpha * np.eye(ggn.shape[0])
+    for a, D, weight, bias in layers:
+        QG = np.linalg.eigh(np.einsum("nco,ncd,ndq->oq", D, H, D))[1]
         if convention == "joint":
-            QA = np.linalg.eigh(a.T @ a / len(f))[1]
-            blocks = [(np.hstack([W_idx, B_idx[:, None]]).reshape(-1), np.kron(QG, QA))]
+            QA = np.linalg.eigh(a.T @ a / len(X))[1]
+            blocks = [(np.hstack([weight, bias[:, None]]).reshape(-1), np.kron(QG, QA))]
         else:
-            QA = np.linalg.eigh(a[:, :-1].T @ a[:, :-1] / len(f))[1]
-            blocks = [(W_idx.reshape(-1), np.kron(QG, QA)), (B_idx, QG)]
+            QA = np.linalg.eigh(a[:, :-1].T @ a[:, :-1] / len(X))[1]
+            blocks = [(weight.reshape(-1), np.kron(QG, QA)), (bias, QG)]
         for idx, Q in blocks:
             s = np.diag(Q.T @ ggn[np.ix_(idx, idx)] @ Q)
             omega[np.ix_(idx, idx)] += (Q * s) @ Q.T
@@ -52,23 +39,25 @@ def _dense_ekfac(model, X, likelihood, alpha, s2, convention):
 
 
 @pytest.mark.parametrize("convention", ["joint", "separate"])
-@pytest.mark.parametrize("likelihood", ["regression", "binary"])
-def test_ekfac_equals_the_dense_eigenbasis_construction(likelihood, convention):
+@pytest.mark.parametrize(
+    ("likelihood", "outputs"), [("regression", 1), ("binary", 1), ("multiclass", 4)]
+)
+def test_ekfac_equals_the_dense_eigenbasis_construction(likelihood, outputs, convention):
     X, Xs = _data(seed=1)
     torch.manual_seed(1)
-    model = mlp(3, [4, 5], 1, activation="tanh").double().eval()
+    model = mlp(3, [4, 5], outputs, activation="tanh").double().eval()
     alpha, s2 = 1.3, 0.25
     ek = fit_ekfac(
         model, X, likelihood=likelihood, prior_precision=alpha, noise_var=s2, convention=convention
     )
-    omega = _dense_ekfac(model, X, likelihood, alpha, s2, convention)
-    G = per_sample_jacobian(model, Xs).numpy()
-    ref = np.einsum("mi,ij,mj->m", G, np.linalg.inv(omega), G)
-    np.testing.assert_allclose(ek.variance(model, Xs), ref, rtol=1e-10)
+    expected = ref.variances(model, Xs, _dense_ekfac(model, X, likelihood, alpha, s2, convention))
+    got = ek.variance(model, Xs)
+    assert got.shape == expected.shape == ((7,) if outputs == 1 else (7, outputs))
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
     kfac = fit_kfac(
         model, X, likelihood=likelihood, prior_precision=alpha, noise_var=s2, convention=convention
     ).variance(model, Xs)
-    assert np.max(np.abs(kfac / ref - 1.0)) > 5e-3  # not KFAC: the eigenvalues differ
+    assert np.max(np.abs(kfac / expected - 1.0)) > 5e-3  # not KFAC: the eigenvalues differ
 
 
 @pytest.mark.parametrize("convention", ["joint", "separate"])
@@ -94,6 +83,8 @@ def test_ekfac_bad_input():
     with pytest.raises(ValueError, match="convention"):
         fit_ekfac(mlp(3, [2]), X, likelihood="regression", prior_precision=1.0, convention="x")
     with pytest.raises(ValueError, match="likelihood"):
+        fit_ekfac(mlp(3, [2]), X, likelihood="poisson", prior_precision=1.0)
+    with pytest.raises(ValueError, match="C ≥ 2"):
         fit_ekfac(mlp(3, [2]), X, likelihood="multiclass", prior_precision=1.0)
     with pytest.raises(ValueError, match="positive"):
         fit_ekfac(mlp(3, [2]), X, likelihood="regression", prior_precision=0.0)
