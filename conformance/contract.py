@@ -64,21 +64,25 @@ target lacks are SKIPPED, not failed:
   shape as for the required function.
 - ``kfac_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, convention) -> array``: the variances gᵀ P⁻¹ g of the KFAC
-  Laplace posterior for an MLP of ``torch.nn.Linear`` layers with biases and one output
-  (regression, binary), P = ⊕_l K_l + αI with the isotropic prior added exactly (through the
-  eigendecompositions of the factors), G_l = Σ_n w_n δ_n δ_nᵀ (δ_n = ∂f(x_n)/∂s_l at the
-  layer's output s_l, w_n = 1/σ0² or σ(f_n)(1 − σ(f_n))) and ``convention``
-  ``"joint"`` (K_l = G_l ⊗ Ã_l on [W b], Ã_l = (1/N) Σ_n ã_n ã_nᵀ with ã = [a; 1]) or
-  ``"separate"`` (K_l = G_l ⊗ A_l on W, A_l = (1/N) Σ_n a_n a_nᵀ, and G_l alone on b: the
-  weight–bias cross block dropped; laplace-torch's ``KronLaplace``); docs/mathematics.md,
-  "Diagonal and KFAC Laplace".
+  Laplace posterior for an MLP of ``torch.nn.Linear`` layers with biases (every
+  likelihood; per output for multiclass), P = ⊕_l K_l + αI with the isotropic prior added
+  exactly (through the eigendecompositions of the factors), the output-side factor the
+  backpropagated exact output Hessian G_l = Σ_n D_nᵀ H_n D_n (D_n = ∂f(x_n)/∂s_l, C × out,
+  at the layer's output s_l; H_n as in Ω above; for one output G_l = Σ_n w_n δ_n δ_nᵀ,
+  w_n = 1/σ0² or σ(f_n)(1 − σ(f_n)); for C logits Σ_n Σ_c g_nc g_ncᵀ over the columns
+  g_nc = D_nᵀ r_nc of any square root R_n R_nᵀ = H_n, curvlinops' "type-2") and
+  ``convention`` ``"joint"`` (K_l = G_l ⊗ Ã_l on [W b], Ã_l = (1/N) Σ_n ã_n ã_nᵀ with
+  ã = [a; 1]) or ``"separate"`` (K_l = G_l ⊗ A_l on W, A_l = (1/N) Σ_n a_n a_nᵀ, and G_l
+  alone on b: the weight–bias cross block dropped; laplace-torch's ``KronLaplace``);
+  docs/mathematics.md, "Diagonal and KFAC Laplace".
 - ``ekfac_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, convention) -> array``: gᵀP⁻¹g of the EKFAC Laplace posterior
   (George et al., arXiv:1806.03884) on the same MLPs: each block keeps KFAC's eigenbasis
   Q = Q_G ⊗ Q_A (``"joint"``: one block [W b]; ``"separate"``: Q_G ⊗ Q_Ā on W with
   Ā = (1/N) Σ_n a_n a_nᵀ, and Q_G on b) and takes as eigenvalues the exact second moments
-  s_ij = Σ_n w_n ((Q_Gᵀ δ_n)_i (Q_Aᵀ ã_n)_j)² (on b: s_i = Σ_n w_n (Q_Gᵀ δ_n)_i²), so
-  P = ⊕ Q diag(s) Qᵀ + αI, the prior added exactly; docs/mathematics.md, "EKFAC Laplace".
+  s_ij = Σ_n Σ_c ((Q_Gᵀ g_nc)_i (Q_Aᵀ ã_n)_j)² (g_nc as for KFAC; one output: g_n = √w_n δ_n;
+  on b: s_i = Σ_n Σ_c (Q_Gᵀ g_nc)_i²), so P = ⊕ Q diag(s) Qᵀ + αI, the prior added exactly;
+  per output for multiclass; docs/mathematics.md, "EKFAC Laplace".
 - ``last_layer_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, structure) -> array``: the variances of the linearized
   Laplace over the parameters S of the model's last ``torch.nn.Linear`` layer only, its
@@ -86,8 +90,8 @@ target lacks are SKIPPED, not failed:
   ``subset_of_weights="last_layer"`` finds it), every other parameter fixed at the MAP;
   ``structure`` ``"full"`` (g_Sᵀ Ω_SS⁻¹ g_S), ``"diag"`` (g_Sᵀ diag(Ω_SS)⁻¹ g_S) or
   ``"kron"`` (g_Sᵀ P_SS⁻¹ g_S with P_SS the layer's KFAC block G ⊗ A on W and G on b in
-  the ``"separate"`` convention above, one output, α isotropic and added exactly); shape as
-  for the required function; docs/validation.md, "Last-layer Laplace".
+  the ``"separate"`` convention above, G = Σ_n H_n for the last layer, α isotropic and added
+  exactly); shape as for the required function; docs/validation.md, "Last-layer Laplace".
 - ``predictive_probabilities(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, link, n_samples, seed) -> array``: class probabilities of the
   linearized Laplace predictive over the logits, f* ~ N(f̂(x*), G Ω⁻¹ Gᵀ) with G = ∂f(x*)/∂θ

@@ -1,29 +1,34 @@
 """The dense KFAC precision of a small MLP, built from its per-sample signals.
 
-For a layer s = W a + b of an MLP with one output f, the per-sample gradients are
-∂f/∂W = δ aᵀ and ∂f/∂b = δ with δ = ∂f/∂s, so the layer's GGN block is
-Σ_n w_n (δ_n δ_nᵀ) ⊗ (ã_n ã_nᵀ) on [W b] (ã = [a; 1], row-major vec: index i·(d + 1) + j),
-w_n = 1/σ0² (regression) or σ(f_n)(1 − σ(f_n)) (binary). KFAC (Martens & Grosse) replaces
-the sum of Kronecker products by the product of the sums,
+For a layer s = W a + b of an MLP with outputs f (C of them), the per-sample gradients of
+f_c are ∂f_c/∂W = δ_c aᵀ and ∂f_c/∂b = δ_c with δ_c = ∂f_c/∂s, the c-th row of
+D = ∂f/∂s (C × out), so the layer's GGN block is Σ_n (D_nᵀ H_n D_n) ⊗ (ã_n ã_nᵀ) on [W b]
+(ã = [a; 1], row-major vec: index i·(d + 1) + j), H_n the output Hessian of the negative
+log-likelihood: 1/σ0² (regression), σ(f_n)(1 − σ(f_n)) (binary), diag(π_n) − π_n π_nᵀ
+(multiclass). KFAC (Martens & Grosse) replaces the sum of Kronecker products by the product
+of the sums,
 
-    G_l = Σ_n w_n δ_n δ_nᵀ,   A_l = (1/N) Σ_n ã_n ã_nᵀ,   K_l = G_l ⊗ A_l  ("joint"),
+    G_l = Σ_n D_nᵀ H_n D_n,   A_l = (1/N) Σ_n ã_n ã_nᵀ,   K_l = G_l ⊗ A_l  ("joint"),
 
-and keeps only the layers' diagonal blocks. laplace-torch's ``KronLaplace`` (through
-curvlinops' ``KFACLinearOperator(separate_weight_and_bias=True)``) keeps the weight and the
-bias apart instead: G_l ⊗ (1/N) Σ_n a_n a_nᵀ on W and G_l alone on b ("separate"), i.e. the
-joint K_l with the cross block G_l ⊗ ā (ā the mean input) set to zero. The precision is
+— for one output G_l = Σ_n w_n δ_n δ_nᵀ, w_n = H_n; for C outputs the backpropagated exact
+output Hessian ("type-2", KFAC-expand in Eschenhagen et al.'s terms) — and keeps only the
+layers' diagonal blocks. laplace-torch's ``KronLaplace`` (through curvlinops'
+``KFACLinearOperator(separate_weight_and_bias=True)``) keeps the weight and the bias apart
+instead: G_l ⊗ (1/N) Σ_n a_n a_nᵀ on W and G_l alone on b ("separate"), i.e. the joint K_l
+with the cross block G_l ⊗ ā (ā the mean input) set to zero. The precision is
 P = ⊕_l K_l + V, written out as a p × p matrix in ``parameters()`` order.
 
 EKFAC (George et al.) keeps KFAC's eigenbasis Q = Q_G ⊗ Q_A of each block and takes as its
 spectrum the diagonal of the exact GGN block B in that basis, s = diag(Qᵀ B Q): the block is
 Q diag(s) Qᵀ ("joint": one basis for [W b]; "separate": Q_G ⊗ Q_Ā on W with Ā the input
 factor without the 1, and Q_G on b). The oracle reads B from the dense GGN, so s is computed
-without the per-sample projections Σ_n w_n ((Q_Gᵀ δ_n)_i (Q_Aᵀ ã_n)_j)² that an
-implementation evaluates (the two are equal: B = Σ_n w_n (δ_n ⊗ ã_n)(δ_n ⊗ ã_n)ᵀ).
+without the per-sample projections Σ_n Σ_c ((Q_Gᵀ g_nc)_i (Q_Aᵀ ã_n)_j)² that an
+implementation evaluates (g_nc = D_nᵀ r_nc with R_n R_nᵀ = H_n; the two are equal:
+B = Σ_n Σ_c (g_nc ⊗ ã_n)(g_nc ⊗ ã_n)ᵀ).
 
 Everything is computed here, independently of :mod:`laplace_lab.numerics.kfac`: ã_n from
-forward hooks on a float64 copy of the model, δ_n as the bias columns of the dense oracle's
-autograd Jacobian (∂f/∂b_l = δ_l), w_n from the oracle's output Hessians.
+forward hooks on a float64 copy of the model, D_n as the bias columns of the dense oracle's
+autograd Jacobian (∂f/∂b_l = D_l), H_n from the oracle's output Hessians (no square root).
 
 References
 ----------
@@ -37,6 +42,9 @@ References
 .. [4] T. George, C. Laurent, X. Bouthillier, N. Ballas, P. Vincent, "Fast Approximate
    Natural Gradient Descent in a Kronecker-factored Eigenbasis", NeurIPS 2018,
    arXiv:1806.03884, §3 (EKFAC).
+.. [5] F. Dangel, B. Mucsányi, T. Weber, R. Eschenhagen, "Kronecker-factored Approximate
+   Curvature (KFAC) From Scratch", arXiv:2507.05127 (v1, 2025), §3–4 (the type-2 output
+   factor Σ_n J_nᵀ H_n J_n for C outputs).
 """
 
 from __future__ import annotations
@@ -118,7 +126,7 @@ def _inputs(model: Any, X: Any) -> dict[str, np.ndarray]:
 
 @dataclass(frozen=True, eq=False)
 class KFACOracle:
-    """The KFAC Laplace approximation of one one-output MLP problem, written out densely.
+    """The KFAC Laplace approximation of one MLP problem, written out densely.
 
     Parameters
     ----------
@@ -133,21 +141,20 @@ class KFACOracle:
 
     def __post_init__(self) -> None:
         one_of(self.convention, "convention", KFAC_CONVENTIONS)
-        one_of(self.oracle.problem.likelihood, "likelihood", ("regression", "binary"))
 
     @cached_property
     def factors(self) -> tuple[LayerFactors, ...]:
-        """G_l = Σ_n w_n δ_n δ_nᵀ and A_l = (1/N) Σ_n ã_n ã_nᵀ of every Linear layer."""
+        """G_l = Σ_n D_nᵀ H_n D_n and A_l = (1/N) Σ_n ã_n ã_nᵀ of every Linear layer."""
         problem, o = self.oracle.problem, self.oracle
         inputs = _inputs(problem.model, problem.X_train)
-        w = o.H[:, 0, 0]
         out = []
         for name, module, w0, b0 in _layers(problem.model):
             n_out, d = module.weight.shape
             bias = b0 + np.arange(n_out)
-            delta = o.J[:, 0, bias]  # ∂f/∂b = δ
+            D = o.J[:, :, bias]  # (N, C, out): ∂f/∂b = ∂f/∂s = D
             a = np.hstack([inputs[name], np.ones((inputs[name].shape[0], 1))])
-            G = (delta * w[:, None]).T @ delta
+            G = np.einsum("nco,ncd,ndq->oq", D, o.H, D)
+            G = 0.5 * (G + G.T)
             A = a.T @ a / a.shape[0]
             weight = w0 + np.arange(n_out * d).reshape(n_out, d)
             out.append(LayerFactors(G, A, weight, bias))
@@ -172,16 +179,31 @@ class KFACOracle:
         return self.curvature + np.diag(self.oracle.V)
 
     def predictive_variance(self) -> np.ndarray:
-        """gᵀP⁻¹g for every test point, (M,)."""
-        G = self.oracle.G[:, 0, :]
-        return np.sum(np.linalg.solve(self.precision, G.T).T * G, axis=1)
+        """gᵀP⁻¹g for every test point (and output), (M,) or (M, C)."""
+        return _variances(self.oracle, self.precision)
 
     def variance_tolerance(self) -> np.ndarray:
         """The variance rule of :mod:`.tolerance` with P in place of Ω."""
-        o = self.oracle
-        return variance_tolerance(
-            self.precision, o.G[:, 0, :], o.V, dtype=o.problem.dtype, n_rows=o.n_rows
-        )
+        return _tolerances(self.oracle, self.precision)
+
+
+def _per_output(oracle: DenseOracle, v: np.ndarray) -> np.ndarray:
+    """(M·C,) rows (m, c) as (M, C) for multiclass, (M,) for one output."""
+    v = v.reshape(oracle.G.shape[:2])
+    return v if oracle.problem.likelihood == "multiclass" else v[:, 0]
+
+
+def _variances(oracle: DenseOracle, P: np.ndarray) -> np.ndarray:
+    """gᵀP⁻¹g for every row g of the test Jacobian (every test point and output)."""
+    G = oracle.G.reshape(-1, oracle.G.shape[2])
+    return _per_output(oracle, np.sum(np.linalg.solve(P, G.T).T * G, axis=1))
+
+
+def _tolerances(oracle: DenseOracle, P: np.ndarray) -> np.ndarray:
+    """The variance rule of :mod:`.tolerance` on P for every row of the test Jacobian."""
+    G = oracle.G.reshape(-1, oracle.G.shape[2])
+    tol = variance_tolerance(P, G, oracle.V, dtype=oracle.problem.dtype, n_rows=oracle.n_rows)
+    return _per_output(oracle, tol)
 
 
 def _eigenbasis_block(ggn: np.ndarray, idx: np.ndarray, Q: np.ndarray) -> np.ndarray:
@@ -192,7 +214,7 @@ def _eigenbasis_block(ggn: np.ndarray, idx: np.ndarray, Q: np.ndarray) -> np.nda
 
 @dataclass(frozen=True, eq=False)
 class EKFACOracle:
-    """The EKFAC Laplace approximation of one one-output MLP problem, written out densely.
+    """The EKFAC Laplace approximation of one MLP problem, written out densely.
 
     Parameters
     ----------
@@ -207,7 +229,6 @@ class EKFACOracle:
 
     def __post_init__(self) -> None:
         one_of(self.convention, "convention", KFAC_CONVENTIONS)
-        one_of(self.oracle.problem.likelihood, "likelihood", ("regression", "binary"))
 
     @cached_property
     def curvature(self) -> np.ndarray:
@@ -232,13 +253,9 @@ class EKFACOracle:
         return self.curvature + np.diag(self.oracle.V)
 
     def predictive_variance(self) -> np.ndarray:
-        """gᵀP⁻¹g for every test point, (M,)."""
-        G = self.oracle.G[:, 0, :]
-        return np.sum(np.linalg.solve(self.precision, G.T).T * G, axis=1)
+        """gᵀP⁻¹g for every test point (and output), (M,) or (M, C)."""
+        return _variances(self.oracle, self.precision)
 
     def variance_tolerance(self) -> np.ndarray:
         """The variance rule of :mod:`.tolerance` with P in place of Ω."""
-        o = self.oracle
-        return variance_tolerance(
-            self.precision, o.G[:, 0, :], o.V, dtype=o.problem.dtype, n_rows=o.n_rows
-        )
+        return _tolerances(self.oracle, self.precision)

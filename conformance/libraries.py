@@ -152,6 +152,7 @@ _LAPLACE_TORCH_FINDINGS = (
             "kfac/mlp-regression-joint",
             "kfac/mlp-regression-float32-joint",
             "kfac/mlp-binary-joint",
+            "kfac/mlp-multiclass-joint",
         ),
     ),
     Finding(

@@ -25,9 +25,13 @@ operators, not Laplace approximations; the adapter adds the prior and the test J
   factor for [W b]), inverted by ``KFACInverseLinearOperator(damping=α/c,
   use_exact_damping=True)``, which applies (K + (α/c) I)⁻¹ through the factors'
   eigendecompositions, so that (cK + αI)⁻¹ = (1/c)(K + (α/c) I)⁻¹;
+  for C logits (``CrossEntropyLoss``) the type-2 output-side factor is
+  Σ_n Σ_c g_nc g_ncᵀ, g_nc backpropagated from the C columns of a square root of
+  diag(π_n) − π_nπ_nᵀ, i.e. Σ_n D_nᵀ H_n D_n (D_n = ∂f(x_n)/∂s_l), the contract's G_l;
+  variances per output, (M, C);
 - ``ekfac_predictive_variance``: the same with ``EKFACLinearOperator`` (type-2, both
-  conventions), whose corrected eigenvalues are Σ_n ((Q_Gᵀ g_n)_i (Q_Aᵀ ã_n)_j)² with g_n the
-  per-sample output gradients backpropagated from the output Hessian's square root.
+  conventions), whose corrected eigenvalues are Σ_n Σ_c ((Q_Gᵀ g_nc)_i (Q_Aᵀ ã_n)_j)² with
+  g_nc the per-sample output gradients backpropagated from the output Hessian's square root.
 
 References
 ----------
@@ -171,7 +175,6 @@ def _kronecker_variance(
 ) -> np.ndarray:
     cl = _curvlinops()
     one_of(convention, "convention", ("joint", "separate"))
-    one_of(likelihood, "likelihood", ("regression", "binary"))
     alpha = positive_float(prior_precision, "prior_precision")
     params = [t for t in model.parameters() if t.requires_grad]
     loss, target, c = _loss(likelihood, noise_var, y_train, params[0].dtype)

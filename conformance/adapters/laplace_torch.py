@@ -34,7 +34,11 @@ CurvlinopsGGN, prior mean 0, temperature 1):
   backends give each bias a Kronecker factor of its own (``CurvlinopsInterface.kron``
   calls ``KFACLinearOperator(separate_weight_and_bias=True)`` and appends ``[B, A]`` for the
   weight and ``[B]`` for the bias), the convention ``"separate"``; the joint [W b] factor is
-  not offered, so ``convention="joint"`` raises;
+  not offered, so ``convention="joint"`` raises. Its backend's ``fisher_type`` is type-2
+  (the exact output Hessian, ``stochastic=False``), so for C logits
+  (``likelihood="classification"``, ``CrossEntropyLoss(reduction="sum")``) B is the
+  contract's G_l = Σ_n D_nᵀ(diag(π_n) − π_nπ_nᵀ)D_n and the variances are the diagonal of
+  ``functional_variance``, (M, C);
 - last-layer Laplace: ``subset_of_weights="last_layer", hessian_structure=structure``
   (``FullLLLaplace``, ``DiagLLLaplace``, ``KronLLLaplace``). Its ``FeatureExtractor``
   takes as the last layer the last leaf module of the forward pass (it must be a

@@ -12,7 +12,8 @@ the evidence of :class:`~laplace_lab.numerics.laplace_variants.SpectralLaplace` 
 Brent's method in log α (nested in log σ0² when the noise is optimised), diagonal Laplace
 from :func:`~laplace_lab.numerics.laplace_variants.diagonal_laplace_variance` on the same
 GGN, KFAC from :func:`laplace_lab.numerics.kfac.fit_kfac` and EKFAC from
-:func:`laplace_lab.numerics.ekfac.fit_ekfac` (both weight–bias conventions),
+:func:`laplace_lab.numerics.ekfac.fit_ekfac` (both weight–bias conventions; for C logits
+the type-2 output factor Σ_n D_nᵀ H_n D_n, variances (M, C)),
 class probabilities from the logits' Gaussian (covariance G Ω⁻¹ Gᵀ by Woodbury in float64)
 through :func:`~laplace_lab.numerics.probit_probability`,
 :meth:`~laplace_lab.numerics.GaussianPredictive.probabilities` (Monte Carlo) and

@@ -12,7 +12,12 @@ diagonal in its eigenbasis with the exact second moments: EKFAC equals KFAC in b
 conventions, and the joint one is exact Bayesian linear regression. On the MLPs EKFAC and
 KFAC differ by 0.2–14% per test point (at least 8 tolerances on every point in float32, 4e9
 in float64), so a target returning KFAC's eigenvalues λ_G,i λ_A,j fails; each case records
-the relative difference in its details (``kfac_relative_difference``).
+the relative difference in its details (``kfac_relative_difference``). On ``mlp-multiclass``
+(three logits) B_l = Σ_n (D_nᵀ H_n D_n) ⊗ (ã_n ã_nᵀ) with the softmax Hessian
+H_n = diag(π_n) − π_nπ_nᵀ and D_n = ∂f(x_n)/∂s_l; an implementation's
+s_ij = Σ_n Σ_c ((Q_Gᵀ g_nc)_i (Q_Aᵀ ã_n)_j)² sums over the C columns g_nc = D_nᵀ r_nc of a
+square root R_n R_nᵀ = H_n (any square root gives the same s); the variances are per
+output, (M, C).
 
 References
 ----------
@@ -65,6 +70,7 @@ _CASES = {
     "mlp-regression": "tanh MLP 3-8-1, σ0² = 0.3, α = 2.5",
     "mlp-regression-float32": "float32 model and data",
     "mlp-binary": "one logit: s = Σ σ(f)(1 − σ(f)) (Qᵀ(δ ⊗ ã))²",
+    "mlp-multiclass": "3 logits: s = Σ_n Σ_c (Qᵀ(g_nc ⊗ ã_n))², Σ_c g gᵀ = Dᵀ(diag(π) − ππᵀ)D",
 }
 
 

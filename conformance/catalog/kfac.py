@@ -9,8 +9,12 @@ variance rule of :mod:`laplace_lab.conformance.tolerance` on P.
 
 On ``linear-gaussian`` (one Linear layer, Gaussian likelihood: w_n and δ_n = 1 are the same
 for every point) the joint KFAC is the GGN itself, so its answer is exact Bayesian linear
-regression; the separate one drops the weight–bias block G ⊗ x̄ and is not. The two
-conventions differ on every case (x̄ and the mean hidden activations are not zero) by far
+regression; the separate one drops the weight–bias block G ⊗ x̄ and is not. On
+``mlp-multiclass`` (three logits, softmax) the output-side factor is the backpropagated exact
+output Hessian G_l = Σ_n D_nᵀ(diag(π_n) − π_nπ_nᵀ)D_n, D_n = ∂f(x_n)/∂s_l (C × out), and
+the variances are per output, (M, C); KFAC is not exact there (the H_n differ between
+points), so the oracle is the KFAC definition written out densely, as on the other MLPs. The
+two conventions differ on every case (x̄ and the mean hidden activations are not zero) by far
 more than the tolerance, so a target with the other convention fails; each case records the
 relative difference in its details.
 
@@ -20,7 +24,10 @@ References
    ICLR 2018, §3 (KFAC Laplace, the prior added through the eigendecompositions).
 .. [2] R. Eschenhagen, A. Immer, R. E. Turner, F. Schneider, P. Hennig, "Kronecker-Factored
    Approximate Curvature for Modern Neural Network Architectures", NeurIPS 2023,
-   arXiv:2311.00636, §3 (where KFAC is exact).
+   arXiv:2311.00636, §3 (where KFAC is exact; KFAC-expand).
+.. [3] F. Dangel, B. Mucsányi, T. Weber, R. Eschenhagen, "Kronecker-factored Approximate
+   Curvature (KFAC) From Scratch", arXiv:2507.05127 (v1, 2025), §3–4 (the type-2 output
+   factor for C outputs).
 """
 
 from __future__ import annotations
@@ -103,6 +110,7 @@ _CASES = {
     "mlp-regression": "tanh MLP 3-8-1, σ0² = 0.3, α = 2.5",
     "mlp-regression-float32": "float32 model and data",
     "mlp-binary": "one logit: G = Σ σ(f)(1 − σ(f)) δδᵀ",
+    "mlp-multiclass": "3 logits: G = Σ Dᵀ(diag(π) − ππᵀ)D, variances (M, C)",
 }
 
 

@@ -397,7 +397,6 @@ def _ekfac(*, kfac_eigenvalues=False, parameter_basis=False):
         convention: str,
     ):
         from laplace_lab.numerics.ekfac import EigenbasisBlock, EKFACLaplace, fit_ekfac
-        from laplace_lab.numerics.ggn import logistic_weight_root
         from laplace_lab.numerics.kfac import fit_kfac, layer_signals
 
         opts = {
@@ -410,23 +409,21 @@ def _ekfac(*, kfac_eigenvalues=False, parameter_basis=False):
             return fit_kfac(model, X_train, **opts).variance(model, X_test)
         ek = fit_ekfac(model, X_train, **opts)
         if parameter_basis:
+            from laplace_lab.numerics.kfac import output_gradients, output_hessian_root
+
             f, sig = layer_signals(model, X_train)
-            w = (
-                np.full(f.size, 1.0 / noise_var)
-                if likelihood == "regression"
-                else logistic_weight_root(f) ** 2
-            )
+            R = output_hessian_root(f, likelihood, noise_var)
             layers = []
-            for a, d in sig:
+            for a, D in sig:
+                g2 = (output_gradients(D, R) ** 2).sum(axis=1)  # (N, out): Σ_c g_nc²
                 inputs = (a,) if convention == "joint" else (a[:, :-1], None)
                 blocks = []
                 for x in inputs:
-                    I_G = np.eye(d.shape[1])
+                    I_G = np.eye(D.shape[2])
                     if x is None:
-                        blocks.append(EigenbasisBlock(I_G, None, w @ d**2))
+                        blocks.append(EigenbasisBlock(I_G, None, g2.sum(axis=0)))
                     else:
-                        s = np.einsum("n,ni,nj->ij", w, d**2, x**2)
-                        blocks.append(EigenbasisBlock(I_G, np.eye(x.shape[1]), s))
+                        blocks.append(EigenbasisBlock(I_G, np.eye(x.shape[1]), g2.T @ x**2))
                 layers.append(tuple(blocks))
             ek = EKFACLaplace(tuple(layers), convention, float(prior_precision))
         return ek.variance(model, X_test)
@@ -618,10 +615,11 @@ def _last_layer(*, everything=False, without_bias=False):
         if structure == "kron":
             kf = fit_kfac(model, X_train, **fit, noise_var=noise_var, convention="separate")
             (lA, QA), (lG, QG) = kf.eig_A[-1], kf.eig_G[-1]
-            a, d = layer_signals(model, X_test)[1][-1]
+            a, D = layer_signals(model, X_test)[1][-1]
             a[:, -1] = 0.0  # the bias's entry of the test gradient dropped
             inv = 1.0 / (lG[:, None] * lA[None, :] + float(prior_precision))
-            return np.einsum("mi,ij,mj->m", (d @ QG) ** 2, inv, (a @ QA) ** 2)
+            v = np.einsum("mci,ij,mj->mc", (D @ QG) ** 2, inv, (a @ QA) ** 2)
+            return v if likelihood == "multiclass" else v[:, 0]
         ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
         G = per_sample_jacobian(model, X_test)
         if structure == "full":
@@ -635,3 +633,56 @@ def _last_layer(*, everything=False, without_bias=False):
 
 last_layer_everything = _with(last_layer_predictive_variance=_last_layer(everything=True))
 last_layer_without_bias = _with(last_layer_predictive_variance=_last_layer(without_bias=True))
+
+
+def _softmax_diagonal_root(f, likelihood, noise_var):
+    """√H_n with the softmax Hessian's diagonal diag(π_n) only (−π_nπ_nᵀ dropped); the
+    correct square root for one output."""
+    from laplace_lab.numerics.kfac import output_hessian_root
+
+    if likelihood != "multiclass":
+        return output_hessian_root(f, likelihood, noise_var)
+    e = np.exp(f - f.max(axis=1, keepdims=True))
+    pi = e / e.sum(axis=1, keepdims=True)
+    return np.sqrt(pi)[:, :, None] * np.eye(f.shape[1])
+
+
+def _softmax_diagonal(kind):
+    """laplace-lab's KFAC (``kind`` "kfac", or the last layer's block, "last_layer") or EKFAC
+    ("ekfac") with the output Hessian diag(π_n) in place of diag(π_n) − π_nπ_nᵀ."""
+
+    def fit(model, X_train, likelihood, prior_precision, noise_var, convention):
+        from laplace_lab.numerics.ekfac import ekfac_from_signals
+        from laplace_lab.numerics.kfac import kfac_from_signals, layer_signals
+
+        f, sig = layer_signals(model, X_train)
+        R = _softmax_diagonal_root(f, likelihood, noise_var)
+        build = ekfac_from_signals if kind == "ekfac" else kfac_from_signals
+        return build(sig, R, prior_precision=float(prior_precision), convention=convention)
+
+    def target(model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, **kw):
+        if kind == "last_layer":
+            if kw["structure"] != "kron":
+                return ours.last_layer_predictive_variance(
+                    model,
+                    X_train,
+                    y_train,
+                    X_test,
+                    likelihood=likelihood,
+                    prior_precision=prior_precision,
+                    noise_var=noise_var,
+                    **kw,
+                )
+            kf = fit(model, X_train, likelihood, prior_precision, noise_var, "separate")
+            return kf.variance(model, X_test, layers=slice(-1, None))
+        laplace = fit(model, X_train, likelihood, prior_precision, noise_var, kw["convention"])
+        return laplace.variance(model, X_test)
+
+    return target
+
+
+wrong_kfac_softmax_diagonal = _with(
+    kfac_predictive_variance=_softmax_diagonal("kfac"),
+    ekfac_predictive_variance=_softmax_diagonal("ekfac"),
+    last_layer_predictive_variance=_softmax_diagonal("last_layer"),
+)

@@ -25,7 +25,10 @@ def _problem(model, n, likelihood="regression", seed=0):
     X = torch.as_tensor(rng.normal(size=(n, 3)))
     with torch.no_grad():
         f = model(X)[:, 0]
-    y = (f > 0).double() if likelihood == "binary" else f + 0.1
+    if likelihood == "multiclass":
+        y = torch.as_tensor(rng.integers(0, 3, size=n))
+    else:
+        y = (f > 0).double() if likelihood == "binary" else f + 0.1
     X_test = torch.as_tensor(rng.normal(size=(4, 3)))
     noise = 0.3 if likelihood == "regression" else 1.0
     return Problem("hand-built", seed, model, X, y, X_test, likelihood, 2.5, noise)
@@ -87,6 +90,57 @@ def test_kfac_blocks_are_exact_for_deep_linear_networks_and_one_data_point(layer
         assert np.abs(kfac.curvature[block] - o.ggn[block]).max() < 1e-13 * scale
 
 
+def _softmax_layer(weight_scale):
+    torch.manual_seed(1)
+    model = torch.nn.Linear(3, 3).double()
+    with torch.no_grad():
+        model.weight.mul_(weight_scale)  # 0: every point has the logits b, the same π
+    return model
+
+
+@pytest.mark.parametrize(("weight_scale", "n"), [(0.0, 10), (1.0, 1)])
+def test_multiclass_kfac_is_exact_where_the_output_hessian_is_the_same_for_every_point(
+    weight_scale, n
+):
+    # one softmax Linear layer, D_n = I: the block is Σ_n H_n ⊗ ã_n ã_nᵀ, and KFAC's
+    # (Σ_n H_n) ⊗ (1/N) Σ_n ã_n ã_nᵀ equals it when every H_n is the same (W = 0) or N = 1
+    o = DenseOracle(_problem(_softmax_layer(weight_scale), n, "multiclass"))
+    kfac = KFACOracle(o, "joint")
+    assert o.J.shape[1] == 3 and np.abs(o.H[0] @ np.ones(3)).max() < 1e-15  # H_n 1 = 0
+    scale = np.abs(o.ggn).max()
+    assert np.abs(kfac.curvature - o.ggn).max() < 1e-13 * scale
+    # the output factor is Σ_n H_n itself, not a scalar weight times δδᵀ
+    (f,) = kfac.factors
+    np.testing.assert_allclose(f.G, o.H.sum(axis=0), rtol=0, atol=1e-14 * np.abs(f.G).max())
+
+
+def test_multiclass_kfac_is_not_exact_when_the_output_hessians_differ():
+    # W ≠ 0, N = 10: π_n (hence H_n) differs between points and KFAC's block is off; so is
+    # the last layer of the multiclass MLP, whose case checks the KFAC definition itself
+    o = DenseOracle(_problem(_softmax_layer(1.0), 10, "multiclass"))
+    gap = np.abs(KFACOracle(o, "joint").curvature - o.ggn).max()
+    assert gap > 1e-2 * np.abs(o.ggn).max()
+    o = DenseOracle(build_problem("mlp-multiclass", seed=0))
+    kfac = KFACOracle(o, "joint")
+    for idx in _blocks(kfac):
+        block = np.ix_(idx, idx)
+        assert (
+            np.abs(kfac.curvature[block] - o.ggn[block]).max() > 1e-2 * np.abs(o.ggn[block]).max()
+        )
+
+
+def test_multiclass_output_factor_is_the_sum_over_the_hessian_square_roots_columns():
+    # G_l = Σ_n D_nᵀ H_n D_n = Σ_n Σ_c g_nc g_ncᵀ, g_nc = D_nᵀ r_nc for H_n = R_n R_nᵀ: here R_n
+    # from an eigendecomposition of H_n (the oracle never factorises H_n)
+    o = DenseOracle(build_problem("mlp-multiclass", seed=0))
+    lam, U = np.linalg.eigh(o.H)
+    R = U * np.sqrt(np.clip(lam, 0.0, None))[:, None, :]
+    for f in KFACOracle(o, "joint").factors:
+        D = o.J[:, :, f.bias]  # (N, C, out)
+        g = np.einsum("nkc,nko->nco", R, D).reshape(-1, D.shape[2])
+        np.testing.assert_allclose(g.T @ g, f.G, rtol=0, atol=1e-13 * np.abs(f.G).max())
+
+
 def test_kfac_is_not_exact_outside_those_regimes():
     # the deep linear network under a Bernoulli likelihood: w_n differs between points
     torch.manual_seed(0)
@@ -112,6 +166,7 @@ def test_the_conventions_differ_by_far_more_than_the_tolerance_on_every_kfac_cas
     assert {k: round(float(v[1]), 2) for k, v in gaps.items()} == {
         "linear-gaussian": 0.45,
         "mlp-binary": 0.14,
+        "mlp-multiclass": 0.19,
         "mlp-regression": 0.31,
         "mlp-regression-float32": 0.31,
     }
@@ -122,7 +177,7 @@ def test_the_documented_example_passes_every_diagonal_and_kfac_case():
 
     (block,) = python_blocks("## Diagonal and KFAC Laplace", "docs/validation.md")
     result = run_block(block, "docs/validation.md")["result"]
-    assert result.summary().endswith("15 cases: 15 PASS, 0 FAIL, 0 ERROR, 0 SKIP.")
+    assert result.summary().endswith("17 cases: 17 PASS, 0 FAIL, 0 ERROR, 0 SKIP.")
 
 
 def test_ekfac_is_the_best_diagonal_in_kfacs_eigenbasis_and_keeps_the_trace():
@@ -174,7 +229,7 @@ def test_ekfac_and_kfac_differ_by_far_more_than_the_tolerance_on_the_networks():
     from laplace_lab.conformance.catalog.ekfac import kfac_gap
     from laplace_lab.conformance.kronecker import EKFACOracle
 
-    for name in ("mlp-regression", "mlp-regression-float32", "mlp-binary"):
+    for name in ("mlp-regression", "mlp-regression-float32", "mlp-binary", "mlp-multiclass"):
         o = DenseOracle(build_problem(name, seed=0))
         for convention in ("joint", "separate"):
             e = EKFACOracle(o, convention)
@@ -187,4 +242,4 @@ def test_the_documented_example_passes_every_ekfac_case():
 
     (block,) = python_blocks("## EKFAC Laplace", "docs/validation.md")
     result = run_block(block, "docs/validation.md")["result"]
-    assert result.summary().endswith("8 cases: 8 PASS, 0 FAIL, 0 ERROR, 0 SKIP.")
+    assert result.summary().endswith("10 cases: 10 PASS, 0 FAIL, 0 ERROR, 0 SKIP.")

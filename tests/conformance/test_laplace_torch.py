@@ -94,13 +94,14 @@ def test_the_recorded_findings_and_nothing_else(validation):
 def test_diag_and_kron_laplace_pass_well_inside_the_tolerance(validation):
     # DiagLaplace (7 cases, float64 included: its diagonal comes from torch.func Jacobians,
     # not from the float32 identity of finding 1) and KronLaplace on the separate convention
+    # (5 cases, the 3-class softmax MLP included: its type-2 G = Σ_n D_nᵀ H_n D_n)
     structured = {
         r.case.name: r.details["max_error_over_tolerance"]
         for r in validation.results
         if r.case.name.startswith(("diagonal/", "kfac/")) and r.case.name not in JOINT_KFAC
     }
-    assert len(structured) == 11 and max(structured.values()) < 0.05, structured
-    assert len(JOINT_KFAC) == 4
+    assert len(structured) == 12 and max(structured.values()) < 0.05, structured
+    assert len(JOINT_KFAC) == 5
     for r in validation.results:
         if r.case.name in JOINT_KFAC:
             assert "no joint [W b] factor" in r.summary, r.summary
@@ -127,6 +128,29 @@ def test_kron_laplace_is_the_separate_convention_and_its_factors_are_curvlinops(
         np.testing.assert_allclose((B * A[0, 0]).numpy(), G * f.A[0, 0], rtol=1e-12)
         np.testing.assert_allclose(Bb.numpy(), G, rtol=1e-12)
         np.testing.assert_allclose((A / A[0, 0]).numpy(), f.A[:-1, :-1] / f.A[0, 0], rtol=1e-12)
+
+
+def test_multiclass_kron_laplace_factors_are_the_backpropagated_softmax_hessian():
+    # likelihood="classification": curvlinops' type-2 KFAC of CrossEntropyLoss(sum), so the
+    # output factor B is Σ_n D_nᵀ(diag(π_n) − π_nπ_nᵀ)D_n, on the weight and on the bias, and
+    # the last layer's (D_n = I) is Σ_n H_n, whose rows sum to zero
+    from laplace_lab.conformance.kronecker import KFACOracle
+
+    p = build_problem("mlp-multiclass", seed=0)
+    la = laplace.Laplace(
+        p.model, "classification", subset_of_weights="all", hessian_structure="kron"
+    )
+    la.fit(DataLoader(TensorDataset(p.X_train, p.y_train), batch_size=16))
+    kfac = KFACOracle(DenseOracle(p), "separate")
+    (w_B, w_A), (b_B,), (w2_B, w2_A), (b2_B,) = la.H_facs.kfacs
+    for (B, A, Bb), f in zip([(w_B, w_A, b_B), (w2_B, w2_A, b2_B)], kfac.factors, strict=True):
+        scale = np.abs(f.G).max()
+        np.testing.assert_allclose(Bb.numpy(), f.G, rtol=0, atol=1e-13 * scale)
+        np.testing.assert_allclose(
+            (B * A[0, 0]).numpy(), f.G * f.A[0, 0], rtol=0, atol=1e-12 * scale
+        )
+        np.testing.assert_allclose((A / A[0, 0]).numpy(), f.A[:-1, :-1] / f.A[0, 0], rtol=1e-12)
+    np.testing.assert_allclose(b2_B.numpy().sum(axis=1), 0.0, atol=1e-13)
 
 
 def test_float64_failures_are_float32_roundoff_not_gross_errors(validation):

@@ -4,6 +4,7 @@ last layer's KFAC block is exact."""
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from laplace_lab.conformance import DenseOracle, build_problem
 from laplace_lab.conformance.catalog.last_layer import expected_variance, last_layer_indices
@@ -48,3 +49,30 @@ def test_binary_last_layer_kfac_is_not_the_ggn_block():
     block = o.ggn[np.ix_(S, S)]
     joint = KFACOracle(o, "joint").curvature[np.ix_(S, S)]
     assert np.abs(joint - block).max() > 1e-3 * np.abs(block).max()
+
+
+def test_multiclass_last_layer_kfac_is_the_summed_softmax_hessian_times_the_input_factor():
+    # the last layer is the output (D_n = I): G = Σ_n H_n, the separate block is
+    # G ⊗ (1/N) Σ a aᵀ on W and G on b; written here from H_n and the hidden activations
+    # (the first layer's columns of the Jacobian are not used), per output (M, C)
+    o = DenseOracle(build_problem("mlp-multiclass", seed=0))
+    weight, bias = last_layer_indices(o.problem.model)
+    S = np.concatenate([weight, bias])
+    model = o.problem.model
+    with torch.no_grad():
+        a = torch.tanh(model[0](o.problem.X_train)).numpy()  # 3 → 8 → tanh → 3
+    G = o.H.sum(axis=0)
+    P = np.zeros((S.size, S.size))
+    P[:24, :24] = np.kron(G, a.T @ a / len(a))
+    P[24:, 24:] = G
+    P += np.diag(o.V[S])
+    rows = o.G[:, :, S].reshape(-1, S.size)
+    expected = np.sum(np.linalg.solve(P, rows.T).T * rows, axis=1).reshape(6, 3)
+    v, tol = expected_variance(o, "kron")
+    assert v.shape == tol.shape == (6, 3)
+    np.testing.assert_allclose(v, expected, rtol=1e-12)
+    assert np.all(tol < 1e-11 * v)
+    # and it is not the GGN block: H_n varies between points
+    block = o.ggn[np.ix_(S, S)]
+    joint = KFACOracle(o, "joint").curvature[np.ix_(S, S)]
+    assert np.abs(joint - block).max() > 1e-2 * np.abs(block).max()
