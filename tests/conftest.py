@@ -1,4 +1,5 @@
-"""Shared test configuration: Hypothesis profiles selected by HYPOTHESIS_PROFILE."""
+"""Shared test configuration: Hypothesis profiles selected by HYPOTHESIS_PROFILE, and one
+share of the CPUs per pytest-xdist worker."""
 
 from __future__ import annotations
 
@@ -31,3 +32,28 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, each worker's BLAS and torch pools get its share of the CPUs.
+
+    Left alone, every worker's pools take every CPU: on 2 cores, two workers run four busy
+    threads, which costs more time than the threads save on the suite's small matrices. The
+    environment variables carry the limit to the subprocesses the tests start (the README
+    examples), which read them when they load BLAS and torch. ``make check`` does the same
+    per worker (``verification.timing.single_thread``).
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers < 1:
+        return
+    share = max(1, (os.cpu_count() or 1) // workers)
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(share)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=share)
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a test dependency
+        return
+    torch.set_num_threads(share)
