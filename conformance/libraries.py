@@ -1,7 +1,8 @@
 """The libraries the conformance cases run on, by name: ``validate --target laplace-torch``.
 
-laplace-lab's own kernels, laplace-torch 0.3 and curvlinops 3.0.1 (its curvature operators
-with the prior and the test Jacobian added by the adapter).
+laplace-lab's own kernels, laplace-torch 0.3, curvlinops 3.0.1 (its curvature operators
+with the prior and the test Jacobian added by the adapter) and posteriors 0.1.3 (its GGN
+Laplace states).
 
 Each :class:`Library` maps a name to the adapter that puts it behind the contract of
 :mod:`laplace_lab.conformance.contract`, the module that tells whether it is installed, the
@@ -162,6 +163,20 @@ _LAPLACE_TORCH_FINDINGS = (
     ),
 )
 
+#: Findings of posteriors 0.1.3 (docs/validation.md, "posteriors 0.1.3").
+_POSTERIORS_FINDINGS = (
+    Finding(
+        "no Kronecker-factored curvature (by design)",
+        "validation.md#posteriors-0-1-3",
+        (
+            "last-layer/mlp-regression-kron",
+            "last-layer/mlp-regression-float32-kron",
+            "last-layer/mlp-binary-kron",
+            "last-layer/mlp-multiclass-kron",
+        ),
+    ),
+)
+
 #: The libraries by name, in the order of the scoreboard's columns.
 LIBRARIES: Mapping[str, Library] = {
     "laplace-lab": Library(
@@ -191,6 +206,15 @@ LIBRARIES: Mapping[str, Library] = {
             "curvlinops-for-pytorch==3.0.1 (docs/validation.md#installing-laplace-torch)"
         ),
         dependencies=("torch",),
+    ),
+    "posteriors": Library(
+        name="posteriors",
+        target="laplace_lab.conformance.adapters.posteriors:predictive_variance",
+        module="posteriors",
+        distribution="posteriors",
+        install="pip install 'laplace-lab[posteriors]' (posteriors==0.1.3)",
+        dependencies=("torch", "tensordict", "optree"),
+        findings=_POSTERIORS_FINDINGS,
     ),
 }
 

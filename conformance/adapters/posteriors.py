@@ -1,0 +1,320 @@
+"""posteriors 0.1.3's GGN Laplace approximations behind the conformance contract::
+
+    laplace-lab validate --target posteriors
+
+Needs ``posteriors==0.1.3`` (extra ``laplace-lab[posteriors]``; it brings torchopt, optree
+and tensordict and leaves torch as installed). posteriors builds a Gaussian over the
+parameters — ``laplace.dense_ggn`` (mean θ̂, a dense precision) and ``laplace.diag_ggn``
+(a diagonal one) — from a ``forward(params, batch)`` and an ``outer_log_likelihood(z,
+batch)`` written by the user; it has no predictive of its own beyond
+``linearized_forward_diag``. How the contract maps onto it:
+
+- parameters: posteriors ravels a parameter tree with optree, which sorts a dictionary's
+  keys (``"0.bias"`` before ``"0.weight"``), so a precision computed on
+  ``dict(model.named_parameters())`` is not in ``parameters()`` order, the order of the
+  contract's prior, subset and samples. The adapter hands posteriors the flat vector
+  θ_S = θ̂[S] (S all parameters, a subset, or the last layer), a one-leaf tree that ravels
+  to itself, and a ``forward`` that writes θ_S into θ̂ and calls
+  ``torch.func.functional_call``. The GGN of that forward is the GGN's S × S block, and
+  fixing the other parameters at θ̂ is the contract's subnetwork Laplace;
+- likelihood: ``outer_log_likelihood`` is the exact log-likelihood summed over the batch,
+  ``Normal(f, √σ0²)``, ``Bernoulli(logits=f)`` or ``Categorical(logits=f)`` from
+  ``torch.distributions``; posteriors takes the Hessian of its negative with respect to
+  the outputs (1/σ0², σ(f)(1 − σ(f)), diag(π) − ππᵀ), so Ω's GGN part is the contract's
+  with no rescaling. A mean over the batch (``reduction="mean"``) would divide it by N;
+- prior: posteriors adds no prior; the user passes it as the initial precision,
+  ``init_prec`` (α, or diag(V_S) for a vector prior) and ``init_prec_diag`` (α or V_S),
+  and ``update`` adds the GGN of the batch. With the default 0 the precision is the bare,
+  singular GGN (N′ < p in the cases);
+- dtype: posteriors forms α·I and the sampler's zero mean in torch's *default* dtype
+  (``torch.eye``, ``torch.zeros``); a float64 state sampled under the default float32
+  raises (``expected scalar type Float but found Double``). The adapter sets the default
+  dtype to the model's around posteriors' calls and restores it after;
+- ``predictive_variance``: gᵀΩ⁻¹g with Ω = ``dense_ggn`` state's ``prec`` (k × k) and g the
+  test Jacobian of the same forward (``torch.func.jacrev``), by Cholesky in the model's
+  dtype;
+- ``diagonal_predictive_variance``: ``diag_ggn``'s ``prec_diag`` through posteriors'
+  ``linearized_forward_diag`` with the standard deviations prec_diag^(-1/2): its output
+  scale L (C × C per test point, L Lᵀ = J diag(prec_diag)⁻¹ Jᵀ) gives the variances
+  diag(L Lᵀ);
+- ``posterior_samples``: ``dense_ggn.sample(state, (n_samples,))`` under
+  ``torch.random.fork_rng`` seeded with ``seed`` (it draws from torch's global generator),
+  written into θ̂ on S. Its final reshape keeps only a leaf's last axis, so it only works
+  for trees of 1-D tensors (a matrix-shaped weight raises): the flat θ_S is one;
+- ``last_layer_predictive_variance``: the full and diagonal variances on S = the last
+  ``torch.nn.Linear``'s [W, b]; posteriors has no Kronecker-factored curvature, so
+  ``structure="kron"`` raises.
+
+``laplace.dense_fisher`` and ``laplace.diag_fisher`` are the empirical Fisher
+Σ_n ∇ log p_n ∇ log p_nᵀ, not the GGN, and ``laplace.dense_hessian`` is the Hessian of the
+log posterior: none is the contract's Ω on an MLP. posteriors has no marginal likelihood,
+low-rank posterior, subnetwork masks or class-probability links.
+
+References
+----------
+.. [1] S. Duffield, K. Donatella, J. Chiu, P. Klett, D. Simpson, "Scalable Bayesian
+   Learning with posteriors", arXiv:2406.00104; https://github.com/normal-computing/posteriors
+   (version 0.1.3).
+.. [2] E. Daxberger, A. Kristiadi, A. Immer, R. Eschenhagen, M. Bauer, P. Hennig, "Laplace
+   Redux — Effortless Bayesian Deep Learning", NeurIPS 2021, arXiv:2106.14806, §2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from laplace_lab._checks import integer, one_of, positive_int
+from laplace_lab.conformance.adapters._parameters import (
+    flat_parameters,
+    last_layer_indices,
+    prior_vector,
+    subset_indices,
+)
+
+__all__ = ["predictive_variance"]
+
+#: The posteriors release this adapter is written against.
+VERSION = "0.1.3"
+
+
+def _posteriors() -> Any:
+    try:
+        with warnings.catch_warnings():
+            # tensordict announces a change of its dataclass defaults for each state class
+            warnings.simplefilter("ignore", FutureWarning)
+            import posteriors
+    except ImportError as err:
+        raise ImportError("this target needs posteriors: pip install posteriors==0.1.3") from err
+    return posteriors
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: Any) -> Iterator[None]:
+    """torch's default dtype set to ``dtype`` inside the block (module docstring)."""
+    import torch
+
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+def _forward(model: Any, S: np.ndarray) -> tuple[Callable[..., Any], Any]:
+    """(forward(θ_S, batch) → (f(batch[0]), no aux), θ̂_S): θ_S written into θ̂ on S."""
+    import torch
+
+    theta_hat = flat_parameters(model)
+    index = torch.as_tensor(S, dtype=torch.long)
+    named = [(name, t.shape, int(t.numel())) for name, t in model.named_parameters()]
+    sizes = [n for _, _, n in named]
+
+    def forward(theta_S: Any, batch: Any) -> tuple[Any, Any]:
+        theta = theta_hat.index_put((index,), theta_S)
+        tensors = {
+            name: piece.view(shape)
+            for (name, shape, _), piece in zip(named, theta.split(sizes), strict=True)
+        }
+        return torch.func.functional_call(model, tensors, (batch[0],)), torch.tensor([])
+
+    return forward, theta_hat[index].clone()
+
+
+def _log_likelihood(likelihood: str, noise_var: float) -> Callable[[Any, Any], Any]:
+    """log p(y | f) summed over the batch (the ``outer_log_likelihood`` of posteriors)."""
+    from torch.distributions import Bernoulli, Categorical, Normal
+
+    one_of(likelihood, "likelihood", ("regression", "binary", "multiclass"))
+    if likelihood == "regression":
+        scale = float(np.sqrt(noise_var))
+        return lambda z, batch: Normal(z[:, 0], scale).log_prob(batch[1]).sum()
+    if likelihood == "binary":
+        return lambda z, batch: Bernoulli(logits=z[:, 0]).log_prob(batch[1]).sum()
+    return lambda z, batch: Categorical(logits=z).log_prob(batch[1].long()).sum()
+
+
+def _laplace(
+    structure: str,
+    model: Any,
+    X: Any,
+    y: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    S: np.ndarray,
+) -> tuple[Any, Callable[..., Any]]:
+    """(posteriors state, forward) of ``laplace.dense_ggn`` or ``laplace.diag_ggn`` on θ_S."""
+    import torch
+
+    laplace = _posteriors().laplace
+    forward, theta_S = _forward(model, S)
+    V = prior_vector(model, prior_precision)[S]
+    isotropic = np.ptp(V) == 0.0
+    log_likelihood = _log_likelihood(likelihood, noise_var)
+    with _default_dtype(theta_S.dtype):
+        if structure == "dense":
+            prior = float(V[0]) if isotropic else torch.diag(torch.as_tensor(V))
+            transform = laplace.dense_ggn.build(forward, log_likelihood, init_prec=prior)
+        else:
+            prior = float(V[0]) if isotropic else torch.as_tensor(V)
+            transform = laplace.diag_ggn.build(forward, log_likelihood, init_prec_diag=prior)
+        state = transform.init(theta_S)
+        state, _ = transform.update(state, (X, y))
+    return state, forward
+
+
+def _shape(v: Any, M: int, likelihood: str) -> np.ndarray:
+    v = v.detach().cpu().double().numpy()
+    return v.reshape(M, -1) if likelihood == "multiclass" else v.reshape(M)
+
+
+def _full_variance(
+    model: Any, X_train: Any, y_train: Any, X_test: Any, S: np.ndarray, **kw: Any
+) -> np.ndarray:
+    import torch
+
+    state, forward = _laplace("dense", model, X_train, y_train, S=S, **kw)
+    J = torch.func.jacrev(lambda t: forward(t, (X_test,))[0])(state.params)  # (M, C, k)
+    G = J.reshape(-1, J.shape[-1])
+    omega = state.prec.to(G.dtype)
+    L = torch.linalg.cholesky(0.5 * (omega + omega.T))
+    W = torch.linalg.solve_triangular(L, G.T, upper=False)  # L⁻¹gᵀ
+    return _shape((W * W).sum(0), X_test.shape[0], kw["likelihood"])
+
+
+def _diagonal_variance(
+    model: Any, X_train: Any, y_train: Any, X_test: Any, S: np.ndarray, **kw: Any
+) -> np.ndarray:
+    state, forward = _laplace("diag", model, X_train, y_train, S=S, **kw)
+    sd = state.prec_diag.rsqrt()
+    _, scale, _ = _posteriors().linearized_forward_diag(forward, state.params, (X_test,), sd)
+    return _shape((scale * scale).sum(-1), X_test.shape[0], kw["likelihood"])
+
+
+def predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    subset: Any = None,
+) -> np.ndarray:
+    """gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset) with Ω the ``laplace.dense_ggn`` precision
+    (module docstring)."""
+    return _full_variance(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        subset_indices(model, subset),
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+    )
+
+
+def diagonal_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+) -> np.ndarray:
+    """gᵀ diag(Ω)⁻¹ g from ``laplace.diag_ggn`` through ``linearized_forward_diag``."""
+    return _diagonal_variance(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        subset_indices(model, None),
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+    )
+
+
+def posterior_samples(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    subset: Any = None,
+    n_samples: int,
+    seed: int,
+) -> np.ndarray:
+    """θ ~ N(θ̂, Ω⁻¹) (θ_S ~ N(θ̂_S, Ω_SS⁻¹), θ̂ elsewhere) by ``laplace.dense_ggn.sample``."""
+    import torch
+
+    n_samples = positive_int(n_samples, "n_samples")
+    seed = integer(seed, "seed", low=0)
+    S = subset_indices(model, subset)
+    state, _ = _laplace(
+        "dense",
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        S=S,
+    )
+    theta_hat = flat_parameters(model)
+    with torch.random.fork_rng(devices=[]), _default_dtype(theta_hat.dtype):
+        torch.manual_seed(seed)
+        draws = _posteriors().laplace.dense_ggn.sample(state, torch.Size([n_samples]))
+    theta = theta_hat.repeat(n_samples, 1)
+    theta[:, torch.as_tensor(S, dtype=torch.long)] = draws.to(theta.dtype)
+    return theta.cpu().double().numpy()
+
+
+def last_layer_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    structure: str,
+) -> np.ndarray:
+    """The full or diagonal GGN Laplace over the last Linear layer's [W, b]; ``"kron"``
+    raises (posteriors has no Kronecker-factored curvature)."""
+    one_of(structure, "structure", ("full", "diag", "kron"))
+    if structure == "kron":
+        raise ValueError(
+            f"posteriors {VERSION} has no Kronecker-factored (KFAC) curvature; "
+            "structure='kron' is not served"
+        )
+    variance = _full_variance if structure == "full" else _diagonal_variance
+    return variance(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        last_layer_indices(model),
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+    )
+
+
+predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
+predictive_variance.posterior_samples = posterior_samples
+predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
