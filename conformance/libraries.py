@@ -1,8 +1,8 @@
 """The libraries the conformance cases run on, by name: ``validate --target laplace-torch``.
 
 laplace-lab's own kernels, laplace-torch 0.3, curvlinops 3.0.1 (its curvature operators
-with the prior and the test Jacobian added by the adapter) and posteriors 0.1.3 (its GGN
-Laplace states).
+with the prior and the test Jacobian added by the adapter), posteriors 0.1.3 (its GGN Laplace
+states) and laplax 0.0.2 (JAX; the torch model converted to a JAX function).
 
 Each :class:`Library` maps a name to the adapter that puts it behind the contract of
 :mod:`laplace_lab.conformance.contract`, the module that tells whether it is installed, the
@@ -128,6 +128,8 @@ _LAPLACE_TORCH_FINDINGS = (
             "probabilities/bridge/mlp-multiclass",
             "last-layer/mlp-regression-full",
             "last-layer/mlp-multiclass-full",
+            "empirical-fisher/mlp-binary-full",
+            "empirical-fisher/mlp-multiclass-full",
         ),
     ),
     Finding(
@@ -161,6 +163,16 @@ _LAPLACE_TORCH_FINDINGS = (
         "validation.md#last-layer-laplace",
         ("last-layer/mlp-binary-full", "last-layer/mlp-binary-diag", "last-layer/mlp-binary-kron"),
     ),
+    Finding(
+        "the empirical Fisher of a Gaussian likelihood is off by the factor 2σ0²",
+        "validation.md#finding-5",
+        (
+            "empirical-fisher/linear-gaussian-diagonal-prior-full",
+            "empirical-fisher/mlp-regression-full",
+            "empirical-fisher/mlp-regression-diag",
+            "empirical-fisher/mlp-regression-diagonal-prior-diag",
+        ),
+    ),
 )
 
 #: Findings of posteriors 0.1.3 (docs/validation.md, "posteriors 0.1.3").
@@ -168,6 +180,40 @@ _POSTERIORS_FINDINGS = (
     Finding(
         "no Kronecker-factored curvature (by design)",
         "validation.md#posteriors-0-1-3",
+        (
+            "last-layer/mlp-regression-kron",
+            "last-layer/mlp-regression-float32-kron",
+            "last-layer/mlp-binary-kron",
+            "last-layer/mlp-multiclass-kron",
+        ),
+    ),
+)
+
+#: Findings of laplax 0.0.2 (docs/validation.md, "laplax 0.0.2").
+_LAPLAX_FINDINGS = (
+    Finding(
+        "the low-rank curvature is not the top-r eigenpairs of the GGN",
+        "validation.md#laplax-finding-1",
+        ("low-rank/",),
+    ),
+    Finding(
+        "the marginal likelihood has no classification likelihood",
+        "validation.md#laplax-finding-2",
+        ("evidence/mlp-binary", "evidence/mlp-multiclass"),
+    ),
+    Finding(
+        "the marginal likelihood takes an isotropic prior only",
+        "validation.md#laplax-finding-3",
+        ("evidence/linear-gaussian-diagonal-prior",),
+    ),
+    Finding(
+        "the Laplace bridge fails on one test input's logits",
+        "validation.md#laplax-finding-4",
+        ("probabilities/bridge/",),
+    ),
+    Finding(
+        "no Kronecker-factored curvature (by design)",
+        "validation.md#laplax-0-0-2",
         (
             "last-layer/mlp-regression-kron",
             "last-layer/mlp-regression-float32-kron",
@@ -215,6 +261,15 @@ LIBRARIES: Mapping[str, Library] = {
         install="pip install 'laplace-lab[posteriors]' (posteriors==0.1.3)",
         dependencies=("torch", "tensordict", "optree"),
         findings=_POSTERIORS_FINDINGS,
+    ),
+    "laplax": Library(
+        name="laplax",
+        target="laplace_lab.conformance.adapters.laplax:predictive_variance",
+        module="laplax",
+        distribution="laplax",
+        install="pip install 'laplace-lab[laplax]' (laplax==0.0.2, jax==0.10.2, jaxlib==0.10.2)",
+        dependencies=("jax", "jaxlib"),
+        findings=_LAPLAX_FINDINGS,
     ),
 }
 
