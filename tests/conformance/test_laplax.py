@@ -3,9 +3,9 @@ findings (docs/validation.md, "laplax 0.0.2"), each asserted here on laplax itse
 variance passed as laplax's ``sigma_squared`` is caught, and a float32 model under
 ``jax_enable_x64`` is refused by laplax.
 
-The default run validates one or two cases per capability and per finding (JAX compiles a
-program per case, ~0.6 s each here); ``LAPLACE_LAB_SLOW=1`` validates every case. Skipped
-when laplax is not installed (``make test`` installs it with the test extra).
+Every case is validated once, in the scoreboard's run (tests/conformance/conftest.py; JAX
+compiles a program per case, ~0.6 s each here). Skipped when laplax is not installed
+(``make test`` installs it with the test extra).
 """
 
 from __future__ import annotations
@@ -32,19 +32,8 @@ SERVED = (
     "predictive_probabilities",
     "last_layer_predictive_variance",
 )
-#: One or two cases per served capability and per finding.
-QUICK = (
-    "predictive/mlp-multiclass-subset",
-    "diagonal/mlp-binary",
-    "samples/mlp-regression-subset",
-    "evidence/linear-gaussian",
-    "evidence/mlp-binary",
-    "low-rank/mlp-regression",
-    "probabilities/probit/mlp-binary",
-    "probabilities/bridge/mlp-multiclass",
-    "last-layer/mlp-regression-float32-diag",
-    "last-layer/mlp-regression-kron",
-)
+# one worker validates every installed library once (tests/conformance/conftest.py)
+pytestmark = pytest.mark.xdist_group("scoreboard")
 
 
 def expected_outcome(name: str) -> Outcome:
@@ -88,13 +77,8 @@ def _check(validation) -> None:
     assert all(v < 1.0 for v in ratios.values())  # Monte Carlo: the Bernstein bound
 
 
-def test_the_cases_it_serves_pass_but_for_its_findings():
-    _check(validate(TARGET, only=list(QUICK)))
-
-
-@pytest.mark.slow
-def test_every_case():
-    validation = validate(TARGET)
+def test_the_cases_it_serves_pass_but_for_its_findings(validations):
+    validation = validations["laplax"]
     assert {r.case.name for r in validation.results} == set(cases())
     _check(validation)
 

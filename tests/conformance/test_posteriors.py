@@ -39,9 +39,13 @@ def _kronecker(name: str) -> bool:
     return cases()[name].capability == "last_layer_predictive_variance" and name.endswith("-kron")
 
 
+# one worker validates every installed library once (tests/conformance/conftest.py)
+pytestmark = pytest.mark.xdist_group("scoreboard")
+
+
 @pytest.fixture(scope="module")
-def validation():
-    return validate(TARGET)
+def validation(validations):
+    return validations["posteriors"]
 
 
 def test_every_case_it_serves_passes_but_the_kronecker_last_layer(validation):

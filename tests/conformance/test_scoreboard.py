@@ -37,12 +37,11 @@ CHEAP = "predictive/linear-gaussian"  # laplace-torch fails it (float32 GGN), 0.
 
 
 @pytest.fixture(scope="module")
-def fresh(tmp_path_factory):
+def fresh(scoreboard_run, tmp_path_factory):
     """Every installed library on every case at seed 0, written to a temporary folder."""
     out = tmp_path_factory.mktemp("scoreboard")
-    board = run_scoreboard(seed=0)
-    paths = write_scoreboard(board, out, date="2000-01-01")
-    return board, json.loads(paths["json"].read_text("utf-8")), out
+    paths = write_scoreboard(scoreboard_run, out, date="2000-01-01")
+    return scoreboard_run, json.loads(paths["json"].read_text("utf-8")), out
 
 
 def _regenerate(why: str) -> str:
