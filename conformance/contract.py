@@ -92,6 +92,16 @@ target lacks are SKIPPED, not failed:
   ``"kron"`` (g_Sᵀ P_SS⁻¹ g_S with P_SS the layer's KFAC block G ⊗ A on W and G on b in
   the ``"separate"`` convention above, G = Σ_n H_n for the last layer, α isotropic and added
   exactly); shape as for the required function; docs/validation.md, "Last-layer Laplace".
+- ``ef_predictive_variance(model, X_train, y_train, X_test, *, likelihood, prior_precision,
+  noise_var, structure) -> array``: the variances of the linearized Laplace posterior
+  N(θ̂, P⁻¹) with the empirical Fisher in place of the GGN, P = EF + V,
+  EF = Σ_n g_n g_nᵀ with g_n = ∇_θ [−log p(y_n | f(x_n; θ))] at the MAP — the per-sample
+  gradients of the negative log-likelihood of the labelled training points, g_n = J_nᵀ r_n
+  with r_n = (f_n − y_n)/σ0² (regression), σ(f_n) − y_n (binary) or π_n − e_{y_n}
+  (multiclass): summed over the data, not averaged, and labels and residuals matter (it is
+  not the GGN); ``structure`` ``"full"`` (gᵀP⁻¹g) or ``"diag"`` (gᵀ diag(P)⁻¹ g, the
+  factorised posterior, as for ``diagonal_predictive_variance``); per output for
+  multiclass, shape as for the required function; docs/validation.md, "Empirical Fisher".
 - ``predictive_probabilities(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, link, n_samples, seed) -> array``: class probabilities of the
   linearized Laplace predictive over the logits, f* ~ N(f̂(x*), G Ω⁻¹ Gᵀ) with G = ∂f(x*)/∂θ
@@ -123,6 +133,7 @@ from laplace_lab._plugins import load_plugin
 
 __all__ = [
     "CAPABILITIES",
+    "EF_STRUCTURES",
     "KFAC_CONVENTIONS",
     "LAST_LAYER_STRUCTURES",
     "LINKS",
@@ -142,12 +153,15 @@ CAPABILITIES = (
     "kfac_predictive_variance",
     "ekfac_predictive_variance",
     "last_layer_predictive_variance",
+    "ef_predictive_variance",
     "predictive_probabilities",
 )
 #: The links of ``predictive_probabilities``.
 LINKS = ("probit", "mc", "bridge")
 #: The Hessian structures of ``last_layer_predictive_variance``.
 LAST_LAYER_STRUCTURES = ("full", "diag", "kron")
+#: The structures of ``ef_predictive_variance``.
+EF_STRUCTURES = ("full", "diag")
 #: The weight–bias conventions of ``kfac_predictive_variance``.
 KFAC_CONVENTIONS = ("joint", "separate")
 #: The mask names a target's ``subset_masks`` may use.

@@ -11,10 +11,14 @@ variances gᵀΩ⁻¹g (on a subset S: g_Sᵀ Ω_SS⁻¹ g_S, the other paramete
 those of the diagonal Laplace posterior gᵀ diag(Ω)⁻¹ g,
 the logits' Gaussian N(f̂(x*), G Ω⁻¹ Gᵀ) at each test point (the linearized predictive
 whose class probabilities the links approximate), the Laplace log marginal likelihood, the
-top-r eigenpairs of the GGN part, and the criteria
-of the sub-network selection rules. Equation numbers are those of S. Raha, K. Khare,
-R. K. Patra, "Optimality of Sub-network Laplace Approximations: New Results and Methods",
-arXiv:2605.09075 (2026): Ω eqs. (2) and (4) and App. C.5, predictive eqs. (3) and (5).
+top-r eigenpairs of the GGN part, the criteria
+of the sub-network selection rules, and the empirical-Fisher precision
+P = Σ_n g_n g_nᵀ + V from the per-sample gradients g_n = J_nᵀ r_n of the negative
+log-likelihood (r_n = ∂[−log p(y_n | f)]/∂f at f_n: (f_n − y_n)/σ0², σ(f_n) − y_n or
+π_n − e_{y_n}) with its full and diagonal variances. Equation numbers are those of
+S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
+Results and Methods", arXiv:2605.09075 (2026): Ω eqs. (2) and (4) and App. C.5,
+predictive eqs. (3) and (5).
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ import numpy as np
 
 from laplace_lab.conformance.problems import Problem
 from laplace_lab.conformance.tolerance import (
+    SAFETY,
     covariance_tolerance,
     diagonal_tolerance,
+    gamma,
     mean_tolerance,
     variance_tolerance,
 )
@@ -291,3 +297,76 @@ class DenseOracle:
     def marginal_variances(self) -> np.ndarray:
         """diag(Ω⁻¹)."""
         return np.diag(np.linalg.inv(self.omega)).copy()
+
+    # ------------------------------------------------------------------ empirical Fisher
+    @cached_property
+    def residuals(self) -> np.ndarray:
+        """r_n = ∂[−log p(y_n | f)]/∂f at the training outputs f_n, (N, C): (f_n − y_n)/σ0²,
+        σ(f_n) − y_n or π_n − e_{y_n}."""
+        y = self.problem.y_train.detach().cpu().numpy()
+        f, lik = self.f, self.problem.likelihood
+        if lik == "regression":
+            return (f - y.reshape(f.shape)) / self.problem.noise_var
+        if lik == "binary":
+            return 1.0 / (1.0 + np.exp(-f)) - y[:, None]
+        z = np.exp(f - f.max(axis=1, keepdims=True))
+        r = z / z.sum(axis=1, keepdims=True)
+        r[np.arange(y.size), y.astype(np.int64)] -= 1.0
+        return r
+
+    @cached_property
+    def gradients(self) -> np.ndarray:
+        """Per-sample gradients of the negative log-likelihood g_n = J_nᵀ r_n, (N, p)."""
+        return np.einsum("ncp,nc->np", self.J, self.residuals)
+
+    @cached_property
+    def empirical_fisher(self) -> np.ndarray:
+        """EF = Σ_n g_n g_nᵀ (p × p)."""
+        return self.gradients.T @ self.gradients
+
+    @cached_property
+    def ef_precision(self) -> np.ndarray:
+        """P = EF + V (p × p), the precision of the empirical-Fisher Laplace posterior."""
+        return self.empirical_fisher + np.diag(self.V)
+
+    def ef_variance(self, structure: str) -> np.ndarray:
+        """gᵀP⁻¹g (``"full"``) or gᵀ diag(P)⁻¹ g (``"diag"``) per test point and output."""
+        G = self.G.reshape(-1, self.theta.size)
+        if structure == "full":
+            v = np.sum(np.linalg.solve(self.ef_precision, G.T).T * G, axis=1)
+        else:
+            v = (G * G) @ (1.0 / np.diag(self.ef_precision))
+        return self._per_output(v)
+
+    @cached_property
+    def gradient_error_scale(self) -> np.ndarray:
+        """ĝ_n = |J_n|ᵀ(|r_n| + s_n) (N, p): a target's g_n = J_nᵀr_n is off by at most
+        γ·ĝ_n, from relative errors γ in J_n and the residual's error γ·s_n,
+        s_n = |H_n|·(|J_n||θ̂| + |f_n| + |y_n|) (regression: the forward pass's
+        |δf| ≤ γ|J_n||θ̂|, as in the mean rule, and the subtraction f − y) or
+        |H_n|·|J_n||θ̂| + 1 (σ and softmax: their Jacobian is H_n, and their rounding)."""
+        absJ = np.abs(self.J)
+        forward = absJ @ np.abs(self.theta)  # (N, C)
+        if self.problem.likelihood == "regression":
+            y = np.abs(self.problem.y_train.detach().cpu().numpy()).reshape(self.f.shape)
+            scale = np.einsum("ncd,nd->nc", np.abs(self.H), forward + np.abs(self.f) + y)
+        else:
+            scale = np.einsum("ncd,nd->nc", np.abs(self.H), forward) + 1.0
+        return np.einsum("ncp,nc->np", absJ, np.abs(self.residuals) + scale)
+
+    def ef_tolerance(self, structure: str) -> np.ndarray:
+        """The rule for :meth:`ef_variance`: ``"full"``, the variance rule on P plus
+        4γ·2 Σ_n |g_nᵀw| (ĝ_nᵀ|w|), the first-order effect wᵀδPw of the gradients' errors
+        (w = P⁻¹g); ``"diag"``, the diagonal rule with D_i = Σ_n (g_ni² + 2|g_ni| ĝ_ni) + V_i."""
+        G = self.G.reshape(-1, self.theta.size)
+        g, scale = self.gradients, self.gradient_error_scale
+        kw = {"dtype": self.problem.dtype, "n_rows": self.n_rows}
+        if structure == "full":
+            W = np.linalg.solve(self.ef_precision, G.T)  # (p, R)
+            extra = 2.0 * np.sum(np.abs(g @ W) * (scale @ np.abs(W)), axis=0)
+            g_ = gamma(self.problem.dtype, self.n_rows, self.theta.size)
+            tol = variance_tolerance(self.ef_precision, G, self.V, **kw) + SAFETY * g_ * extra
+        else:
+            D = np.sum(g * g + 2.0 * np.abs(g) * scale, axis=0) + self.V
+            tol = diagonal_tolerance(np.diag(self.ef_precision), D, G, **kw)
+        return self._per_output(tol)

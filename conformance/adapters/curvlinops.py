@@ -31,7 +31,15 @@ operators, not Laplace approximations; the adapter adds the prior and the test J
   variances per output, (M, C);
 - ``ekfac_predictive_variance``: the same with ``EKFACLinearOperator`` (type-2, both
   conventions), whose corrected eigenvalues are Σ_n Σ_c ((Q_Gᵀ g_nc)_i (Q_Aᵀ ã_n)_j)² with
-  g_nc the per-sample output gradients backpropagated from the output Hessian's square root.
+  g_nc the per-sample output gradients backpropagated from the output Hessian's square root;
+- ``ef_predictive_variance``: P = c²·(``EFLinearOperator`` @ I) + V, dense in the model's
+  dtype, with ``structure`` "full" (gᵀP⁻¹g by Cholesky) or "diag" (its diagonal).
+  ``EFLinearOperator`` with ``reduction="sum"`` is Σ_n ∇_θℓ_n ∇_θℓ_nᵀ for the loss ℓ; the EF
+  is quadratic in the loss's gradient, so the scale is the square of the loss's:
+  ``MSELoss``'s gradient is 2(f − y)J where the Gaussian's is (f − y)J/σ0² = c·2(f − y)J,
+  so the EF is scaled by c² = 1/(4σ0⁴) (not by the GGN's c = 1/(2σ0²)); c² = 1 for
+  ``BCEWithLogitsLoss`` and ``CrossEntropyLoss``, whose gradients are the Bernoulli's and
+  the categorical's.
 
 References
 ----------
@@ -93,6 +101,17 @@ def _dense_ggn(model: Any, X: Any, y: Any, likelihood: str, noise_var: float) ->
     loss, target, c = _loss(likelihood, noise_var, y, params[0].dtype)
     op = cl.GGNLinearOperator(model, loss, params, [(X, target)], check_deterministic=False)
     return c * (op @ _identity(model))
+
+
+def _dense_ef(model: Any, X: Any, y: Any, likelihood: str, noise_var: float) -> Any:
+    """c²·EF as a dense p × p tensor in the model's dtype: the loss's gradient times c is the
+    negative log-likelihood's, so its EF times c² is the likelihood's (c = 1/(2σ0²) for
+    ``MSELoss``, 1 otherwise)."""
+    cl = _curvlinops()
+    params = [t for t in model.parameters() if t.requires_grad]
+    loss, target, c = _loss(likelihood, noise_var, y, params[0].dtype)
+    op = cl.EFLinearOperator(model, loss, params, [(X, target)], check_deterministic=False)
+    return c**2 * (op @ _identity(model))
 
 
 def _test_jacobian(model: Any, X_test: Any) -> Any:
@@ -243,6 +262,33 @@ def ekfac_predictive_variance(
     )
 
 
+def ef_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    structure: str,
+) -> np.ndarray:
+    """gᵀP⁻¹g (``"full"``) or gᵀ diag(P)⁻¹ g (``"diag"``) with P = c²·``EFLinearOperator``
+    + V (module docstring)."""
+    import torch
+
+    one_of(structure, "structure", ("full", "diag"))
+    P = _dense_ef(model, X_train, y_train, likelihood, noise_var)
+    V = _prior(model, prior_precision)
+    G = _test_jacobian(model, X_test)
+    if structure == "diag":
+        return _shape((G * G) @ (1.0 / (P.diagonal() + V)), X_test.shape[0], likelihood)
+    L = torch.linalg.cholesky(0.5 * (P + P.T) + torch.diag(V))
+    W = torch.linalg.solve_triangular(L, G.T, upper=False)  # L⁻¹gᵀ
+    return _shape((W * W).sum(0), X_test.shape[0], likelihood)
+
+
 predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.kfac_predictive_variance = kfac_predictive_variance
 predictive_variance.ekfac_predictive_variance = ekfac_predictive_variance
+predictive_variance.ef_predictive_variance = ef_predictive_variance

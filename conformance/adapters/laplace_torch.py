@@ -46,6 +46,14 @@ CurvlinopsGGN, prior mean 0, temperature 1):
   ``parameters()`` does; ``KronLLLaplace`` gives the bias its own factor (``"separate"``).
   Its Jacobians take the last layer's outputs for the model's, so the two-logit model
   [0, f] cannot stand in for a binary model, and ``likelihood="binary"`` raises;
+- empirical-Fisher Laplace: ``hessian_structure=structure`` ("full" or "diag") with
+  ``backend=CurvlinopsEF`` (:data:`EF_BACKEND`; ``BackPackEF`` is the other EF backend), its
+  GLM variances. laplace-torch's EF is the Gram of the per-sample gradients of its loss
+  times its ``factor`` — ``MSELoss(reduction="sum")`` and ½ for regression, whose gradient is
+  2(f − y)J, so ½·4 Σ_n r_n² J_nᵀJ_n — and the posterior precision multiplies every
+  curvature by 1/σ0² (``_H_factor``): 2 Σ_n r_n² J_nᵀJ_n/σ0², which is 2σ0² times the EF of
+  the Gaussian likelihood, Σ_n r_n² J_nᵀJ_n/σ0⁴ (docs/validation.md, finding 5); for
+  classification (``CrossEntropyLoss``, factor 1, σ0 = 1) it is the EF;
 - class probabilities: ``la(X_test, pred_type="glm", link_approx=link, n_samples=n_samples)``
   with ``link`` "probit", "mc" or "bridge" (laplace-torch's names); "mc" draws from torch's
   global generator (``la(..., generator=)`` is checked but not passed on to the GLM
@@ -70,6 +78,8 @@ __all__ = ["predictive_variance"]
 
 #: laplace-torch's defaults for ``optimize_prior_precision(method="marglik")``.
 MARGLIK_STEPS, MARGLIK_LR = 100, 0.1
+#: The curvature backend of ``ef_predictive_variance`` (a name in ``laplace.curvature``).
+EF_BACKEND = "CurvlinopsEF"
 
 
 def _laplace_torch() -> Any:
@@ -420,6 +430,30 @@ def last_layer_predictive_variance(
     return la.functional_variance(Js).diagonal(dim1=1, dim2=2).detach().double().numpy()
 
 
+def ef_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    structure: str,
+) -> np.ndarray:
+    """``Laplace(..., hessian_structure=structure, backend=CurvlinopsEF)`` (``FullLaplace``
+    or ``DiagLaplace`` with the empirical Fisher): its GLM variances (module docstring)."""
+    from laplace import curvature
+
+    if structure not in ("full", "diag"):
+        raise ValueError(f"structure must be 'full' or 'diag'; got structure={structure!r}")
+    _laplace_torch()
+    fit = {"likelihood": likelihood, "prior_precision": prior_precision, "noise_var": noise_var}
+    backend = getattr(curvature, EF_BACKEND)
+    la, _ = _fit(model, X_train, y_train, **fit, structure=structure, backend=backend)
+    return _variances(la, X_test, likelihood)
+
+
 def predictive_probabilities(
     model: Any,
     X_train: Any,
@@ -509,4 +543,5 @@ predictive_variance.optimize_prior = optimize_prior
 predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.kfac_predictive_variance = kfac_predictive_variance
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
+predictive_variance.ef_predictive_variance = ef_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities

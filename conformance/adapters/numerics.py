@@ -14,6 +14,9 @@ from :func:`~laplace_lab.numerics.laplace_variants.diagonal_laplace_variance` on
 GGN, KFAC from :func:`laplace_lab.numerics.kfac.fit_kfac` and EKFAC from
 :func:`laplace_lab.numerics.ekfac.fit_ekfac` (both weight–bias conventions; for C logits
 the type-2 output factor Σ_n D_nᵀ H_n D_n, variances (M, C)),
+empirical-Fisher Laplace from :func:`laplace_lab.numerics.empirical_fisher.empirical_fisher`
+(the per-sample gradients of the negative log-likelihood as the rows of a GGN factor) through
+the same full and diagonal variances,
 class probabilities from the logits' Gaussian (covariance G Ω⁻¹ Gᵀ by Woodbury in float64)
 through :func:`~laplace_lab.numerics.probit_probability`,
 :meth:`~laplace_lab.numerics.GaussianPredictive.probabilities` (Monte Carlo) and
@@ -30,7 +33,7 @@ import numpy as np
 
 from laplace_lab._checks import one_of, positive_float
 from laplace_lab._random import as_generator
-from laplace_lab.conformance.contract import LAST_LAYER_STRUCTURES, MASK_METHODS
+from laplace_lab.conformance.contract import EF_STRUCTURES, LAST_LAYER_STRUCTURES, MASK_METHODS
 from laplace_lab.numerics import (
     GGN,
     GaussianPredictive,
@@ -46,6 +49,7 @@ from laplace_lab.numerics import (
 )
 from laplace_lab.numerics import predictive_variance as _full_variance
 from laplace_lab.numerics.ekfac import fit_ekfac
+from laplace_lab.numerics.empirical_fisher import empirical_fisher
 from laplace_lab.numerics.kfac import fit_kfac
 from laplace_lab.numerics.laplace_bridge import bridge_probability
 from laplace_lab.numerics.laplace_variants import SpectralLaplace, diagonal_laplace_variance
@@ -405,6 +409,36 @@ def last_layer_predictive_variance(
     return diagonal_laplace_variance(ggn, G)
 
 
+def ef_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    structure: str,
+) -> np.ndarray:
+    """Empirical-Fisher Laplace variances: P = Σ_n g_n g_nᵀ + V from
+    :func:`~laplace_lab.numerics.empirical_fisher.empirical_fisher`, then gᵀP⁻¹g by
+    :func:`~laplace_lab.numerics.predictive_variance` (``"full"``) or gᵀ diag(P)⁻¹ g by
+    :func:`~laplace_lab.numerics.laplace_variants.diagonal_laplace_variance` (``"diag"``)."""
+    one_of(structure, "structure", EF_STRUCTURES)
+    ef = empirical_fisher(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+    )
+    G = _test_rows(model, X_test, likelihood)
+    if structure == "full":
+        return to_numpy(_full_variance(ef, G))
+    return diagonal_laplace_variance(ef, G)
+
+
 def logit_covariance(ggn: GGN, G: Any) -> np.ndarray:
     """G_m Ω⁻¹ G_mᵀ per test point, (M, C, C) float64, by Woodbury on the N′ × N′ kernel
     (Ω = J_wᵀJ_w + V): G D Gᵀ − (J_w D Gᵀ)ᵀ (I + J_w D J_wᵀ)⁻¹ (J_w D Gᵀ), D = V⁻¹."""
@@ -484,4 +518,5 @@ predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.kfac_predictive_variance = kfac_predictive_variance
 predictive_variance.ekfac_predictive_variance = ekfac_predictive_variance
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
+predictive_variance.ef_predictive_variance = ef_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities

@@ -686,3 +686,32 @@ wrong_kfac_softmax_diagonal = _with(
     ekfac_predictive_variance=_softmax_diagonal("ekfac"),
     last_layer_predictive_variance=_softmax_diagonal("last_layer"),
 )
+
+
+def _empirical_fisher(kind):
+    """laplace-lab's empirical-Fisher Laplace with one bug: ``kind`` "ggn" (the GGN's
+    variances in place of the EF's) or "mean" (the mean EF/N in place of the sum)."""
+
+    def target(model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, **kw):
+        from laplace_lab.numerics.empirical_fisher import empirical_fisher
+        from laplace_lab.numerics.laplace_variants import diagonal_laplace_variance
+
+        fit = {
+            "likelihood": likelihood,
+            "prior_precision": prior_precision,
+            "noise_var": noise_var,
+        }
+        full = kw["structure"] == "full"
+        if kind == "ggn":
+            answer = ours.predictive_variance if full else ours.diagonal_predictive_variance
+            return answer(model, X_train, y_train, X_test, **fit)
+        ef = empirical_fisher(model, X_train, y_train, **fit)
+        mean = GGN(ef.Jw / ef.n_data**0.5, ef.prior_precision, n_data=ef.n_data)
+        G = per_sample_jacobian(model, X_test)
+        return to_numpy(full_variance(mean, G)) if full else diagonal_laplace_variance(mean, G)
+
+    return target
+
+
+ef_is_ggn = _with(ef_predictive_variance=_empirical_fisher("ggn"))
+ef_mean = _with(ef_predictive_variance=_empirical_fisher("mean"))

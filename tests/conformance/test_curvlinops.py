@@ -23,6 +23,7 @@ SERVED = (
     "diagonal_predictive_variance",
     "kfac_predictive_variance",
     "ekfac_predictive_variance",
+    "ef_predictive_variance",
 )
 
 
