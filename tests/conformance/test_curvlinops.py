@@ -14,10 +14,9 @@ curvlinops = pytest.importorskip("curvlinops")
 
 import torch  # noqa: E402
 
-from laplace_lab.conformance import DenseOracle, Outcome, build_problem, cases, validate  # noqa: E402
+from laplace_lab.conformance import DenseOracle, Outcome, build_problem, cases  # noqa: E402
 from laplace_lab.conformance.kronecker import KFACOracle  # noqa: E402
 
-TARGET = "laplace_lab.conformance.adapters.curvlinops:predictive_variance"
 SERVED = (
     "predictive_variance",
     "diagonal_predictive_variance",
@@ -27,9 +26,13 @@ SERVED = (
 )
 
 
+# one worker validates every installed library once (tests/conformance/conftest.py)
+pytestmark = pytest.mark.xdist_group("scoreboard")
+
+
 @pytest.fixture(scope="module")
-def validation():
-    return validate(TARGET)
+def validation(validations):
+    return validations["curvlinops"]
 
 
 def test_every_case_it_serves_passes_well_inside_the_tolerance(validation):

@@ -77,9 +77,13 @@ GAUSSIAN_EF = {
 }
 
 
+# one worker validates every installed library once (tests/conformance/conftest.py)
+pytestmark = pytest.mark.xdist_group("scoreboard")
+
+
 @pytest.fixture(scope="module")
-def validation():
-    return validate(TARGET)
+def validation(validations):
+    return validations["laplace-torch"]
 
 
 def test_the_recorded_findings_and_nothing_else(validation):

@@ -15,7 +15,6 @@ from laplace_lab.conformance import (
     Outcome,
     build_problem,
     cases,
-    validate,
     write_validation_report,
 )
 from laplace_lab.conformance.report import VALIDATION_SCHEMA
@@ -23,9 +22,13 @@ from laplace_lab.conformance.report import VALIDATION_SCHEMA
 OURS = "laplace_lab.conformance.adapters.numerics:predictive_variance"
 
 
+# one worker validates every installed library once (tests/conformance/conftest.py)
+pytestmark = pytest.mark.xdist_group("scoreboard")
+
+
 @pytest.fixture(scope="module")
-def ours():
-    return validate(OURS)
+def ours(validations):
+    return validations["laplace-lab"]
 
 
 def test_every_case_passes_on_laplace_labs_own_kernels(ours):
