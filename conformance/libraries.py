@@ -148,6 +148,16 @@ _LAPLACE_TORCH_FINDINGS = (
         ("empirical-bayes/",),
     ),
     Finding(
+        "the empirical Fisher of a Gaussian likelihood is off by the factor 2σ0²",
+        "validation.md#finding-5",
+        (
+            "empirical-fisher/linear-gaussian-diagonal-prior-full",
+            "empirical-fisher/mlp-regression-full",
+            "empirical-fisher/mlp-regression-diag",
+            "empirical-fisher/mlp-regression-diagonal-prior-diag",
+        ),
+    ),
+    Finding(
         "KronLaplace offers the separate weight–bias convention only (by design)",
         "validation.md#diagonal-and-kfac-laplace",
         (
@@ -162,16 +172,6 @@ _LAPLACE_TORCH_FINDINGS = (
         "last-layer Laplace has no one-logit Bernoulli likelihood (by design)",
         "validation.md#last-layer-laplace",
         ("last-layer/mlp-binary-full", "last-layer/mlp-binary-diag", "last-layer/mlp-binary-kron"),
-    ),
-    Finding(
-        "the empirical Fisher of a Gaussian likelihood is off by the factor 2σ0²",
-        "validation.md#finding-5",
-        (
-            "empirical-fisher/linear-gaussian-diagonal-prior-full",
-            "empirical-fisher/mlp-regression-full",
-            "empirical-fisher/mlp-regression-diag",
-            "empirical-fisher/mlp-regression-diagonal-prior-diag",
-        ),
     ),
 )
 

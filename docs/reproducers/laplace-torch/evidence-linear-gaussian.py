@@ -2,9 +2,9 @@
 #
 # Case: exact: Laplace at the MAP of a linear-Gaussian model (problem linear-gaussian).
 #
-# Found: log p(y|X) vs the evidence of Bayesian linear regression: max |error| / tolerance =
-# 1.99e+04, max relative error 5.57e-10; worst at value: got -19.6413274975, oracle
-# -19.6413275085, tolerance 5.51e-13
+# Found: error consistent with float32 rounding (within the rule at float32's u): log p(y|X) vs
+# the evidence of Bayesian linear regression: max |error| / tolerance = 1.99e+04, max relative
+# error 5.57e-10; worst at value: got -19.6413274975, oracle -19.6413275085, tolerance 5.51e-13
 #
 # Known finding: float64 models get a GGN formed in float32; described, with a reproducer of its
 # own where one was written, in docs/validation.md#finding-1.

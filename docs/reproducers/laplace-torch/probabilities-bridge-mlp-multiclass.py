@@ -3,9 +3,10 @@
 #
 # Case: Laplace bridge α/Σα, zero-sum conditioned Gaussian (problem mlp-multiclass).
 #
-# Found: bridge probabilities vs the bridge formula: max |error| / tolerance = 3.22e+03, max
-# relative error 2.85e-09; worst at test point 3, class 0: got 0.323144192928, oracle
-# 0.323144193765, tolerance 2.6e-13; ignoring the variance would be off by 2.93e+11 tolerances
+# Found: error consistent with float32 rounding (within the rule at float32's u): bridge
+# probabilities vs the bridge formula: max |error| / tolerance = 3.22e+03, max relative error
+# 2.85e-09; worst at test point 3, class 0: got 0.323144192928, oracle 0.323144193765, tolerance
+# 2.6e-13; ignoring the variance would be off by 2.93e+11 tolerances
 #
 # Known finding: float64 models get a GGN formed in float32; described, with a reproducer of its
 # own where one was written, in docs/validation.md#finding-1.

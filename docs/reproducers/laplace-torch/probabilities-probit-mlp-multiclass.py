@@ -3,9 +3,10 @@
 #
 # Case: 3 logits: softmax of μ_k/√(1 + πΣ_kk/8) (problem mlp-multiclass).
 #
-# Found: probit probabilities vs the probit formula: max |error| / tolerance = 4.69e+03, max
-# relative error 8.4e-10; worst at test point 3, class 1: got 0.195793688325, oracle
-# 0.195793688451, tolerance 2.68e-14; ignoring the variance would be off by 5.45e+11 tolerances
+# Found: error consistent with float32 rounding (within the rule at float32's u): probit
+# probabilities vs the probit formula: max |error| / tolerance = 4.69e+03, max relative error
+# 8.4e-10; worst at test point 3, class 1: got 0.195793688325, oracle 0.195793688451, tolerance
+# 2.68e-14; ignoring the variance would be off by 5.45e+11 tolerances
 #
 # Known finding: float64 models get a GGN formed in float32; described, with a reproducer of its
 # own where one was written, in docs/validation.md#finding-1.
