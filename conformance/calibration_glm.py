@@ -57,7 +57,7 @@ from scipy import special, stats
 from laplace_lab._checks import integer, one_of, positive_float
 from laplace_lab._random import keyed_generator
 from laplace_lab.conformance.compare import target_array
-from laplace_lab.conformance.contract import Target
+from laplace_lab.conformance.contract import Target, load_target
 from laplace_lab.conformance.problems import Problem
 from laplace_lab.conformance.runner import call_expression, call_target
 
@@ -300,8 +300,9 @@ def glm_sbc(
 
     Parameters
     ----------
-    target : Target or callable
-        Declares ``posterior_samples`` (the conformance contract).
+    target : Target, callable or str
+        Declares ``posterior_samples`` (the conformance contract); a string is a target
+        ``MODULE:CALLABLE``, as for :func:`~laplace_lab.conformance.validate`.
     n_train : int
         N, training points per simulated data set.
     seed : int
@@ -324,7 +325,9 @@ def glm_sbc(
     -------
     GLMCalibration
     """
-    if not isinstance(target, Target):
+    if isinstance(target, str):
+        target = load_target(target)
+    elif not isinstance(target, Target):
         target = Target.from_callable(target)
     one_of(likelihood, "likelihood", LIKELIHOODS)
     n_train = integer(n_train, "n_train", low=1)

@@ -147,3 +147,13 @@ def test_bad_arguments_name_themselves():
         glm_sbc(lambda *a, **k: None, n_train=5, seed=0)
     with pytest.raises(ValueError, match="ranks"):
         rank_summary(np.array([0, 100]), L)
+
+
+def test_a_target_named_module_callable_is_the_same_target():
+    kw = {"n_train": 8, "seed": 3, "n_datasets": 20, "n_draws": 19}
+    by_name = glm_sbc("laplace_lab.conformance.adapters.numerics:predictive_variance", **kw)
+    by_object = glm_sbc(ours.predictive_variance, **kw)
+    assert by_name.ranks.shape == (20, 4) and np.ptp(by_name.ranks) > 0
+    np.testing.assert_array_equal(by_name.ranks, by_object.ranks)
+    with pytest.raises(ValueError, match=r"no\.such"):
+        glm_sbc("no.such:target", **kw)

@@ -29,6 +29,9 @@ from laplace_lab.numerics import (  # noqa: E402
 
 TARGET = "laplace_lab.conformance.adapters.laplace_torch:predictive_variance"
 
+# one worker validates every installed library once (tests/conformance/conftest.py)
+pytestmark = pytest.mark.xdist_group("scoreboard")
+
 # Finding 1: float64 models get a GGN formed in float32 (CurvlinopsGGN, all weights).
 FLOAT32_GGN = {
     "predictive/linear-gaussian",
@@ -75,10 +78,6 @@ GAUSSIAN_EF = {
     for n, c in cases().items()
     if c.capability == "ef_predictive_variance" and c.problem.startswith(("linear", "mlp-regr"))
 }
-
-
-# one worker validates every installed library once (tests/conformance/conftest.py)
-pytestmark = pytest.mark.xdist_group("scoreboard")
 
 
 @pytest.fixture(scope="module")
