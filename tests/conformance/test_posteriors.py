@@ -1,8 +1,9 @@
 """posteriors 0.1.3 behind the contract: every case it serves passes except the Kronecker
-last-layer ones (it has no KFAC, by design); the ways to get a wrong answer from it — a
-batch-mean log-likelihood, its default zero prior, a precision read in ``parameters()`` order
-when posteriors ravelled a parameter dict — are caught; the sampler limits the adapter steps
-around are asserted as such.
+last-layer ones (it has no KFAC, by design), the empirical-Fisher ones included; the ways to
+get a wrong answer from it — a batch-mean log-likelihood for the GGN, its default zero prior,
+a precision read in ``parameters()`` order when posteriors ravelled a parameter dict, a log
+posterior (prior gradient in every g_n) handed to its empirical Fisher — are caught; the
+sampler limits the adapter steps around are asserted as such.
 
 Skipped when posteriors is not installed (``make test`` installs it with the test extra).
 """
@@ -31,6 +32,7 @@ SERVED = (
     "diagonal_predictive_variance",
     "posterior_samples",
     "last_layer_predictive_variance",
+    "ef_predictive_variance",
 )
 
 
@@ -137,3 +139,91 @@ def test_the_dense_sampler_needs_the_default_dtype_and_one_dimensional_leaves():
         draws = posteriors.laplace.dense_ggn.sample(flat, torch.Size([3]))
     assert draws.shape == (3, p.p) and draws.dtype == torch.float64
     assert torch.get_default_dtype() == torch.float32  # restored
+
+
+def test_every_empirical_fisher_case_passes_in_both_structures(validation):
+    ef = {n for n, c in cases().items() if c.capability == "ef_predictive_variance"}
+    results = {r.case.name: r for r in validation.results if r.case.name in ef}
+    assert set(results) == ef
+    assert {n.rsplit("-", 1)[1] for n in ef} == {"full", "diag"}
+    assert {r.outcome for r in results.values()} == {Outcome.PASS}
+    # float64 agrees to rounding: ≤ 1e-2 of the tolerance (≈ 2.5e-3 measured, seed 0)
+    assert max(r.details["max_error_over_tolerance"] for r in results.values()) < 1e-2
+
+
+def _fisher_precision(problem, log_density, per_sample, init_prec=0.0):
+    """``laplace.dense_fisher``'s precision on the flat θ̂ with ``log_density(z, θ, batch)``."""
+    forward, theta = adapter._forward(problem.model, np.arange(problem.p))
+
+    def log_posterior(t, batch):
+        z, aux = forward(t, batch)
+        return log_density(z, t, batch), aux
+
+    with adapter._default_dtype(torch.float64):
+        transform = posteriors.laplace.dense_fisher.build(log_posterior, per_sample, init_prec)
+        state, _ = transform.update(transform.init(theta), (problem.X_train, problem.y_train))
+    return state.prec.numpy()
+
+
+@pytest.fixture(scope="module")
+def binary():
+    p = build_problem("mlp-binary")
+    return p, DenseOracle(p), adapter._log_likelihoods(p.likelihood, p.noise_var)
+
+
+def test_a_batch_mean_log_likelihood_is_harmless_for_the_fisher_and_the_prior_is_not_in_it(
+    binary,
+):
+    # per_sample=False vmaps the function over batches of one row, where mean = sum: unlike
+    # the GGN's, a mean log-likelihood gives the summed EF; with the default init_prec = 0
+    # the precision is that bare EF, of rank ≤ N = 16 < p = 41
+    p, oracle, log_likelihoods = binary
+    ef = oracle.empirical_fisher  # from the oracle's Jacobians and residuals
+    prec = _fisher_precision(p, lambda z, t, b: log_likelihoods(z, b).mean(), per_sample=False)
+    np.testing.assert_allclose(prec, ef, rtol=0, atol=1e-13 * np.abs(ef).max())
+    assert np.linalg.matrix_rank(prec) <= p.X_train.shape[0] < p.p
+
+
+@pytest.mark.parametrize("c", ["1/N", "1"])
+def test_a_log_posterior_puts_the_prior_gradient_into_every_sample_gradient(binary, c):
+    # posteriors' README writes log p(θ)/N beside the batch-mean log-likelihood (c = 1/N); its
+    # docstring's joint log p(y_n, θ | x_n) is c = 1. Per sample ∇ℓ_n = −(g_n + c·Vθ̂), so
+    # P = Σ_n (g_n + c·Vθ̂)(g_n + c·Vθ̂)ᵀ + V; at the MAP (Σ g_n = −Vθ̂) with c = 1/N that is
+    # EF − (Vθ̂)(Vθ̂)ᵀ/N, the gradients' scatter about their mean
+    p, oracle, log_likelihoods = binary
+    N = p.X_train.shape[0]
+    scale = 1.0 / N if c == "1/N" else 1.0
+    V = torch.as_tensor(oracle.V)
+
+    def log_posterior(z, t, batch):
+        return log_likelihoods(z, batch).mean() - 0.5 * scale * (V * t * t).sum()
+
+    prec = _fisher_precision(p, log_posterior, per_sample=False, init_prec=torch.diag(V))
+    b = oracle.V * oracle.theta
+    shifted = oracle.gradients + scale * b
+    expected = shifted.T @ shifted + np.diag(oracle.V)
+    np.testing.assert_allclose(prec, expected, rtol=0, atol=1e-13 * np.abs(expected).max())
+    if c == "1/N":
+        centred = oracle.gradients - oracle.gradients.mean(0)
+        scatter = centred.T @ centred + np.diag(oracle.V)
+        np.testing.assert_allclose(prec, scatter, rtol=0, atol=1e-6 * np.abs(scatter).max())
+    G = oracle.G.reshape(-1, p.p)
+    got = np.sum(np.linalg.solve(prec, G.T).T * G, axis=1)
+    error = np.abs(got - oracle.ef_variance("full")) / oracle.ef_tolerance("full")
+    # 1.4e11–6.3e11 (c = 1/N) and 4.0e11–1.8e12 (c = 1) tolerances measured (seed 0)
+    assert error.min() > 1e9
+
+
+def test_an_unknown_empirical_fisher_structure_is_refused_by_name(binary):
+    p = binary[0]
+    with pytest.raises(ValueError, match="structure"):
+        adapter.ef_predictive_variance(
+            p.model,
+            p.X_train,
+            p.y_train,
+            p.X_test,
+            likelihood=p.likelihood,
+            prior_precision=p.prior_precision,
+            noise_var=p.noise_var,
+            structure="kron",
+        )
