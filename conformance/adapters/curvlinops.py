@@ -39,7 +39,22 @@ operators, not Laplace approximations; the adapter adds the prior and the test J
   ``MSELoss``'s gradient is 2(f − y)J where the Gaussian's is (f − y)J/σ0² = c·2(f − y)J,
   so the EF is scaled by c² = 1/(4σ0⁴) (not by the GGN's c = 1/(2σ0²)); c² = 1 for
   ``BCEWithLogitsLoss`` and ``CrossEntropyLoss``, whose gradients are the Bernoulli's and
-  the categorical's.
+  the categorical's;
+- ``last_layer_predictive_variance``: the operators above handed only S = [W, b] of the last
+  ``torch.nn.Linear`` module (``model.modules()`` order, as
+  :func:`~laplace_lab.conformance.adapters._parameters.last_layer_indices` finds it; the
+  list ``[weight, bias]`` is S's order, weight row-major then bias), so every curvature and
+  the test Jacobian are over S alone and the rest of the network stays at the MAP.
+  ``"full"``: Ω_SS = c·(``GGNLinearOperator(params=[W, b])`` @ I) + V_S by Cholesky;
+  ``"diag"``: its diagonal; ``"kron"``: ``KFACLinearOperator(params=[W, b],
+  fisher_type="type-2", separate_weight_and_bias=True)`` — curvlinops maps the two
+  parameters to their module and keeps one block for it, G ⊗ A on W with A = (1/N) Σ_n
+  a_n a_nᵀ (no 1 appended when separate) and G alone on b (its bias block multiplies by the
+  gradient covariance only; the W–b block is absent), the contract's "separate" block;
+  in a model that ends in the layer D_n = I, so G = Σ_n of the loss's output Hessians
+  (``MSELoss``: 2N, and c·G = N/σ0² = Σ_n 1/σ0²; otherwise Σ_n H_n) — inverted by
+  ``KFACInverseLinearOperator(damping=α/c, use_exact_damping=True)`` as above (α
+  isotropic).
 
 References
 ----------
@@ -56,6 +71,12 @@ from typing import Any
 import numpy as np
 
 from laplace_lab._checks import one_of, positive_float
+from laplace_lab.conformance.adapters._parameters import last_layer_indices
+from laplace_lab.conformance.contract import (
+    EF_STRUCTURES,
+    KFAC_CONVENTIONS,
+    LAST_LAYER_STRUCTURES,
+)
 
 __all__ = ["predictive_variance"]
 
@@ -86,21 +107,36 @@ def _loss(likelihood: str, noise_var: float, y: Any, dtype: Any) -> tuple[Any, A
     return torch.nn.CrossEntropyLoss(reduction="sum"), y.long(), 1.0
 
 
-def _identity(model: Any) -> Any:
+def _trainable(model: Any) -> list[Any]:
+    return [t for t in model.parameters() if t.requires_grad]
+
+
+def _last_layer(model: Any) -> tuple[list[Any], np.ndarray]:
+    """([W, b] of the last ``torch.nn.Linear`` module, their indices in the flat vector)."""
     import torch
 
-    p0 = next(model.parameters())
-    p = sum(int(t.numel()) for t in model.parameters())
-    return torch.eye(p, dtype=p0.dtype, device=p0.device)
+    S = last_layer_indices(model)  # raises when there is no such layer or it has no bias
+    layer = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1]
+    return [layer.weight, layer.bias], S
 
 
-def _dense_ggn(model: Any, X: Any, y: Any, likelihood: str, noise_var: float) -> Any:
-    """c·GGN as a dense p × p tensor in the model's dtype."""
+def _identity(params: list[Any]) -> Any:
+    import torch
+
+    p = sum(int(t.numel()) for t in params)
+    return torch.eye(p, dtype=params[0].dtype, device=params[0].device)
+
+
+def _dense_ggn(
+    model: Any, X: Any, y: Any, likelihood: str, noise_var: float, params: list[Any] | None = None
+) -> Any:
+    """c·GGN of ``params`` (every trainable parameter by default) as a dense tensor in the
+    model's dtype."""
     cl = _curvlinops()
-    params = [t for t in model.parameters() if t.requires_grad]
+    params = _trainable(model) if params is None else params
     loss, target, c = _loss(likelihood, noise_var, y, params[0].dtype)
     op = cl.GGNLinearOperator(model, loss, params, [(X, target)], check_deterministic=False)
-    return c * (op @ _identity(model))
+    return c * (op @ _identity(params))
 
 
 def _dense_ef(model: Any, X: Any, y: Any, likelihood: str, noise_var: float) -> Any:
@@ -108,19 +144,20 @@ def _dense_ef(model: Any, X: Any, y: Any, likelihood: str, noise_var: float) -> 
     negative log-likelihood's, so its EF times c² is the likelihood's (c = 1/(2σ0²) for
     ``MSELoss``, 1 otherwise)."""
     cl = _curvlinops()
-    params = [t for t in model.parameters() if t.requires_grad]
+    params = _trainable(model)
     loss, target, c = _loss(likelihood, noise_var, y, params[0].dtype)
     op = cl.EFLinearOperator(model, loss, params, [(X, target)], check_deterministic=False)
-    return c**2 * (op @ _identity(model))
+    return c**2 * (op @ _identity(params))
 
 
-def _test_jacobian(model: Any, X_test: Any) -> Any:
-    """∂f_c(x*_m)/∂θ as an (M·C) × p tensor, rows (m, c)."""
+def _test_jacobian(model: Any, X_test: Any, params: list[Any] | None = None) -> Any:
+    """∂f_c(x*_m)/∂θ as an (M·C) × p tensor, rows (m, c); θ = ``params`` (every trainable
+    parameter by default)."""
     cl = _curvlinops()
-    params = [t for t in model.parameters() if t.requires_grad]
+    params = _trainable(model) if params is None else params
     dummy = X_test.new_zeros(X_test.shape[0])  # the operator iterates (X, y); y is unused
     op = cl.JacobianLinearOperator(model, params, [(X_test, dummy)], check_deterministic=False)
-    return op @ _identity(model)
+    return op @ _identity(params)
 
 
 def _shape(v: Any, M: int, likelihood: str) -> np.ndarray:
@@ -191,11 +228,14 @@ def _kronecker_variance(
     prior_precision: Any,
     noise_var: float,
     convention: str,
+    params: list[Any] | None = None,
 ) -> np.ndarray:
+    """gᵀ(cK + αI)⁻¹g for the (E)KFAC operator K of ``params`` (every trainable parameter by
+    default), the test Jacobian restricted to them."""
     cl = _curvlinops()
-    one_of(convention, "convention", ("joint", "separate"))
+    one_of(convention, "convention", KFAC_CONVENTIONS)
     alpha = positive_float(prior_precision, "prior_precision")
-    params = [t for t in model.parameters() if t.requires_grad]
+    params = _trainable(model) if params is None else params
     loss, target, c = _loss(likelihood, noise_var, y_train, params[0].dtype)
     K = getattr(cl, operator)(
         model,
@@ -207,7 +247,7 @@ def _kronecker_variance(
         separate_weight_and_bias=convention == "separate",
     )
     inverse = cl.KFACInverseLinearOperator(K, damping=alpha / c, use_exact_damping=True)
-    G = _test_jacobian(model, X_test)
+    G = _test_jacobian(model, X_test, params)
     W = inverse @ G.T  # (K + (α/c) I)⁻¹ gᵀ
     return _shape((G.T * W).sum(0) / c, X_test.shape[0], likelihood)
 
@@ -277,7 +317,7 @@ def ef_predictive_variance(
     + V (module docstring)."""
     import torch
 
-    one_of(structure, "structure", ("full", "diag"))
+    one_of(structure, "structure", EF_STRUCTURES)
     P = _dense_ef(model, X_train, y_train, likelihood, noise_var)
     V = _prior(model, prior_precision)
     G = _test_jacobian(model, X_test)
@@ -288,7 +328,50 @@ def ef_predictive_variance(
     return _shape((W * W).sum(0), X_test.shape[0], likelihood)
 
 
+def last_layer_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    structure: str,
+) -> np.ndarray:
+    """The linearized Laplace over the last ``torch.nn.Linear`` layer's [W, b] alone, the
+    operators built on those two parameters only: ``"full"`` g_Sᵀ Ω_SS⁻¹ g_S and ``"diag"``
+    g_Sᵀ diag(Ω_SS)⁻¹ g_S from ``GGNLinearOperator``, ``"kron"`` from ``KFACLinearOperator``
+    in the separate convention with α added exactly (module docstring)."""
+    import torch
+
+    one_of(structure, "structure", LAST_LAYER_STRUCTURES)
+    params, S = _last_layer(model)
+    if structure == "kron":
+        return _kronecker_variance(
+            "KFACLinearOperator",
+            model,
+            X_train,
+            y_train,
+            X_test,
+            likelihood=likelihood,
+            prior_precision=prior_precision,
+            noise_var=noise_var,
+            convention="separate",
+            params=params,
+        )
+    ggn = _dense_ggn(model, X_train, y_train, likelihood, noise_var, params)
+    V = _prior(model, prior_precision)[torch.as_tensor(S, dtype=torch.long)]
+    G = _test_jacobian(model, X_test, params)
+    if structure == "diag":
+        return _shape((G * G) @ (1.0 / (ggn.diagonal() + V)), X_test.shape[0], likelihood)
+    L = torch.linalg.cholesky(0.5 * (ggn + ggn.T) + torch.diag(V))
+    W = torch.linalg.solve_triangular(L, G.T, upper=False)  # L⁻¹gᵀ
+    return _shape((W * W).sum(0), X_test.shape[0], likelihood)
+
+
 predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.kfac_predictive_variance = kfac_predictive_variance
 predictive_variance.ekfac_predictive_variance = ekfac_predictive_variance
 predictive_variance.ef_predictive_variance = ef_predictive_variance
+predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance

@@ -1,6 +1,7 @@
 """curvlinops 3.0.1 behind the contract: every case it can serve passes, its Kronecker
-factors are the oracle's (output side G, input side A), and the two ways to get a wrong
-answer from it — the default Monte Carlo Fisher and a mean-reduced loss — are far off.
+factors are the oracle's (output side G, input side A) — on the last layer too, when it is
+given only that layer's parameters — and the two ways to get a wrong answer from it — the
+default Monte Carlo Fisher and a mean-reduced loss — are far off.
 
 Skipped when curvlinops is not installed (``make test`` installs it with laplace-torch).
 """
@@ -15,6 +16,9 @@ curvlinops = pytest.importorskip("curvlinops")
 import torch  # noqa: E402
 
 from laplace_lab.conformance import DenseOracle, Outcome, build_problem, cases  # noqa: E402
+from laplace_lab.conformance.adapters.curvlinops import (  # noqa: E402
+    last_layer_predictive_variance,
+)
 from laplace_lab.conformance.kronecker import KFACOracle  # noqa: E402
 
 SERVED = (
@@ -23,6 +27,7 @@ SERVED = (
     "kfac_predictive_variance",
     "ekfac_predictive_variance",
     "ef_predictive_variance",
+    "last_layer_predictive_variance",
 )
 
 
@@ -102,6 +107,48 @@ def test_type2_gradient_covariance_of_softmax_is_the_backpropagated_output_hessi
         np.testing.assert_allclose(op._input_covariances[name].numpy(), f.A, rtol=1e-12)
     # the last layer's G is Σ_n H_n: its rows sum to zero (softmax is shift-invariant)
     np.testing.assert_allclose(oracle.factors[1].G.sum(axis=1), 0.0, atol=1e-13)
+
+
+def test_the_last_layer_alone_has_the_factors_sum_of_output_hessians_and_input_covariance():
+    # KFACLinearOperator given only the last layer's [W, b] (separate, type-2, summed
+    # CrossEntropyLoss) covers that layer alone; its G is Σ_n (diag(π_n) − π_nπ_nᵀ) (the
+    # last layer is the output: D_n = I) and its A = (1/N) Σ_n a_n a_nᵀ without the 1
+    p = build_problem("mlp-multiclass", seed=0)
+    last = p.model[-1]
+    op = curvlinops.KFACLinearOperator(
+        p.model,
+        torch.nn.CrossEntropyLoss(reduction="sum"),
+        [last.weight, last.bias],
+        [(p.X_train, p.y_train)],
+        check_deterministic=False,
+        fisher_type="type-2",
+        separate_weight_and_bias=True,
+    )
+    op.compute_kronecker_factors()
+    assert set(op._gradient_covariances) == set(op._input_covariances) == {"2"}
+    oracle = DenseOracle(p)
+    G = oracle.H.sum(axis=0)  # Σ_n H_n, the oracle's output Hessians
+    np.testing.assert_allclose(op._gradient_covariances["2"].numpy(), G, rtol=0, atol=1e-13)
+    A = KFACOracle(oracle, "separate").factors[-1].A[:-1, :-1]
+    np.testing.assert_allclose(op._input_covariances["2"].numpy(), A, rtol=1e-12)
+
+
+def test_the_last_layer_needs_a_bias():
+    model = torch.nn.Sequential(
+        torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1, False)
+    )
+    X = torch.zeros(2, 3)
+    with pytest.raises(ValueError, match="bias"):
+        last_layer_predictive_variance(
+            model,
+            X,
+            torch.zeros(2),
+            X,
+            likelihood="regression",
+            prior_precision=1.0,
+            noise_var=1.0,
+            structure="full",
+        )
 
 
 def test_the_defaults_are_not_the_ggn():
