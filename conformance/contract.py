@@ -45,6 +45,17 @@ target lacks are SKIPPED, not failed:
 - ``posterior_samples(model, X_train, y_train, *, likelihood, prior_precision, noise_var,
   subset=None, n_samples, seed) -> (n_samples, p)``: parameter vectors θ ~ N(θ̂, Ω⁻¹)
   (with a subset: θ_S ~ N(θ̂_S, Ω_SS⁻¹), θ̂ elsewhere); ``seed`` an int.
+- ``structured_posterior_samples(model, X_train, y_train, *, likelihood, prior_precision,
+  noise_var, structure, convention, rank, n_samples, seed) -> (n_samples, p)``: parameter
+  vectors θ ~ N(θ̂, P⁻¹) of a structured Laplace posterior over all parameters, P by
+  ``structure``: ``"diag"`` (diag(Ω), Ω as above: the posterior of
+  ``diagonal_predictive_variance``), ``"kron"`` (the KFAC precision ⊕_l K_l + αI of
+  ``kfac_predictive_variance`` with its ``convention``, ``"joint"`` or ``"separate"``, the
+  isotropic prior added exactly) or ``"low_rank"`` (U_r diag(λ_r) U_rᵀ + V of
+  ``low_rank_predictive_variance`` with its ``rank``). ``convention`` and ``rank`` are
+  passed for every structure, None where they do not apply (``convention`` but for
+  ``"kron"``, ``rank`` but for ``"low_rank"``); ``seed`` an int; float64 or the model's
+  dtype; docs/validation.md, "Structured posterior samples".
 - ``log_marginal_likelihood(model, X_train, y_train, *, likelihood, prior_precision,
   noise_var) -> float``: log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω.
 - ``low_rank_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
@@ -138,6 +149,7 @@ __all__ = [
     "LAST_LAYER_STRUCTURES",
     "LINKS",
     "MASK_METHODS",
+    "SAMPLE_STRUCTURES",
     "Target",
     "load_target",
 ]
@@ -146,6 +158,7 @@ __all__ = [
 CAPABILITIES = (
     "subset_masks",
     "posterior_samples",
+    "structured_posterior_samples",
     "log_marginal_likelihood",
     "low_rank_predictive_variance",
     "optimize_prior",
@@ -162,6 +175,8 @@ LINKS = ("probit", "mc", "bridge")
 LAST_LAYER_STRUCTURES = ("full", "diag", "kron")
 #: The structures of ``ef_predictive_variance``.
 EF_STRUCTURES = ("full", "diag")
+#: The posterior structures of ``structured_posterior_samples``.
+SAMPLE_STRUCTURES = ("diag", "kron", "low_rank")
 #: The weight–bias conventions of ``kfac_predictive_variance``.
 KFAC_CONVENTIONS = ("joint", "separate")
 #: The mask names a target's ``subset_masks`` may use.

@@ -140,7 +140,7 @@ _LAPLACE_TORCH_FINDINGS = (
     Finding(
         "LowRankLaplace cannot run from any PyPI install",
         "validation.md#finding-3",
-        ("low-rank/",),
+        ("low-rank/", "structured-samples/low-rank/"),
     ),
     Finding(
         "the default prior-precision optimisation stops short of the optimum",
@@ -166,6 +166,9 @@ _LAPLACE_TORCH_FINDINGS = (
             "kfac/mlp-regression-float32-joint",
             "kfac/mlp-binary-joint",
             "kfac/mlp-multiclass-joint",
+            "structured-samples/kron/mlp-regression-joint",
+            "structured-samples/kron/mlp-binary-joint",
+            "structured-samples/kron/mlp-multiclass-joint",
         ),
     ),
     Finding(
@@ -194,7 +197,12 @@ _LAPLAX_FINDINGS = (
     Finding(
         "the low-rank curvature is not the top-r eigenpairs of the GGN",
         "validation.md#laplax-finding-1",
-        ("low-rank/",),
+        ("low-rank/", "structured-samples/low-rank/mlp-multiclass"),
+    ),
+    Finding(
+        "the low-rank posterior takes an isotropic prior only (by design)",
+        "validation.md#structured-posterior-samples",
+        ("structured-samples/low-rank/mlp-regression-diagonal-prior",),
     ),
     Finding(
         "the marginal likelihood has no classification likelihood",
@@ -219,6 +227,7 @@ _LAPLAX_FINDINGS = (
             "last-layer/mlp-regression-float32-kron",
             "last-layer/mlp-binary-kron",
             "last-layer/mlp-multiclass-kron",
+            "structured-samples/kron/",
         ),
     ),
 )

@@ -52,6 +52,13 @@ curvature, the posterior and the predictive are laplax's; how the contract maps 
   (it depends on σ0² only). For classification it passes laplax's own losses and σ = 1;
 - ``posterior_samples``: ``set_get_weight_sample(jax.random.key(seed), θ̂_S,
   posterior.scale_mv(posterior.state), n_samples)``, θ̂_S + L z per draw, written into θ̂;
+- ``structured_posterior_samples``: the same weight sampler on the ``curv_type="diagonal"``
+  posterior (scale 1/√(σ²·diag(GGN) + prior_prec), elementwise; a vector prior is diag(V))
+  and on the ``"lobpcg"`` one of ``rank`` (its scale U diag((S + α)^{-1/2} − α^{-1/2}) Uᵀ +
+  α^{-1/2} I, the symmetric inverse square root of U S Uᵀ + αI for orthonormal U, from the
+  same LOBPCG eigenpairs as ``low_rank_predictive_variance``). laplax's low-rank posterior
+  adds the prior as the scalar of its ``LowRankTerms``, so a non-isotropic V raises; it has
+  no KFAC, so ``structure="kron"`` raises;
 - ``predictive_probabilities``: ``set_lin_pushforward`` with laplax's predictives:
   ``"probit"`` is ``lin_special_pred_act`` with ``special_pred_type="mean_field_0"``
   (softmax(μ/√(1 + π/8·v))), ``"bridge"`` is ``"laplace_bridge"`` with
@@ -356,13 +363,18 @@ def log_marginal_likelihood(
 
 
 @functools.cache
-def _sample_program(network: Network, loss: str, n_samples: int) -> Any:
+def _sample_program(
+    network: Network, loss: str, n_samples: int, curv_type: str = "full", rank: int | None = None
+) -> Any:
+    """The compiled draws θ̂_S + L z of laplax's ``curv_type`` posterior (its scale L)."""
     jax = _jax()
     from laplax.eval.pushforward import set_get_weight_sample
 
+    curv_kwargs = {} if rank is None else {"rank": rank, "key": jax.random.key(0)}
+
     def program(theta_hat, index, data, arguments, key):
         forward, params = model_fn(network, theta_hat, index), theta_hat[index]
-        posterior_fn, _ = _laplace("full", forward, params, data, loss)
+        posterior_fn, _ = _laplace(curv_type, forward, params, data, loss, **curv_kwargs)
         posterior = posterior_fn(arguments, 1.0)
         draw = set_get_weight_sample(
             key,
@@ -408,6 +420,58 @@ def posterior_samples(
     theta = np.tile(flat_parameters(model).cpu().double().numpy(), (n_samples, 1))
     theta[:, S] = draws
     return theta
+
+
+#: laplax's ``curv_type`` for each structure of the samples capability it serves.
+CURVATURES = {"diag": "diagonal", "low_rank": "lobpcg"}
+
+
+@in_model_precision
+def structured_posterior_samples(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    structure: str,
+    convention: str | None,
+    rank: int | None,
+    n_samples: int,
+    seed: int,
+) -> np.ndarray:
+    """θ ~ N(θ̂, P⁻¹) by laplax's weight sampler on its ``curv_type="diagonal"`` or
+    ``"lobpcg"`` posterior (module docstring); ``"kron"`` and a non-isotropic prior with
+    ``"low_rank"`` raise."""
+    jax = _jax()
+    one_of(structure, "structure", ("diag", "kron", "low_rank"))
+    if structure == "kron":
+        raise ValueError(
+            f"laplax {VERSION} has no Kronecker-factored (KFAC) curvature; "
+            "structure='kron' is not served"
+        )
+    S = subset_indices(model, None)
+    if structure == "low_rank" and np.ptp(prior_vector(model, prior_precision)) != 0.0:
+        raise ValueError(
+            f"laplax {VERSION}'s low-rank posterior adds the prior as the scalar of its "
+            "LowRankTerms (an isotropic prior only); got a non-isotropic prior_precision"
+        )
+    n_samples = positive_int(n_samples, "n_samples")
+    key = jax.random.key(integer(seed, "seed", low=0))
+    network, inputs = _inputs(
+        model,
+        X_train,
+        y_train,
+        S,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+    )
+    r = positive_int(rank, "rank") if structure == "low_rank" else None
+    program = _sample_program(network, LOSSES[likelihood], n_samples, CURVATURES[structure], r)
+    draws = _call(program, model, X_train, inputs, key=key)
+    return np.asarray(draws, dtype=np.float64)
 
 
 @functools.cache
@@ -518,5 +582,6 @@ predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance
 predictive_variance.log_marginal_likelihood = log_marginal_likelihood
 predictive_variance.posterior_samples = posterior_samples
+predictive_variance.structured_posterior_samples = structured_posterior_samples
 predictive_variance.predictive_probabilities = predictive_probabilities
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance

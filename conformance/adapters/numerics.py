@@ -17,6 +17,9 @@ the type-2 output factor Σ_n D_nᵀ H_n D_n, variances (M, C)),
 empirical-Fisher Laplace from :func:`laplace_lab.numerics.empirical_fisher.empirical_fisher`
 (the per-sample gradients of the negative log-likelihood as the rows of a GGN factor) through
 the same full and diagonal variances,
+structured posterior samples (:func:`structured_posterior_samples`) from the diagonal of
+the same GGN, from the eigendecompositions of ``fit_kfac``'s factors (:func:`kfac_draws`)
+and from ``LowRankLaplace``'s eigenpairs by perturbation and solve (:func:`low_rank_draws`),
 class probabilities from the logits' Gaussian (covariance G Ω⁻¹ Gᵀ by Woodbury in float64)
 through :func:`~laplace_lab.numerics.probit_probability`,
 :meth:`~laplace_lab.numerics.GaussianPredictive.probabilities` (Monte Carlo) and
@@ -31,9 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from laplace_lab._checks import one_of, positive_float
+from laplace_lab._checks import one_of, positive_float, positive_int
 from laplace_lab._random import as_generator
-from laplace_lab.conformance.contract import EF_STRUCTURES, LAST_LAYER_STRUCTURES, MASK_METHODS
+from laplace_lab.conformance.contract import (
+    EF_STRUCTURES,
+    KFAC_CONVENTIONS,
+    LAST_LAYER_STRUCTURES,
+    MASK_METHODS,
+    SAMPLE_STRUCTURES,
+)
 from laplace_lab.numerics import (
     GGN,
     GaussianPredictive,
@@ -50,7 +59,7 @@ from laplace_lab.numerics import (
 from laplace_lab.numerics import predictive_variance as _full_variance
 from laplace_lab.numerics.ekfac import fit_ekfac
 from laplace_lab.numerics.empirical_fisher import empirical_fisher
-from laplace_lab.numerics.kfac import fit_kfac
+from laplace_lab.numerics.kfac import KFACLaplace, fit_kfac
 from laplace_lab.numerics.laplace_bridge import bridge_probability
 from laplace_lab.numerics.laplace_variants import SpectralLaplace, diagonal_laplace_variance
 
@@ -124,6 +133,117 @@ def posterior_samples(
     out = np.repeat(theta[None, :], int(n_samples), axis=0)
     out[:, S] += np.linalg.solve(L.T, z.T).T
     return out
+
+
+def linear_blocks(model: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(weight indices (out, in), bias indices (out,)) in the flat θ of every
+    ``torch.nn.Linear`` in module order, the layer order of
+    :func:`~laplace_lab.numerics.kfac.fit_kfac` (W row-major, as ``parameters()`` holds it)."""
+    import torch
+
+    start, offsets = 0, {}
+    for t in model.parameters():
+        offsets[id(t)] = start
+        start += int(t.numel())
+    blocks = []
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear):
+            n_out, d = m.weight.shape
+            weight = offsets[id(m.weight)] + np.arange(n_out * d).reshape(n_out, d)
+            blocks.append((weight, offsets[id(m.bias)] + np.arange(n_out)))
+    return blocks
+
+
+def kfac_draws(model: Any, kfac: KFACLaplace, z: list[np.ndarray]) -> np.ndarray:
+    """Δθ ~ N(0, P⁻¹) for KFAC's P = ⊕_l G_l ⊗ A_l + αI from standard normal draws z_l
+    (n, out, in + 1), one array per layer: with G = Q_G Λ_G Q_Gᵀ and A = Q_A Λ_A Q_Aᵀ,
+    P_l = (Q_G ⊗ Q_A)(Λ_G ⊗ Λ_A + αI)(Q_G ⊗ Q_A)ᵀ, so the layer's [W b] is
+    M = Q_G (z ⊙ (λ_G,i λ_A,j + α)^{-1/2}) Q_Aᵀ (row-major vec(Q_G X Q_Aᵀ) = (Q_G ⊗ Q_A) vec X);
+    (n, p) float64 (docs/mathematics.md, 9.14).
+
+    References
+    ----------
+    .. [1] H. Ritter, A. Botev, D. Barber, "A Scalable Laplace Approximation for Neural
+       Networks", ICLR 2018, §3 (sampling the Kronecker-factored posterior).
+    """
+    blocks = linear_blocks(model)
+    n = z[0].shape[0]
+    out = np.zeros((n, sum(w.size + b.size for w, b in blocks)))
+    layers = zip(kfac.eig_A, kfac.eig_G, blocks, z, strict=True)
+    for (lA, QA), (lG, QG), (weight, bias), zl in layers:
+        scale = 1.0 / np.sqrt(lG[:, None] * lA[None, :] + kfac.prior_precision)
+        M = QG @ (zl * scale) @ QA.T  # (n, out, in + 1)
+        out[:, weight.reshape(-1)] = M[:, :, :-1].reshape(n, -1)
+        out[:, bias] = M[:, :, -1]
+    return out
+
+
+def low_rank_draws(low: LowRankLaplace, z: np.ndarray, z_rank: np.ndarray) -> np.ndarray:
+    """Δθ ~ N(0, Ω_r⁻¹) for Ω_r = B Bᵀ + V (B = U diag(λ)^{1/2}) by perturbation and solve:
+    y = V^{1/2} z + B z_r has covariance V + B Bᵀ = Ω_r, so Ω_r⁻¹ y has Ω_r⁻¹ Ω_r Ω_r⁻¹ =
+    Ω_r⁻¹; Ω_r⁻¹ y = D y − D B (I_r + Bᵀ D B)⁻¹ Bᵀ D y with D = V⁻¹ (Woodbury, float64).
+    ``z`` (n, p) and ``z_rank`` (n, r) standard normal; (n, p) (docs/mathematics.md, 9.14).
+
+    References
+    ----------
+    .. [1] G. Papandreou, A. L. Yuille, "Gaussian Sampling by Local Perturbations",
+       NeurIPS 2010 (perturb the terms of the precision, then solve).
+    .. [2] F. Orieux, O. Féron, J.-F. Giovannelli, "Sampling High-Dimensional Gaussian
+       Distributions for General Linear Inverse Problems", IEEE Signal Processing Letters
+       19(5), 2012.
+    """
+    V = np.asarray(to_numpy(low.prior_precision), dtype=np.float64)
+    U = np.asarray(to_numpy(low.eigenvectors), dtype=np.float64)
+    B = U * np.sqrt(low.eigenvalues)
+    K = np.eye(B.shape[1]) + B.T @ (B / V[:, None])
+    Dy = (z * np.sqrt(V) + z_rank @ B.T) / V  # rows D y
+    return Dy - (np.linalg.solve(K, B.T @ Dy.T).T @ B.T) / V
+
+
+def structured_posterior_samples(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    structure: str,
+    convention: str | None,
+    rank: int | None,
+    n_samples: int,
+    seed: int,
+) -> np.ndarray:
+    """θ̂ + Δθ with Δθ ~ N(0, P⁻¹): ``"diag"`` z/√diag(Ω) from the GGN's diagonal,
+    ``"kron"`` :func:`kfac_draws` of :func:`~laplace_lab.numerics.kfac.fit_kfac`
+    (``convention``), ``"low_rank"`` :func:`low_rank_draws` of
+    :class:`~laplace_lab.numerics.LowRankLaplace` (``rank``, Lanczos seeded 0); the standard
+    normal draws from ``numpy.random.default_rng(seed)``; (n_samples, p) float64."""
+    one_of(structure, "structure", SAMPLE_STRUCTURES)
+    n = positive_int(n_samples, "n_samples")
+    rng = as_generator(seed, "seed")
+    theta = _theta(model)
+    if structure == "kron":
+        kfac = fit_kfac(
+            model,
+            X_train,
+            likelihood=likelihood,
+            prior_precision=positive_float(prior_precision, "prior_precision"),
+            noise_var=noise_var,
+            convention=one_of(convention, "convention", KFAC_CONVENTIONS),
+        )
+        z = [
+            rng.standard_normal((n, QG.shape[0], QA.shape[0]))
+            for (_, QA), (_, QG) in zip(kfac.eig_A, kfac.eig_G, strict=True)
+        ]
+        return theta + kfac_draws(model, kfac, z)
+    ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    if structure == "diag":
+        d = np.asarray(to_numpy(ggn.diagonal()), dtype=np.float64)
+        return theta + rng.standard_normal((n, theta.size)) / np.sqrt(d)
+    low = LowRankLaplace.from_ggn(ggn, positive_int(rank, "rank"), rng=0)
+    z = rng.standard_normal((n, theta.size))
+    return theta + low_rank_draws(low, z, rng.standard_normal((n, low.rank)))
 
 
 def _log_likelihood(f: Any, y: Any, likelihood: str, noise_var: float) -> float:
@@ -511,6 +631,7 @@ def _selector(name: str):
 
 predictive_variance.subset_masks = {name: _selector(name) for name in MASK_METHODS}
 predictive_variance.posterior_samples = posterior_samples
+predictive_variance.structured_posterior_samples = structured_posterior_samples
 predictive_variance.log_marginal_likelihood = log_marginal_likelihood
 predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance
 predictive_variance.optimize_prior = optimize_prior

@@ -715,3 +715,47 @@ def _empirical_fisher(kind):
 
 ef_is_ggn = _with(ef_predictive_variance=_empirical_fisher("ggn"))
 ef_mean = _with(ef_predictive_variance=_empirical_fisher("mean"))
+
+
+def _structured_samples(*, diag_scale_power=0.5, transposed_input_factor=False, extra_rank=0):
+    """laplace-lab's structured posterior samples with one thing changed: the diagonal's
+    standard deviation d^(−``diag_scale_power``) (1/√d is right), the KFAC input factor's
+    eigenvectors Q_A in place of Q_Aᵀ (M = Q_G (z ⊙ s) Q_A: a transposed square root), or
+    ``extra_rank`` eigenpairs too many."""
+
+    def target(model, X_train, y_train, *, likelihood, prior_precision, noise_var, **kw):
+        from laplace_lab.numerics.kfac import fit_kfac
+
+        fit = {"likelihood": likelihood, "prior_precision": prior_precision}
+        theta = ours._theta(model)
+        n, rng = kw["n_samples"], np.random.default_rng(kw["seed"])
+        if kw["structure"] == "diag" and diag_scale_power != 0.5:
+            ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+            d = np.asarray(to_numpy(ggn.diagonal()), dtype=np.float64)
+            return theta + rng.standard_normal((n, theta.size)) * d**-diag_scale_power
+        if kw["structure"] == "kron" and transposed_input_factor:
+            kf = fit_kfac(model, X_train, **fit, noise_var=noise_var, convention=kw["convention"])
+            out = np.repeat(theta[None], n, axis=0)
+            layers = zip(kf.eig_A, kf.eig_G, ours.linear_blocks(model), strict=True)
+            for (lA, QA), (lG, QG), (weight, bias) in layers:
+                s = 1.0 / np.sqrt(lG[:, None] * lA[None, :] + kf.prior_precision)
+                M = QG @ (rng.standard_normal((n, *s.shape)) * s) @ QA  # Q_A for Q_Aᵀ
+                out[:, weight.reshape(-1)] += M[:, :, :-1].reshape(n, -1)
+                out[:, bias] += M[:, :, -1]
+            return out
+        if kw["structure"] == "low_rank":
+            kw = {**kw, "rank": kw["rank"] + extra_rank}
+        return ours.structured_posterior_samples(
+            model, X_train, y_train, **fit, noise_var=noise_var, **kw
+        )
+
+    return target
+
+
+wrong_diagonal_sample_scale = _with(
+    structured_posterior_samples=_structured_samples(diag_scale_power=1.0)
+)
+wrong_kfac_sample_transposed = _with(
+    structured_posterior_samples=_structured_samples(transposed_input_factor=True)
+)
+wrong_low_rank_samples = _with(structured_posterior_samples=_structured_samples(extra_rank=1))

@@ -191,3 +191,22 @@ LAST_LAYER = [n for n in cases() if n.startswith("last-layer/")]
 def test_last_layer_bugs_fail_every_case(mutant):
     assert len(LAST_LAYER) == 12
     assert _failed(mutant, LAST_LAYER) == set(LAST_LAYER)
+
+
+STRUCTURED_SAMPLES = [n for n in cases() if n.startswith("structured-samples/")]
+
+
+@pytest.mark.parametrize(
+    ("mutant", "structure"),
+    [
+        # standard deviation 1/d for 1/√d: variances 1/d² (whitened covariance 0.02–2)
+        ("wrong_diagonal_sample_scale", "diag"),
+        # M = Q_G (z ⊙ s) Q_A for Q_G (z ⊙ s) Q_Aᵀ: a transposed square root of A's block
+        ("wrong_kfac_sample_transposed", "kron"),
+        # one eigenpair too many: λ_{r+1} is comparable to or above the prior's α
+        ("wrong_low_rank_samples", "low-rank"),
+    ],
+)
+def test_structured_sample_bugs_fail_exactly_their_structures_cases(mutant, structure):
+    expected = {n for n in STRUCTURED_SAMPLES if n.split("/")[1] == structure}
+    assert expected and _failed(mutant, STRUCTURED_SAMPLES) == expected

@@ -29,6 +29,7 @@ SERVED = (
     "low_rank_predictive_variance",
     "log_marginal_likelihood",
     "posterior_samples",
+    "structured_posterior_samples",
     "predictive_probabilities",
     "last_layer_predictive_variance",
 )
@@ -49,6 +50,12 @@ def expected_outcome(name: str) -> Outcome:
             return Outcome.ERROR  # finding 2: no classification likelihood
         if np.ndim(problem.prior_precision) == 1:
             return Outcome.ERROR  # finding 3: an isotropic prior only
+    if name.startswith("structured-samples/kron/"):
+        return Outcome.ERROR  # no Kronecker-factored curvature
+    if name == "structured-samples/low-rank/mlp-regression-diagonal-prior":
+        return Outcome.ERROR  # its low-rank posterior takes an isotropic prior only
+    if name == "structured-samples/low-rank/mlp-multiclass":
+        return Outcome.FAIL  # finding 1 (on mlp-binary its LOBPCG error is below the test's)
     if name.startswith("probabilities/bridge/"):
         return Outcome.ERROR  # finding 4: the bridge fails on one input's logits
     if case.capability == "last_layer_predictive_variance" and name.endswith("-kron"):
