@@ -140,15 +140,57 @@ def _target_lines(target: Target) -> list[str]:
     return [line] + ([f"target = {head}.{rest}"] if rest else [])
 
 
+def _name_order(name: str) -> tuple[int, str]:
+    """isort's order of imported names: constants, then classes, then the rest."""
+    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2
+    return kind, name
+
+
+def _import_block(lines: list[str]) -> list[str]:
+    """``lines`` (``import …`` and ``from … import …``) merged and ordered as isort orders
+    them: third-party before laplace_lab, ``import`` before ``from``, modules sorted, one
+    ``from`` line per module (an ``as`` import on a line of its own)."""
+    sections: dict[bool, tuple[set[str], dict[tuple[str, str], set[str]]]] = {}
+    for line in lines:
+        words = line.split()
+        ours = words[1].split(".")[0] == "laplace_lab"
+        plain, froms = sections.setdefault(ours, (set(), {}))
+        if words[0] == "import":
+            plain.add(line)
+        else:
+            module, names = words[1], line.split(" import ", 1)[1]
+            for name in names.split(","):
+                name = name.strip()
+                key = (module, name if " as " in name else "")
+                froms.setdefault(key, set()).add(name)
+    out: list[str] = []
+    for ours in sorted(sections):
+        plain, froms = sections[ours]
+        if out:
+            out.append("")
+        out += sorted(plain)
+        for module, alias in sorted(froms):
+            names = sorted(froms[(module, alias)], key=_name_order)
+            out.append(f"from {module} import {', '.join(names)}")
+    return out
+
+
 def reproducer(target: Target, case: Case, seed: int, body: str) -> str:
-    """A self-contained Python snippet: build the case's problem, call the target."""
+    """A self-contained Python snippet: build the case's problem, call the target.
+
+    The body's leading imports join the snippet's own at the top, in isort's order.
+    """
+    code = body.strip().splitlines()
+    n = next((i for i, line in enumerate(code) if not line.startswith(("from ", "import "))), 0)
+    target_import, *target_rest = _target_lines(target)
+    imports = [*code[:n], "from laplace_lab.conformance import build_problem", target_import]
     lines = [
-        "from laplace_lab.conformance import build_problem",
-        *_target_lines(target),
+        *_import_block(imports),
+        *target_rest,
         "",
         f"problem = build_problem({case.problem!r}, seed={seed})",
         "kw = problem.target_kwargs()",
-        body.strip(),
+        *code[n:],
     ]
     return "\n".join(lines) + "\n"
 

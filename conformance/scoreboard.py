@@ -248,16 +248,19 @@ def _reproducer_file(run: LibraryRun, result: CaseResult, seed: int) -> str:
         for line in [*textwrap.wrap(para, 95, break_on_hyphens=False), ""]
     ]
     code = result.reproducer.rstrip().splitlines()
-    n = next(i for i, line in enumerate(code) if not line.startswith(("from ", "import ")))
+    n = next(
+        i for i, line in enumerate(code) if line and not line.startswith(("from ", "import "))
+    )
     lines = [
         *comment[:-1],
         "",
         "# fmt: off",
         "import numpy as np",
         "",
-        *code[:n],
+        *(line for line in code[:n] if line and line != "import numpy as np"),
         "",
         "np.set_printoptions(precision=17)  # every digit of what is printed",
+        "",
         *code[n:],
     ]
     if any(len(line) > LINE_LENGTH for line in lines):

@@ -3,6 +3,7 @@ a reproducer per failure, and the committed page (docs/scoreboard.*) against a f
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -14,7 +15,9 @@ import pytest
 
 from laplace_lab.cli import main
 from laplace_lab.conformance import cases
+from laplace_lab.conformance.contract import Target
 from laplace_lab.conformance.libraries import LIBRARIES, get_library, target_spec
+from laplace_lab.conformance.runner import reproducer
 from laplace_lab.conformance.scoreboard import (
     REGENERATE,
     SCOREBOARD_SCHEMA,
@@ -213,3 +216,41 @@ def test_the_page_is_the_same_for_the_same_seed_but_its_provenance():
 def test_ratios_print_with_two_significant_digits():
     got = [format_ratio(r) for r in (None, 0.0, 0.0018146, 0.31, 612.37, 76922.2)]
     assert got == ["", "0", "1.8e-3", "0.31", "610", "7.7e4"]
+
+
+def test_every_committed_reproducer_imports_before_its_first_statement():
+    """The body's imports (e.g. the oracle of a sample case) join the file's header."""
+    late = []
+    for path in sorted((DOCS / "reproducers").rglob("*.py")):
+        body = ast.parse(path.read_text("utf-8")).body
+        first = next(
+            i for i, n in enumerate(body) if not isinstance(n, ast.Import | ast.ImportFrom)
+        )
+        if any(isinstance(n, ast.Import | ast.ImportFrom) for n in body[first:]):
+            late.append(path.relative_to(DOCS).as_posix())
+    assert late == []
+
+
+def test_a_reproducer_merges_the_imports_of_its_body_in_isort_order():
+    target = Target.from_callable(lambda *a, **k: None, name="pkg.mod:fn")
+    case = cases()["structured-samples/diag/mlp-binary"]
+    body = (
+        "import numpy as np\n"
+        "from laplace_lab.conformance.gaussian_samples import whitened_test\n"
+        "from laplace_lab.conformance import DenseOracle\n"
+        "theta = 1"
+    )
+    lines = reproducer(target, case, 3, body).splitlines()
+    assert lines[:6] == [  # third-party (numpy, the target's package), then laplace_lab
+        "import numpy as np",
+        "from pkg.mod import fn as target",
+        "",
+        "from laplace_lab.conformance import DenseOracle, build_problem",
+        "from laplace_lab.conformance.gaussian_samples import whitened_test",
+        "",
+    ]
+    assert lines[-3:] == [
+        "problem = build_problem('mlp-binary', seed=3)",
+        "kw = problem.target_kwargs()",
+        "theta = 1",
+    ]
