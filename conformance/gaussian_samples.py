@@ -7,7 +7,9 @@ under the null):
 - mean: n‖z̄‖² ~ χ²_k (exact);
 - covariance: the likelihood-ratio statistic for Σ = I with known mean,
   λ = n (tr Ŝ − log det Ŝ − k), Bartlett-corrected, ρλ → χ²_{k(k+1)/2} with
-  ρ = 1 − (2k² + 3k − 1)/(6n(k + 1)) (Anderson 2003, §10.8; Muirhead 1982, §8.4). Without
+  ρ = 1 − (2k² + 3k − 1)/(6n(k + 1)) (Anderson 2003, §10.8; Muirhead 1982, §8.4), n the
+  Wishart degrees of freedom: the mean is known (Ŝ about 0, not about z̄), so n is the number
+  of draws, not n − 1 as for an estimated mean. Without
   ρ the statistic's mean exceeds k(k + 1)/2 by about k(2k² + 3k − 1)/(12n): at k = 59 and
   n = 4000 by 8.8, a seventh of its standard deviation 59.5, and the test at level 5e-4
   rejects a correct sampler with probability 8.1e-4 (simulated, 4·10⁵ Wishart draws); with ρ,
@@ -40,7 +42,6 @@ from laplace_lab._random import keyed_seed
 
 __all__ = [
     "LEVEL",
-    "N_SAMPLES",
     "WhitenedTest",
     "bartlett_factor",
     "expected_statistic",
@@ -48,8 +49,6 @@ __all__ = [
     "whitened_test",
 ]
 
-#: Draws asked of a target per case.
-N_SAMPLES = 4000
 #: Level of each of the two tests of a case (case false-alarm rate ≤ 2 × LEVEL).
 LEVEL = 5e-4
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 import time
 import traceback
 from collections import Counter
@@ -24,6 +25,7 @@ __all__ = [
     "Validation",
     "call_expression",
     "call_target",
+    "import_block",
     "reproducer",
     "validate",
 ]
@@ -146,15 +148,17 @@ def _name_order(name: str) -> tuple[int, str]:
     return kind, name
 
 
-def _import_block(lines: list[str]) -> list[str]:
+def import_block(lines: list[str]) -> list[str]:
     """``lines`` (``import …`` and ``from … import …``) merged and ordered as isort orders
-    them: third-party before laplace_lab, ``import`` before ``from``, modules sorted, one
-    ``from`` line per module (an ``as`` import on a line of its own)."""
-    sections: dict[bool, tuple[set[str], dict[tuple[str, str], set[str]]]] = {}
+    them: the standard library, third-party, then laplace_lab (a blank line between), in each
+    ``import`` before ``from``, modules sorted, one ``from`` line per module (an ``as``
+    import on a line of its own)."""
+    sections: dict[int, tuple[set[str], dict[tuple[str, str], set[str]]]] = {}
     for line in lines:
         words = line.split()
-        ours = words[1].split(".")[0] == "laplace_lab"
-        plain, froms = sections.setdefault(ours, (set(), {}))
+        top = words[1].split(".")[0]
+        section = 2 if top == "laplace_lab" else 0 if top in sys.stdlib_module_names else 1
+        plain, froms = sections.setdefault(section, (set(), {}))
         if words[0] == "import":
             plain.add(line)
         else:
@@ -164,8 +168,8 @@ def _import_block(lines: list[str]) -> list[str]:
                 key = (module, name if " as " in name else "")
                 froms.setdefault(key, set()).add(name)
     out: list[str] = []
-    for ours in sorted(sections):
-        plain, froms = sections[ours]
+    for section in sorted(sections):
+        plain, froms = sections[section]
         if out:
             out.append("")
         out += sorted(plain)
@@ -181,11 +185,12 @@ def reproducer(target: Target, case: Case, seed: int, body: str) -> str:
     The body's leading imports join the snippet's own at the top, in isort's order.
     """
     code = body.strip().splitlines()
-    n = next((i for i, line in enumerate(code) if not line.startswith(("from ", "import "))), 0)
+    starts = (i for i, line in enumerate(code) if not line.startswith(("from ", "import ")))
+    n = next(starts, len(code))
     target_import, *target_rest = _target_lines(target)
     imports = [*code[:n], "from laplace_lab.conformance import build_problem", target_import]
     lines = [
-        *_import_block(imports),
+        *import_block(imports),
         *target_rest,
         "",
         f"problem = build_problem({case.problem!r}, seed={seed})",

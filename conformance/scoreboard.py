@@ -25,7 +25,7 @@ from laplace_lab._checks import integer
 from laplace_lab.conformance.libraries import LIBRARIES, Library
 from laplace_lab.conformance.registry import CaseResult, Outcome
 from laplace_lab.conformance.report import TOLERANCE_RULE
-from laplace_lab.conformance.runner import Validation, validate
+from laplace_lab.conformance.runner import Validation, import_block, validate
 
 __all__ = [
     "REGENERATE",
@@ -255,9 +255,7 @@ def _reproducer_file(run: LibraryRun, result: CaseResult, seed: int) -> str:
         *comment[:-1],
         "",
         "# fmt: off",
-        "import numpy as np",
-        "",
-        *(line for line in code[:n] if line and line != "import numpy as np"),
+        *import_block(["import numpy as np", *(line for line in code[:n] if line)]),
         "",
         "np.set_printoptions(precision=17)  # every digit of what is printed",
         "",

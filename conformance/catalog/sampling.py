@@ -25,11 +25,14 @@ from __future__ import annotations
 import numpy as np
 
 from laplace_lab.conformance.compare import target_array
-from laplace_lab.conformance.gaussian_samples import N_SAMPLES, sample_seed, whitened_test
+from laplace_lab.conformance.gaussian_samples import sample_seed, whitened_test
 from laplace_lab.conformance.oracle import DenseOracle
 from laplace_lab.conformance.problems import Problem
 from laplace_lab.conformance.registry import Check, conformance_case
 from laplace_lab.conformance.runner import call_expression, call_target
+
+#: Draws asked of a target per case.
+N_SAMPLES = 4000
 
 
 def check_samples(target, problem: Problem, oracle: DenseOracle, *, seed: int) -> Check:

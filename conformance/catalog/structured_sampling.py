@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from laplace_lab._checks import one_of
+from laplace_lab._checks import one_of, positive_int
 from laplace_lab.conformance.catalog.low_rank import gapped_rank
 from laplace_lab.conformance.compare import target_array
 from laplace_lab.conformance.contract import KFAC_CONVENTIONS, SAMPLE_STRUCTURES
@@ -70,7 +70,7 @@ def structured_precision(
         return np.diag(np.diag(oracle.omega))
     if structure == "kron":
         return KFACOracle(oracle, one_of(convention, "convention", KFAC_CONVENTIONS)).precision
-    return oracle.low_rank_omega(int(rank))
+    return oracle.low_rank_omega(positive_int(rank, "rank"))
 
 
 def sample_arguments(oracle: DenseOracle, structure: str, convention: str | None) -> dict:

@@ -17,7 +17,7 @@ from laplace_lab.cli import main
 from laplace_lab.conformance import cases
 from laplace_lab.conformance.contract import Target
 from laplace_lab.conformance.libraries import LIBRARIES, get_library, target_spec
-from laplace_lab.conformance.runner import reproducer
+from laplace_lab.conformance.runner import import_block, reproducer
 from laplace_lab.conformance.scoreboard import (
     REGENERATE,
     SCOREBOARD_SCHEMA,
@@ -253,4 +253,23 @@ def test_a_reproducer_merges_the_imports_of_its_body_in_isort_order():
         "problem = build_problem('mlp-binary', seed=3)",
         "kw = problem.target_kwargs()",
         "theta = 1",
+    ]
+
+
+def test_an_import_block_puts_the_standard_library_third_party_and_the_package_apart():
+    lines = [
+        "from laplace_lab.conformance import build_problem",
+        "import numpy as np",
+        "import json",
+        "from mylib.adapter import fn as target",
+        "from laplace_lab.conformance import DenseOracle",
+        "import numpy as np",
+    ]
+    assert import_block(lines) == [
+        "import json",
+        "",
+        "import numpy as np",
+        "from mylib.adapter import fn as target",
+        "",
+        "from laplace_lab.conformance import DenseOracle, build_problem",
     ]
