@@ -70,9 +70,14 @@ target lacks are SKIPPED, not failed:
   as in post-hoc tuning); ``prior_precision`` (a float) and ``noise_var`` are the starting
   values. Returns two floats; with ``optimize_noise`` False, σ0² as passed.
 - ``diagonal_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
-  prior_precision, noise_var) -> array``: the variances gᵀ diag(Ω)⁻¹ g of the factorised
-  (diagonal) Laplace posterior N(θ̂, diag(Ω)⁻¹), Ω as above (per output for multiclass);
-  shape as for the required function.
+  prior_precision, noise_var, subset=None) -> array``: the variances gᵀ diag(Ω)⁻¹ g of the
+  factorised (diagonal) Laplace posterior N(θ̂, diag(Ω)⁻¹), Ω as above (per output for
+  multiclass); with a ``subset`` S (as for the required function: distinct int64 indices,
+  in any order) the diagonal Laplace over θ_S only, the other parameters fixed at the MAP,
+  g_Sᵀ diag(Ω_SS)⁻¹ g_S = g_Sᵀ diag(Ω)_S⁻¹ g_S (laplace-torch's ``DiagSubnetLaplace``),
+  g_S the test Jacobian's columns in the order of S. Cases pass ``subset`` only when it is
+  not None, so a target without the keyword still runs the others; shape as for the
+  required function; docs/validation.md, "Diagonal and KFAC Laplace".
 - ``kfac_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, convention) -> array``: the variances gᵀ P⁻¹ g of the KFAC
   Laplace posterior for an MLP of ``torch.nn.Linear`` layers with biases (every

@@ -11,7 +11,8 @@ masks from the selection registry, low rank from
 the evidence of :class:`~laplace_lab.numerics.laplace_variants.SpectralLaplace` maximised by
 Brent's method in log α (nested in log σ0² when the noise is optimised), diagonal Laplace
 from :func:`~laplace_lab.numerics.laplace_variants.diagonal_laplace_variance` on the same
-GGN, KFAC from :func:`laplace_lab.numerics.kfac.fit_kfac` and EKFAC from
+GGN (on a subset, on the GGN of its columns), KFAC from
+:func:`laplace_lab.numerics.kfac.fit_kfac` and EKFAC from
 :func:`laplace_lab.numerics.ekfac.fit_ekfac` (both weight–bias conventions; for C logits
 the type-2 output factor Σ_n D_nᵀ H_n D_n, variances (M, C)),
 empirical-Fisher Laplace from :func:`laplace_lab.numerics.empirical_fisher.empirical_fisher`
@@ -36,6 +37,7 @@ import numpy as np
 
 from laplace_lab._checks import one_of, positive_float, positive_int
 from laplace_lab._random import as_generator
+from laplace_lab.conformance.adapters._parameters import subset_indices
 from laplace_lab.conformance.contract import (
     EF_STRUCTURES,
     KFAC_CONVENTIONS,
@@ -420,10 +422,20 @@ def diagonal_predictive_variance(
     likelihood: str,
     prior_precision: Any,
     noise_var: float,
+    subset: Any = None,
 ) -> np.ndarray:
-    """gᵀ diag(Ω)⁻¹ g: the factorised Laplace posterior N(θ̂, diag(Ω)⁻¹)."""
+    """gᵀ diag(Ω)⁻¹ g: the factorised Laplace posterior N(θ̂, diag(Ω)⁻¹); on a subset S the
+    diagonal subnetwork Laplace g_Sᵀ diag(Ω_SS)⁻¹ g_S, from the GGN of the weighted
+    Jacobian's columns S and the prior V_S (the test Jacobian's columns S in the same order)."""
+    import torch
+
     ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
-    return diagonal_laplace_variance(ggn, _test_rows(model, X_test, likelihood))
+    G = _test_rows(model, X_test, likelihood)
+    if subset is None:
+        return diagonal_laplace_variance(ggn, G)
+    S = torch.as_tensor(subset_indices(model, subset))
+    sub = GGN(ggn.weighted_columns(S), ggn.prior_precision[S], n_data=ggn.n_data)
+    return diagonal_laplace_variance(sub, G[..., S])
 
 
 def kfac_predictive_variance(

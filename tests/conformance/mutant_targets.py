@@ -302,13 +302,27 @@ wrong_one_percent = _with(optimize_prior=one_percent_off)
 
 
 def diagonal_of_inverse(
-    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, subset=None
 ):
-    """Diagonal Laplace with the marginal variances diag(Ω⁻¹) in place of diag(Ω)⁻¹."""
+    """Diagonal Laplace with the marginal variances diag(Ω⁻¹) in place of diag(Ω)⁻¹ (on a
+    subset S, diag(Ω_SS⁻¹) for diag(Ω_SS)⁻¹)."""
     ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
-    marginal = np.diag(np.linalg.inv(np.asarray(to_numpy(ggn.dense()), dtype=np.float64)))
+    S = np.arange(ggn.p) if subset is None else np.asarray(subset)
+    omega = np.asarray(to_numpy(ggn.dense()), dtype=np.float64)[np.ix_(S, S)]
+    G = np.asarray(to_numpy(per_sample_jacobian(model, X_test)), dtype=np.float64)[..., S]
+    return (G * G) @ np.diag(np.linalg.inv(omega))
+
+
+def diagonal_sorted_test_columns(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, subset=None
+):
+    """Diagonal subnetwork Laplace with diag(Ω)_S in the subset's order but the test
+    Jacobian's columns in sorted order."""
+    ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+    S = np.arange(ggn.p) if subset is None else np.asarray(subset)
+    d = np.asarray(to_numpy(ggn.diagonal()), dtype=np.float64)[S]
     G = np.asarray(to_numpy(per_sample_jacobian(model, X_test)), dtype=np.float64)
-    return (G * G) @ marginal
+    return (G[..., np.sort(S)] ** 2) @ (1.0 / d)
 
 
 def _kfac(*, swap=False, damped=False, noise=None, prior=None):
@@ -353,7 +367,9 @@ def _kfac(*, swap=False, damped=False, noise=None, prior=None):
 def _diagonal(*, noise=None, prior=None):
     """laplace-lab's diagonal Laplace with σ0² or the prior precision replaced."""
 
-    def target(model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var):
+    def target(
+        model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, subset=None
+    ):
         V = prior_precision if prior is None else prior(np.asarray(prior_precision, float))
         return ours.diagonal_predictive_variance(
             model,
@@ -363,12 +379,14 @@ def _diagonal(*, noise=None, prior=None):
             likelihood=likelihood,
             prior_precision=V,
             noise_var=noise_var if noise is None else noise,
+            subset=subset,
         )
 
     return target
 
 
 wrong_diagonal_inverse = _with(diagonal_predictive_variance=diagonal_of_inverse)
+wrong_diagonal_subnetwork_order = _with(diagonal_predictive_variance=diagonal_sorted_test_columns)
 wrong_kfac_convention = _with(kfac_predictive_variance=_kfac(swap=True))
 wrong_kfac_damping = _with(kfac_predictive_variance=_kfac(damped=True))
 structured_forgotten_noise = _with(
