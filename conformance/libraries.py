@@ -135,7 +135,10 @@ _LAPLACE_TORCH_FINDINGS = (
     Finding(
         "a diagonal prior cannot be used on a subnetwork",
         "validation.md#finding-2",
-        ("predictive/mlp-regression-diagonal-prior",),
+        (
+            "predictive/mlp-regression-diagonal-prior",
+            "diagonal-subnetwork/mlp-regression-diagonal-prior",
+        ),
     ),
     Finding(
         "LowRankLaplace cannot run from any PyPI install",

@@ -18,7 +18,9 @@ operators, not Laplace approximations; the adapter adds the prior and the test J
   inputs, gᵀΩ⁻¹g by Cholesky; a subset restricts both;
 - ``diagonal_predictive_variance``: the diagonal of the same dense GGN operator
   (curvlinops has only stochastic diagonal estimators, ``hutchinson_diag`` and ``xdiag``;
-  the exact diagonal of an operator is eᵢᵀ(G eᵢ));
+  the exact diagonal of an operator is eᵢᵀ(G eᵢ)); a subset S restricts it and the test
+  Jacobian to S, in S's order (diag(Ω_SS) = diag(Ω)_S: its operators take whole parameter
+  tensors, not single entries);
 - ``kfac_predictive_variance``: ``KFACLinearOperator(fisher_type="type-2")`` — the exact
   output Hessian; the default ``"mc"`` draws labels and approximates the GGN by sampling —
   with ``separate_weight_and_bias`` True ("separate") or False ("joint": ã = [a; 1], one
@@ -71,7 +73,7 @@ from typing import Any
 import numpy as np
 
 from laplace_lab._checks import one_of, positive_float
-from laplace_lab.conformance.adapters._parameters import last_layer_indices
+from laplace_lab.conformance.adapters._parameters import last_layer_indices, subset_indices
 from laplace_lab.conformance.contract import (
     EF_STRUCTURES,
     KFAC_CONVENTIONS,
@@ -209,11 +211,18 @@ def diagonal_predictive_variance(
     likelihood: str,
     prior_precision: Any,
     noise_var: float,
+    subset: Any = None,
 ) -> np.ndarray:
-    """gᵀ diag(Ω)⁻¹ g with diag(Ω) the diagonal of the dense GGN operator plus V."""
+    """gᵀ diag(Ω)⁻¹ g with diag(Ω) the diagonal of the dense GGN operator plus V; on a
+    subset S, g_Sᵀ diag(Ω)_S⁻¹ g_S (module docstring)."""
+    import torch
+
     ggn = _dense_ggn(model, X_train, y_train, likelihood, noise_var)
     d = ggn.diagonal() + _prior(model, prior_precision)
     G = _test_jacobian(model, X_test)
+    if subset is not None:
+        S = torch.as_tensor(subset_indices(model, subset), dtype=torch.long)
+        d, G = d[S], G[:, S]
     return _shape((G * G) @ (1.0 / d), X_test.shape[0], likelihood)
 
 

@@ -36,7 +36,12 @@ CurvlinopsGGN, prior mean 0, temperature 1):
   finding 3); the generator's draws in the model's dtype;
 - evidence: ``la.log_marginal_likelihood()``;
 - low rank: ``hessian_structure="lowrank"`` with ``backend_kwargs={"low_rank": rank}``;
-- diagonal Laplace: ``hessian_structure="diag"`` (``DiagLaplace``), its GLM variances;
+- diagonal Laplace: ``hessian_structure="diag"`` (``DiagLaplace``), its GLM variances; on a
+  subset ``subset_of_weights="subnetwork", hessian_structure="diag",
+  subnetwork_indices=subset`` (``DiagSubnetLaplace``): its backend indexes the Jacobians'
+  columns by ``subnetwork_indices`` as given (``Js[:, :, subnetwork_indices]``), so H, the
+  prior and the test Jacobian are all in the subset's order, unsorted; the same dtype as the
+  model; a vector prior on the subnetwork is refused as in finding 2;
 - KFAC: ``hessian_structure="kron"`` (``KronLaplace``, default damping=False: the prior is
   added to the eigenvalues λ_G,i λ_A,j of the Kronecker products), its GLM variances. Its
   backends give each bias a Kronecker factor of its own (``CurvlinopsInterface.kron``
@@ -174,7 +179,7 @@ def _fit(
             net,
             lik,
             subset_of_weights="subnetwork",
-            hessian_structure="full",
+            hessian_structure=structure,
             subnetwork_indices=idx,
             **kw,
         )
@@ -399,10 +404,12 @@ def diagonal_predictive_variance(
     likelihood: str,
     prior_precision: Any,
     noise_var: float,
+    subset: Any = None,
 ) -> np.ndarray:
-    """``hessian_structure="diag"`` (``DiagLaplace``): its GLM variances."""
+    """``hessian_structure="diag"`` (``DiagLaplace``; on a subset ``DiagSubnetLaplace``):
+    its GLM variances."""
     fit = {"likelihood": likelihood, "prior_precision": prior_precision, "noise_var": noise_var}
-    la, _ = _fit(model, X_train, y_train, **fit, structure="diag")
+    la, _ = _fit(model, X_train, y_train, **fit, subset=subset, structure="diag")
     return _variances(la, X_test, likelihood)
 
 

@@ -37,7 +37,9 @@ curvature, the posterior and the predictive are laplax's; how the contract maps 
   L (L Lᵀ = Ω⁻¹) and ``set_lin_pushforward`` with ``lin_setup``, ``lin_pred_mean`` and
   ``lin_pred_var``: the diagonal of J Ω⁻¹ Jᵀ at each test input (``jax.vmap`` over them);
 - ``diagonal_predictive_variance``: ``curv_type="diagonal"`` (the exact diagonal of the
-  GGN, eᵢᵀGeᵢ) through the same pushforward;
+  GGN, eᵢᵀGeᵢ) through the same pushforward; on a subset S the adapter hands laplax θ_S, as
+  for the full curvature and the last layer, so its diagonal is that of the GGN of θ_S,
+  diag(Ω_SS), with the prior V_S and the pushforward's Jacobian g_S, in S's order;
 - ``low_rank_predictive_variance``: ``curv_type="lobpcg"`` with ``rank``, the method whose
   documentation promises the leading eigenpairs: laplax's low-rank terms U diag(λ) Uᵀ
   (times σ²), the prior α added by its Woodbury form, the same pushforward. Its
@@ -269,15 +271,17 @@ def diagonal_predictive_variance(
     likelihood: str,
     prior_precision: Any,
     noise_var: float,
+    subset: Any = None,
 ) -> np.ndarray:
-    """gᵀ diag(Ω)⁻¹ g from laplax's ``curv_type="diagonal"`` posterior."""
+    """gᵀ diag(Ω)⁻¹ g (g_Sᵀ diag(Ω_SS)⁻¹ g_S on a subset) from laplax's
+    ``curv_type="diagonal"`` posterior."""
     return _variances(
         "diagonal",
         model,
         X_train,
         y_train,
         X_test,
-        subset_indices(model, None),
+        subset_indices(model, subset),
         likelihood=likelihood,
         prior_precision=prior_precision,
         noise_var=noise_var,

@@ -38,7 +38,9 @@ density ``log_posterior(params, batch)``; it has no predictive of its own beyond
 - ``diagonal_predictive_variance``: ``diag_ggn``'s ``prec_diag`` through posteriors'
   ``linearized_forward_diag`` with the standard deviations prec_diag^(-1/2): its output
   scale L (C × C per test point, L Lᵀ = J diag(prec_diag)⁻¹ Jᵀ) gives the variances
-  diag(L Lᵀ);
+  diag(L Lᵀ). On a subset S the flat θ_S as above: ``diag_ggn`` of that forward is
+  diag(Ω_SS), the prior V_S its initial precision, and the pushforward's Jacobian is g_S,
+  both in S's order;
 - ``posterior_samples``: ``dense_ggn.sample(state, (n_samples,))`` under
   ``torch.random.fork_rng`` seeded with ``seed`` (it draws from torch's global generator),
   written into θ̂ on S. Its final reshape keeps only a leaf's last axis, so it only works
@@ -294,14 +296,16 @@ def diagonal_predictive_variance(
     likelihood: str,
     prior_precision: Any,
     noise_var: float,
+    subset: Any = None,
 ) -> np.ndarray:
-    """gᵀ diag(Ω)⁻¹ g from ``laplace.diag_ggn`` through ``linearized_forward_diag``."""
+    """gᵀ diag(Ω)⁻¹ g (g_Sᵀ diag(Ω_SS)⁻¹ g_S on a subset) from ``laplace.diag_ggn`` through
+    ``linearized_forward_diag``."""
     return _diagonal_variance(
         model,
         X_train,
         y_train,
         X_test,
-        subset_indices(model, None),
+        subset_indices(model, subset),
         likelihood=likelihood,
         prior_precision=prior_precision,
         noise_var=noise_var,

@@ -55,10 +55,11 @@ FLOAT32_GGN = {
     "empirical-fisher/mlp-binary-full",
     "empirical-fisher/mlp-multiclass-full",
 }
-# Finding 2: a diagonal prior on a subnetwork is refused. Finding 3: LowRankLaplace needs
-# a module no PyPI package provides.
+# Finding 2: a diagonal prior on a subnetwork is refused (FullSubnetLaplace and
+# DiagSubnetLaplace). Finding 3: LowRankLaplace needs a module no PyPI package provides.
 REFUSED = {
     "predictive/mlp-regression-diagonal-prior",
+    "diagonal-subnetwork/mlp-regression-diagonal-prior",
     "low-rank/linear-gaussian-spectrum",
     "low-rank/mlp-regression",
     "low-rank/mlp-multiclass",
