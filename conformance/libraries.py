@@ -200,7 +200,11 @@ _LAPLAX_FINDINGS = (
     Finding(
         "the low-rank curvature is not the top-r eigenpairs of the GGN",
         "validation.md#laplax-finding-1",
-        ("low-rank/", "structured-samples/low-rank/mlp-multiclass"),
+        (  # on mlp-binary its error is 0.36 critical excesses: a FAIL at some seeds
+            "low-rank/",
+            "structured-samples/low-rank/mlp-multiclass",
+            "structured-samples/low-rank/mlp-binary",
+        ),
     ),
     Finding(
         "the low-rank posterior takes an isotropic prior only (by design)",

@@ -218,6 +218,39 @@ class LowRankLaplace:
         W = solve_triangular(self._R, self._B.T @ GD.T, lower=True)  # r × n_test
         return xp.astype(prior_part - xp.sum(W * W, axis=0), G.dtype)
 
+    def draws(self, z: Array, z_rank: Array) -> Array:
+        """Δθ ~ N(0, Ω_r⁻¹) from standard normal ``z`` (n, p) and ``z_rank`` (n, r), float64
+        in the eigenpairs' backend (NumPy draws are moved there).
+
+        Perturbation and solve: y = V^{1/2} z + B z_r has covariance V + B Bᵀ = Ω_r, so
+        Ω_r⁻¹ y has covariance Ω_r⁻¹; Ω_r⁻¹ y = D y − D B R⁻ᵀ R⁻¹ Bᵀ D y by the Woodbury
+        factor above (docs/mathematics.md, "Sampling the structured posteriors"). The map
+        is linear: identity blocks for ``z`` and ``z_rank`` give its columns.
+
+        References
+        ----------
+        .. [1] G. Papandreou, A. L. Yuille, "Gaussian Sampling by Local Perturbations",
+           NeurIPS 2010 (perturb the terms of the precision, then solve).
+        """
+        xp = array_namespace(self._B)
+        V = xp.astype(self.prior_precision, xp.float64)
+        space = Space(int(V.shape[0]), None, self._B)  # host draws onto the eigenpairs' device
+        z, z_rank = (
+            space.asarray(np.asarray(a, dtype=np.float64)) if isinstance(a, np.ndarray) else a
+            for a in (z, z_rank)
+        )
+        z, z_rank = xp.astype(z, xp.float64), xp.astype(z_rank, xp.float64)
+        p, r = int(V.shape[0]), self.rank
+        if len(z.shape) != 2 or int(z.shape[1]) != p:
+            raise ValueError(f"z must have shape (n, {p}); got {tuple(z.shape)}")
+        if tuple(z_rank.shape) != (int(z.shape[0]), r):
+            raise ValueError(
+                f"z_rank must have shape ({int(z.shape[0])}, {r}); got {tuple(z_rank.shape)}"
+            )
+        Dy = (z * xp.sqrt(V) + z_rank @ self._B.T) / V  # rows D y
+        W = solve_triangular(self._R, self._B.T @ Dy.T, lower=True)
+        return Dy - (solve_triangular(self._R, W, lower=True, trans=True).T @ self._B.T) / V
+
     def logdet(self) -> float:
         """``log det Ω_r = Σ log V_i + 2 Σ log R_jj`` (matrix determinant lemma)."""
         V = to_host(self.prior_precision)

@@ -87,6 +87,8 @@ from typing import Any
 
 import numpy as np
 
+from laplace_lab._checks import positive_int
+
 __all__ = ["predictive_variance"]
 
 #: laplace-torch's defaults for ``optimize_prior_precision(method="marglik")``.
@@ -279,7 +281,9 @@ def structured_posterior_samples(
             f"laplace-torch's KronLaplace gives every bias its own Kronecker factor (the "
             f"'separate' convention) and has no joint [W b] factor; got convention={convention!r}"
         )
-    options = {"backend_kwargs": {"low_rank": int(rank)}} if structure == "low_rank" else {}
+    options = {}
+    if structure == "low_rank":
+        options = {"backend_kwargs": {"low_rank": positive_int(rank, "rank")}}
     fit = {"likelihood": likelihood, "prior_precision": prior_precision, "noise_var": noise_var}
     la, _ = _fit(
         model, X_train, y_train, **fit, structure=HESSIAN_STRUCTURES[structure], **options
@@ -329,7 +333,7 @@ def low_rank_predictive_variance(
         prior_precision=prior_precision,
         noise_var=noise_var,
         structure="lowrank",
-        backend_kwargs={"low_rank": int(rank)},
+        backend_kwargs={"low_rank": positive_int(rank, "rank")},
     )
     return _variances(la, X_test, likelihood)
 

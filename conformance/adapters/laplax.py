@@ -179,15 +179,17 @@ def _call(program: Any, model: Any, X: Any, inputs: dict[str, Any], **extra: Any
 
 
 def _laplace(
-    curv_type: str, forward: Any, params: Any, data: Any, loss: str, **curv_kwargs: Any
+    curv_type: str, forward: Any, params: Any, data: Any, loss: str, rank: int | None = None
 ) -> tuple[Any, Any]:
     """``laplax.laplace``'s steps (``GGN``, the curvature method, ``set_posterior_fn``)
     without its final wait for the result (``block_until_ready``, which cannot be traced):
-    (posterior_fn, curvature estimate)."""
+    (posterior_fn, curvature estimate); ``rank`` for a low-rank ``curv_type`` (LOBPCG's start
+    keyed 0)."""
     from laplax.api import GGN
     from laplax.curv import set_posterior_fn
     from laplax.curv.cov import CURVATURE_METHODS
 
+    curv_kwargs = {} if rank is None else {"rank": rank, "key": _jax().random.key(0)}
     mv = GGN(forward, params, data, loss_fn=loss)
     curvature = CURVATURE_METHODS[curv_type](mv, layout=params, **curv_kwargs)
     return set_posterior_fn(curv_type, curvature, layout=params), curvature
@@ -214,11 +216,9 @@ def _variance_program(network: Network, curv_type: str, loss: str, rank: int | N
     jax = _jax()
     from laplax.eval.pushforward import lin_pred_mean, lin_pred_var, lin_setup
 
-    curv_kwargs = {} if rank is None else {"rank": rank, "key": jax.random.key(0)}
-
     def program(theta_hat, index, data, arguments, X_test):
         forward, params = model_fn(network, theta_hat, index), theta_hat[index]
-        posterior_fn, _ = _laplace(curv_type, forward, params, data, loss, **curv_kwargs)
+        posterior_fn, _ = _laplace(curv_type, forward, params, data, loss, rank)
         fns = [lin_setup, lin_pred_mean, lin_pred_var]
         predictive = _push(posterior_fn, forward, params, arguments, fns)
         out = jax.vmap(predictive)(X_test)["pred_var"]
@@ -374,11 +374,9 @@ def _sample_program(
     jax = _jax()
     from laplax.eval.pushforward import set_get_weight_sample
 
-    curv_kwargs = {} if rank is None else {"rank": rank, "key": jax.random.key(0)}
-
     def program(theta_hat, index, data, arguments, key):
         forward, params = model_fn(network, theta_hat, index), theta_hat[index]
-        posterior_fn, _ = _laplace(curv_type, forward, params, data, loss, **curv_kwargs)
+        posterior_fn, _ = _laplace(curv_type, forward, params, data, loss, rank)
         posterior = posterior_fn(arguments, 1.0)
         draw = set_get_weight_sample(
             key,

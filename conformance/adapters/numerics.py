@@ -20,7 +20,7 @@ empirical-Fisher Laplace from :func:`laplace_lab.numerics.empirical_fisher.empir
 the same full and diagonal variances,
 structured posterior samples (:func:`structured_posterior_samples`) from the diagonal of
 the same GGN, from the eigendecompositions of ``fit_kfac``'s factors (:func:`kfac_draws`)
-and from ``LowRankLaplace``'s eigenpairs by perturbation and solve (:func:`low_rank_draws`),
+and from ``LowRankLaplace``'s eigenpairs by perturbation and solve (``LowRankLaplace.draws``),
 class probabilities from the logits' Gaussian (covariance G Ω⁻¹ Gᵀ by Woodbury in float64)
 through :func:`~laplace_lab.numerics.probit_probability`,
 :meth:`~laplace_lab.numerics.GaussianPredictive.probabilities` (Monte Carlo) and
@@ -148,8 +148,10 @@ def linear_blocks(model: Any) -> list[tuple[np.ndarray, np.ndarray]]:
         offsets[id(t)] = start
         start += int(t.numel())
     blocks = []
-    for m in model.modules():
+    for name, m in model.named_modules():
         if isinstance(m, torch.nn.Linear):
+            if m.bias is None:
+                raise ValueError(f"model's Linear layer {name!r} must have a bias")
             n_out, d = m.weight.shape
             weight = offsets[id(m.weight)] + np.arange(n_out * d).reshape(n_out, d)
             blocks.append((weight, offsets[id(m.bias)] + np.arange(n_out)))
@@ -170,7 +172,7 @@ def kfac_draws(model: Any, kfac: KFACLaplace, z: list[np.ndarray]) -> np.ndarray
     """
     blocks = linear_blocks(model)
     n = z[0].shape[0]
-    out = np.zeros((n, sum(w.size + b.size for w, b in blocks)))
+    out = np.zeros((n, sum(int(t.numel()) for t in model.parameters())))
     layers = zip(kfac.eig_A, kfac.eig_G, blocks, z, strict=True)
     for (lA, QA), (lG, QG), (weight, bias), zl in layers:
         scale = 1.0 / np.sqrt(lG[:, None] * lA[None, :] + kfac.prior_precision)
@@ -178,28 +180,6 @@ def kfac_draws(model: Any, kfac: KFACLaplace, z: list[np.ndarray]) -> np.ndarray
         out[:, weight.reshape(-1)] = M[:, :, :-1].reshape(n, -1)
         out[:, bias] = M[:, :, -1]
     return out
-
-
-def low_rank_draws(low: LowRankLaplace, z: np.ndarray, z_rank: np.ndarray) -> np.ndarray:
-    """Δθ ~ N(0, Ω_r⁻¹) for Ω_r = B Bᵀ + V (B = U diag(λ)^{1/2}) by perturbation and solve:
-    y = V^{1/2} z + B z_r has covariance V + B Bᵀ = Ω_r, so Ω_r⁻¹ y has Ω_r⁻¹ Ω_r Ω_r⁻¹ =
-    Ω_r⁻¹; Ω_r⁻¹ y = D y − D B (I_r + Bᵀ D B)⁻¹ Bᵀ D y with D = V⁻¹ (Woodbury, float64).
-    ``z`` (n, p) and ``z_rank`` (n, r) standard normal; (n, p) (docs/mathematics.md, 9.14).
-
-    References
-    ----------
-    .. [1] G. Papandreou, A. L. Yuille, "Gaussian Sampling by Local Perturbations",
-       NeurIPS 2010 (perturb the terms of the precision, then solve).
-    .. [2] F. Orieux, O. Féron, J.-F. Giovannelli, "Sampling High-Dimensional Gaussian
-       Distributions for General Linear Inverse Problems", IEEE Signal Processing Letters
-       19(5), 2012.
-    """
-    V = np.asarray(to_numpy(low.prior_precision), dtype=np.float64)
-    U = np.asarray(to_numpy(low.eigenvectors), dtype=np.float64)
-    B = U * np.sqrt(low.eigenvalues)
-    K = np.eye(B.shape[1]) + B.T @ (B / V[:, None])
-    Dy = (z * np.sqrt(V) + z_rank @ B.T) / V  # rows D y
-    return Dy - (np.linalg.solve(K, B.T @ Dy.T).T @ B.T) / V
 
 
 def structured_posterior_samples(
@@ -218,7 +198,7 @@ def structured_posterior_samples(
 ) -> np.ndarray:
     """θ̂ + Δθ with Δθ ~ N(0, P⁻¹): ``"diag"`` z/√diag(Ω) from the GGN's diagonal,
     ``"kron"`` :func:`kfac_draws` of :func:`~laplace_lab.numerics.kfac.fit_kfac`
-    (``convention``), ``"low_rank"`` :func:`low_rank_draws` of
+    (``convention``), ``"low_rank"`` :meth:`~laplace_lab.numerics.LowRankLaplace.draws` of
     :class:`~laplace_lab.numerics.LowRankLaplace` (``rank``, Lanczos seeded 0); the standard
     normal draws from ``numpy.random.default_rng(seed)``; (n_samples, p) float64."""
     one_of(structure, "structure", SAMPLE_STRUCTURES)
@@ -245,7 +225,7 @@ def structured_posterior_samples(
         return theta + rng.standard_normal((n, theta.size)) / np.sqrt(d)
     low = LowRankLaplace.from_ggn(ggn, positive_int(rank, "rank"), rng=0)
     z = rng.standard_normal((n, theta.size))
-    return theta + low_rank_draws(low, z, rng.standard_normal((n, low.rank)))
+    return theta + np.asarray(to_numpy(low.draws(z, rng.standard_normal((n, low.rank)))))
 
 
 def _log_likelihood(f: Any, y: Any, likelihood: str, noise_var: float) -> float:

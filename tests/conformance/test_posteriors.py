@@ -167,7 +167,7 @@ def _fisher_precision(problem, log_density, per_sample, init_prec=0.0):
 
 @pytest.fixture(scope="module")
 def binary():
-    p = build_problem("mlp-binary")
+    p = build_problem("mlp-binary", seed=0)
     return p, DenseOracle(p), adapter._log_likelihoods(p.likelihood, p.noise_var)
 
 

@@ -116,8 +116,8 @@ def test_the_low_rank_sampler_has_the_covariance_of_the_exact_low_rank_precision
     low = LowRankLaplace.from_ggn(ggn, r, rng=0)
     T = np.vstack(
         [
-            ours.low_rank_draws(low, np.eye(p.p), np.zeros((p.p, r))),
-            ours.low_rank_draws(low, np.zeros((r, p.p)), np.eye(r)),
+            low.draws(np.eye(p.p), np.zeros((p.p, r))),
+            low.draws(np.zeros((r, p.p)), np.eye(r)),
         ]
     ).T
     exact = np.linalg.inv(o.low_rank_omega(r))

@@ -141,3 +141,31 @@ def test_bad_input_is_rejected_with_the_argument_named():
     lr = LowRankLaplace.from_factor(Jw, V, 3, rng=0)
     with pytest.raises(ValueError, match="G_test must have shape"):
         lr.predictive_variance(G[:, :10])
+
+
+@pytest.mark.parametrize("r", [3, 12])
+def test_draws_have_the_covariance_of_the_low_rank_posterior(r, backend):
+    # the linear map [z, z_r] ↦ Δθ, read off from identity inputs: T Tᵀ = Ω_r⁻¹ with
+    # Ω_r = U diag(λ) Uᵀ + V of the exact top-r eigenpairs, on a non-isotropic V
+    Jw, V, _ = _problem(seed=2)
+    lr = LowRankLaplace.from_factor(backend(Jw), backend(V), r, rng=0)
+    p = V.size
+    T = np.vstack(
+        [
+            host(lr.draws(backend(np.eye(p)), backend(np.zeros((p, r))))),
+            host(lr.draws(backend(np.zeros((r, p))), backend(np.eye(r)))),
+        ]
+    ).T
+    lam, U = np.linalg.eigh(Jw.T @ Jw)
+    U, lam = U[:, ::-1][:, :r], lam[::-1][:r]
+    exact = np.linalg.inv(np.diag(V) + (U * lam) @ U.T)
+    np.testing.assert_allclose(T @ T.T, exact, rtol=0, atol=1e-10 * np.abs(exact).max())
+
+
+def test_draws_name_a_misshapen_argument():
+    Jw, V, _ = _problem()
+    lr = LowRankLaplace.from_factor(Jw, V, 3, rng=0)
+    with pytest.raises(ValueError, match="z must have shape"):
+        lr.draws(np.zeros((2, 5)), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="z_rank must have shape"):
+        lr.draws(np.zeros((2, V.size)), np.zeros((2, 4)))
