@@ -96,3 +96,22 @@ def test_the_readme_claim_module_is_loaded_by_check_plugin(tmp_path):
     assert "my-lab/ipv-grows-with-s" in proc.stdout
     assert "CONFIRMED" in proc.stdout and "mutants caught 1/1" in proc.stdout
     assert (tmp_path / "report" / "verdicts.json").is_file()
+
+
+def test_the_verdict_table_counts_are_those_of_each_results_file():
+    """The README's per-paper table against the header of each paper's RESULTS.md, which
+    `make results` rewrites; the table is written by hand and must follow it."""
+    statuses = ("CONFIRMED", "REFUTED", "NOT_REPRODUCIBLE_HERE")
+    table = r"^\| [^|]+ \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| \[\w+\]\((\S+)\) \|$"
+    readme = (ROOT / "README.md").read_text("utf-8")
+    rows = re.findall(table, readme, re.M)
+    assert len(rows) == 5
+    for *counts, link in rows:
+        head = re.search(r"^\*\*(\d+) claims: ([^;]+);", (ROOT / link).read_text("utf-8"), re.M)
+        said = {s: 0 for s in statuses} | {
+            s: int(n) for n, s in (part.split() for part in head.group(2).split(", "))
+        }
+        assert [int(c) for c in counts] == [int(head.group(1))] + [said[s] for s in statuses], link
+    total = re.search(r"^\| \*\*all\*\* \| " + r" \| ".join([r"\*\*(\d+)\*\*"] * 4), readme, re.M)
+    sums = [sum(int(row[i]) for row in rows) for i in range(4)]
+    assert [int(n) for n in total.groups()] == sums
