@@ -280,6 +280,15 @@ def test_lanczos_eigsh_and_low_rank(device, source):
     lr = LowRankLaplace.from_factor(rows.dev, device.put(V), 15, rng=0)
     ref = _quad(G, J.T @ J + np.diag(V))  # rank 15 = N′: the low-rank posterior is exact
     np.testing.assert_allclose(device.get(lr.predictive_variance(test.dev)), ref, rtol=1e-8)
+    # its draws as a linear map of host normals (moved to the device): T Tᵀ = Ω_r⁻¹
+    T = np.vstack(
+        [
+            device.get(lr.draws(np.eye(p), np.zeros((p, 15)))),
+            device.get(lr.draws(np.zeros((15, p)), np.eye(15))),
+        ]
+    ).T
+    exact = np.linalg.inv(J.T @ J + np.diag(V))
+    np.testing.assert_allclose(T @ T.T, exact, rtol=0, atol=1e-9 * np.abs(exact).max())
 
 
 def test_fsp_laplace_algorithm_2(device, source):
