@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from laplace_lab.conformance.adapters._parameters import parameter_offsets
+
 __all__ = [
     "ACTIVATIONS",
     "COMPILER_OPTIONS",
@@ -95,10 +97,7 @@ class Network:
     @classmethod
     def of(cls, model: Any) -> Network:
         """The network of a ``torch.nn.Linear`` or ``torch.nn.Sequential`` model."""
-        offsets, start = {}, 0
-        for t in model.parameters():
-            offsets[id(t)] = start
-            start += int(t.numel())
+        offsets = parameter_offsets(model)
         layers = []
         for module in _modules(model):
             name = type(module).__name__

@@ -14,7 +14,13 @@ import numpy as np
 
 from laplace_lab._checks import prior_precision_vector, subset
 
-__all__ = ["flat_parameters", "last_layer_indices", "prior_vector", "subset_indices"]
+__all__ = [
+    "flat_parameters",
+    "last_layer_indices",
+    "parameter_offsets",
+    "prior_vector",
+    "subset_indices",
+]
 
 
 def flat_parameters(model: Any) -> Any:
@@ -22,6 +28,15 @@ def flat_parameters(model: Any) -> Any:
     import torch
 
     return torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone()
+
+
+def parameter_offsets(model: Any) -> dict[int, int]:
+    """The start of every parameter tensor in the flat vector, keyed by ``id(tensor)``."""
+    start, offsets = 0, {}
+    for t in model.parameters():
+        offsets[id(t)] = start
+        start += int(t.numel())
+    return offsets
 
 
 def _size(model: Any) -> int:
@@ -50,10 +65,7 @@ def last_layer_indices(model: Any) -> np.ndarray:
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     if not linears or linears[-1].bias is None:
         raise ValueError("last-layer Laplace needs a last torch.nn.Linear layer with a bias")
-    start, offsets = 0, {}
-    for t in model.parameters():
-        offsets[id(t)] = start
-        start += int(t.numel())
+    offsets = parameter_offsets(model)
     layer = linears[-1]
     return np.concatenate(
         [offsets[id(t)] + np.arange(int(t.numel())) for t in (layer.weight, layer.bias)]

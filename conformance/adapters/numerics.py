@@ -37,7 +37,7 @@ import numpy as np
 
 from laplace_lab._checks import one_of, positive_float, positive_int
 from laplace_lab._random import as_generator
-from laplace_lab.conformance.adapters._parameters import subset_indices
+from laplace_lab.conformance.adapters._parameters import parameter_offsets, subset_indices
 from laplace_lab.conformance.contract import (
     EF_STRUCTURES,
     KFAC_CONVENTIONS,
@@ -143,10 +143,7 @@ def linear_blocks(model: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     :func:`~laplace_lab.numerics.kfac.fit_kfac` (W row-major, as ``parameters()`` holds it)."""
     import torch
 
-    start, offsets = 0, {}
-    for t in model.parameters():
-        offsets[id(t)] = start
-        start += int(t.numel())
+    offsets = parameter_offsets(model)
     blocks = []
     for name, m in model.named_modules():
         if isinstance(m, torch.nn.Linear):
