@@ -164,7 +164,9 @@ class LinearSignals:
         """J[start:stop, :, S] with the columns of S grouped by layer (S[cp.order]), (r, C, k).
 
         Each layer's columns are one product δ[:, :, i] · a[:, j] written into a contiguous
-        slice of ``out`` (a buffer of that shape and the signals' dtype, or a new one).
+        slice of ``out`` (a buffer of that shape, or a new one of the signals' dtype). Each
+        product is rounded in the signals' dtype, so a wider ``out`` (float64) holds exactly
+        the converted values.
         """
         import torch
 
@@ -240,6 +242,9 @@ def linear_signals(model: Any, plan: LinearPlan, xb: Any) -> tuple[Any, LinearSi
         per_c.append(
             [torch.zeros_like(o) if gi is None else gi for gi, o in zip(g, outs, strict=True)]
         )
-    delta = tuple(torch.stack([g[i] for g in per_c], 1).detach() for i in range(len(outs)))
+    if len(per_c) == 1:  # one output: δ (B, 1, out) is a view, not a stacked copy
+        delta = tuple(g.detach().unsqueeze(1).contiguous() for g in per_c[0])
+    else:
+        delta = tuple(torch.stack([g[i] for g in per_c], 1).detach() for i in range(len(outs)))
     a = tuple(inputs[id(m)][0].detach() for m in plan.modules)
     return f2.detach(), LinearSignals(plan, a, delta)
