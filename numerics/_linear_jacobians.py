@@ -164,9 +164,7 @@ class LinearSignals:
         """J[start:stop, :, S] with the columns of S grouped by layer (S[cp.order]), (r, C, k).
 
         Each layer's columns are one product δ[:, :, i] · a[:, j] written into a contiguous
-        slice of ``out`` (a buffer of that shape, or a new one of the signals' dtype). Each
-        product is rounded in the signals' dtype, so a wider ``out`` (float64) holds exactly
-        the converted values.
+        slice of ``out`` (a buffer of that shape and the signals' dtype, or a new one).
         """
         import torch
 
