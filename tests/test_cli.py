@@ -120,8 +120,9 @@ def test_a_closed_output_pipe_ends_quietly(toy_store, tmp_path):
 
 def test_an_unwritable_report_folder_is_one_line_before_any_claim_runs(tmp_path):
     (tmp_path / "my_claims.py").write_text(
-        "from laplace_lab.paper_checks.verification.registry import Status, Verdict, claim\n"
-        "@claim(paper='my-lab', name='one', location='-', statement='1 = 1')\n"
+        "from laplace_lab.paper_checks.verification import Setting, Status, Verdict, claim\n"
+        "@claim(paper='my-lab', name='one', location='-', statement='1 = 1', kind='exact',\n"
+        "       setting=Setting.paper())\n"
         "def one(ctx):\n"
         "    return Verdict(Status.CONFIRMED, measured=1, expected=1)\n"
     )
@@ -152,8 +153,9 @@ def test_check_silences_the_progress_bars_of_what_its_claims_run(monkeypatch, ca
 
 def test_a_claim_that_fails_is_one_line_pointing_to_the_report(tmp_path):
     (tmp_path / "broken_claims.py").write_text(
-        "from laplace_lab.paper_checks.verification.registry import claim\n"
-        "@claim(paper='my-lab', name='broken', location='-', statement='-')\n"
+        "from laplace_lab.paper_checks.verification import Setting, claim\n"
+        "@claim(paper='my-lab', name='broken', location='-', statement='-', kind='exact',\n"
+        "       setting=Setting.paper())\n"
         "def broken(ctx):\n"
         "    return 1 / 0\n"
     )

@@ -98,20 +98,41 @@ def test_the_readme_claim_module_is_loaded_by_check_plugin(tmp_path):
     assert (tmp_path / "report" / "verdicts.json").is_file()
 
 
+def _said(text: str) -> dict[str, int]:
+    """``"30 CONFIRMED, 9 REFUTED"`` → counts (``"none"`` → {})."""
+    return {s: int(n) for n, s in (p.split() for p in text.split(", ") if p != "none")}
+
+
 def test_the_verdict_table_counts_are_those_of_each_results_file():
     """The README's per-paper table against the header of each paper's RESULTS.md, which
-    `make results` rewrites; the table is written by hand and must follow it."""
-    statuses = ("CONFIRMED", "REFUTED", "NOT_REPRODUCIBLE_HERE")
-    table = r"^\| [^|]+ \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| \[\w+\]\((\S+)\) \|$"
+    `make results` rewrites; the table is written by hand and must follow it: claims by their
+    best evidence, "n (paper + substitute)" where substitutes are among them, errata apart."""
+    statuses = ("CONFIRMED", "REFUTED", "INCONCLUSIVE", "NOT_REPRODUCIBLE_HERE")
+    cell = r"(\d+(?: \(\d+ \+ \d+\))?)"
+    table = (
+        r"^\| [^|*]+ \| (\d+) \| "
+        + r" \| ".join([cell] * 4)
+        + r" \| (\d+) \| \[\w+\]\((\S+)\) \|$"
+    )
     readme = (ROOT / "README.md").read_text("utf-8")
     rows = re.findall(table, readme, re.M)
     assert len(rows) == 5
-    for *counts, link in rows:
-        head = re.search(r"^\*\*(\d+) claims: ([^;]+);", (ROOT / link).read_text("utf-8"), re.M)
-        said = {s: 0 for s in statuses} | {
-            s: int(n) for n, s in (part.split() for part in head.group(2).split(", "))
-        }
-        assert [int(c) for c in counts] == [int(head.group(1))] + [said[s] for s in statuses], link
-    total = re.search(r"^\| \*\*all\*\* \| " + r" \| ".join([r"\*\*(\d+)\*\*"] * 4), readme, re.M)
-    sums = [sum(int(row[i]) for row in rows) for i in range(4)]
-    assert [int(n) for n in total.groups()] == sums
+    totals = [0] * 6
+    for claims_n, *cells, errata, link in rows:
+        head = re.search(
+            r"^\*\*(\d+) claims: ([^;]+); errata (\d+) .*?In the paper's setting: ([^;]+); "
+            r"on substitutes: ([^.]+)\.",
+            (ROOT / link).read_text("utf-8"),
+            re.M,
+        )
+        assert head, link
+        best, paper, sub = _said(head.group(2)), _said(head.group(4)), _said(head.group(5))
+        assert int(claims_n) == int(head.group(1)) and int(errata) == int(head.group(3)), link
+        for status, text in zip(statuses, cells, strict=True):
+            n = best.get(status, 0)
+            want = f"{n} ({paper.get(status, 0)} + {sub[status]})" if sub.get(status) else str(n)
+            assert text == want, (link, status)
+        for i, n in enumerate([claims_n, *(c.split()[0] for c in cells), errata]):
+            totals[i] += int(n)
+    total = re.search(r"^\| \*\*all\*\* \| " + r" \| ".join([r"\*\*(\d+)\*\*"] * 6), readme, re.M)
+    assert total and [int(n) for n in total.groups()] == totals

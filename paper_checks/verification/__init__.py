@@ -3,10 +3,17 @@ runs, errata and the report. It imports no paper; each paper's modules import it
 
 A claim module of a paper needs only this package::
 
-    from laplace_lab.paper_checks.verification import Context, Status, Verdict, claim, require
+    from laplace_lab.paper_checks.verification import (
+        Context, Kind, Setting, Status, Verdict, claim, decisions, require
+    )
 
 Modules
 -------
+kinds
+    :class:`Status`, :class:`Kind` (what a claim states), :class:`Setting` (where it is checked).
+decisions
+    The decision rules: exact, superiority (one-sided t, intersection–union over tasks),
+    equivalence (TOST against a margin from the paper), existence, cost, tie.
 registry
     :func:`claim`, :class:`Claim`, :class:`Context`, :class:`Verdict`, :class:`Status`,
     :func:`require`; running a claim and a claim under a mutant.
@@ -30,6 +37,9 @@ from laplace_lab._lazy import lazy_exports
 #: this package to build its parser and must not pay for NumPy there.
 _HOME = {
     "cached": "cache",
+    "Decision": "decisions",
+    "Kind": "kinds",
+    "Setting": "kinds",
     "Erratum": "errata",
     "register_errata": "errata",
     "Mutant": "mutants",
@@ -39,7 +49,7 @@ _HOME = {
     "Context": "registry",
     "FigurePath": "registry",
     "ImplementationError": "registry",
-    "Status": "registry",
+    "Status": "kinds",
     "Verdict": "registry",
     "claim": "registry",
     "require": "registry",
@@ -49,11 +59,14 @@ _HOME = {
 __all__ = [
     "Claim",
     "Context",
+    "Decision",
     "Erratum",
     "FigurePath",
     "ImplementationError",
+    "Kind",
     "Mutant",
     "Recorded",
+    "Setting",
     "Status",
     "Verdict",
     "cached",

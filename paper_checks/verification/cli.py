@@ -22,6 +22,7 @@ __all__ = ["add_check_parser"]
 
 def _check(args: argparse.Namespace) -> int:
     import datetime
+    from collections import Counter
 
     from laplace_lab._checks import integer
     from laplace_lab._paths import writable_folder
@@ -65,7 +66,12 @@ def _check(args: argparse.Namespace) -> int:
             print(f"wrote {path}")
     caught = sum(m.caught for o in outcomes for m in o.mutants)
     run = sum(len(o.mutants) for o in outcomes)
-    print(f"{len(outcomes)} claims in {meta['seconds']:.0f} s; mutants caught {caught}/{run}")
+    counts = Counter(o.status.value for o in outcomes)
+    said = ", ".join(f"{counts[s.value]} {s.value}" for s in Status if counts[s.value])
+    print(
+        f"{len(outcomes)} claims in {meta['seconds']:.0f} s ({said}; the best evidence: a "
+        f"counting paper-scale record first); mutants caught {caught}/{run}"
+    )
     errors = [o for o in outcomes if o.verdict.status is Status.ERROR]
     for o in errors:  # one line each; the traceback is in the report
         last = (o.verdict.evidence_text.strip().splitlines() or ["no evidence"])[-1]
@@ -79,6 +85,7 @@ def _check(args: argparse.Namespace) -> int:
 def _at_other_seeds(outcomes: list, plan: Any, seeds: int, jobs: int) -> list:
     """``outcomes`` with each claim's verdicts at base seeds seed, seed + 1, …, seed + seeds − 1
     (the claims alone at the other seeds, no mutants, no figures)."""
+    from laplace_lab.paper_checks.verification.registry import Status
     from laplace_lab.paper_checks.verification.runs import run_claims
 
     base = plan.ctx.seed
@@ -93,7 +100,15 @@ def _at_other_seeds(outcomes: list, plan: Any, seeds: int, jobs: int) -> list:
     unstable = [o for o in done if not o.stable]
     print(f"{len(done) - len(unstable)}/{len(done)} claims stable over {seeds} base seeds")
     for o in unstable:
-        print(f"unstable: {o.claim.key}: {o.stability}")
+        said = {s for _, s in o.seeds}
+        kind = (
+            "CONFIRMED <-> REFUTED"
+            if {Status.CONFIRMED, Status.REFUTED} <= said
+            else "between INCONCLUSIVE and a decision"
+            if Status.INCONCLUSIVE in said
+            else "unstable"
+        )
+        print(f"unstable ({kind}): {o.claim.key}: {o.stability}")
     return done
 
 

@@ -9,7 +9,15 @@
   averages at the end of the run and the core count), ``packages`` (versions), ``command``
   (:func:`laplace_lab.paper_checks.verification.run_info.run_metadata`);
 - ``claims``: one object per claim — ``paper``, ``claim``, ``location``, ``statement``,
-  ``status`` (CONFIRMED / REFUTED / NOT_REPRODUCIBLE_HERE / ERROR), ``expected_status``,
+  ``kind`` (exact, superiority, equivalence, existence, cost, erratum), ``setting``
+  (``label`` paper or substitute, ``differs``: what differs, ``specific``: a specific number
+  of a table), ``margin`` (an equivalence claim's margin and its source), ``status`` (the best
+  evidence: the recorded paper-scale run re-decided under the current rules where one counts,
+  else this run's verdict; CONFIRMED / REFUTED / INCONCLUSIVE / NOT_REPRODUCIBLE_HERE /
+  ERROR), ``quick_status`` (this run's verdict), ``paper_scale`` (the record that decides
+  ``status``: its command, commit, date, status and why; null when none counts),
+  ``decision`` (the rule that decided this run's verdict, or null), ``expected_status`` (the
+  verdict this run is recorded to earn),
   ``reason`` (the verdict in one line), ``measured``, ``expected``, ``tolerance`` (number,
   string or null), ``evidence`` (a paragraph, or ``- point`` lines), ``details`` (object),
   ``figures`` (paths relative to the report folder) and ``captions`` (path → caption),
@@ -26,7 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from laplace_lab.paper_checks.verification.errata import errata_of
+from laplace_lab.paper_checks.verification.errata import errata_of, registered_errata
+from laplace_lab.paper_checks.verification.kinds import Kind
+from laplace_lab.paper_checks.verification.recorded import Recorded
 from laplace_lab.paper_checks.verification.registry import Claim, MutantOutcome, Status, Verdict
 
 __all__ = ["VERDICT_SCHEMA", "Outcome", "format_value", "paper_counts"]
@@ -50,7 +60,32 @@ _CLAIM = _object(
         "claim": {"type": "string", "minLength": 1},
         "location": {"type": "string", "minLength": 1},
         "statement": {"type": "string", "minLength": 1},
+        "kind": {"enum": [k.value for k in Kind]},
+        "setting": _object(
+            {
+                "label": {"enum": ["paper", "substitute"]},
+                "differs": {"type": "string"},
+                "specific": {"type": "boolean"},
+            }
+        ),
+        "margin": {"type": "string"},
         "status": _STATUS,
+        "quick_status": _STATUS,
+        "paper_scale": {
+            "oneOf": [
+                {"type": "null"},
+                _object(
+                    {
+                        "command": {"type": "string"},
+                        "commit": {"type": "string"},
+                        "date": {"type": "string"},
+                        "status": _STATUS,
+                        "why": {"type": "string"},
+                    }
+                ),
+            ]
+        },
+        "decision": {"type": ["object", "null"]},
         "expected_status": _STATUS,
         "reason": {"type": "string"},
         "measured": _VALUE,
@@ -70,7 +105,12 @@ _CLAIM = _object(
                     "date": {"type": "string"},
                     "summary": {"type": "string"},
                     "data": {"type": "object"},
-                }
+                    "status": _STATUS,
+                    "decision": {"type": "object"},
+                    "counts": {"type": "boolean"},
+                    "why": {"type": "string"},
+                },
+                optional=("status", "decision", "counts", "why"),
             ),
         },
         "errata": {"type": "array", "items": {"type": "string"}},
@@ -148,6 +188,22 @@ class Outcome:
     seeds: tuple[tuple[int, Status], ...] = ()
 
     @property
+    def paper_scale(self) -> Recorded | None:
+        """The recorded paper-scale run whose decision counts for this claim, if any."""
+        return next(
+            (r for r in self.verdict.recorded if r.counts and r.decision is not None), None
+        )
+
+    @property
+    def status(self) -> Status:
+        """The best evidence: the counting record's status under the current rules, else this
+        run's verdict (an ERROR of this run stays an ERROR: the code is broken)."""
+        record = self.paper_scale
+        if record is None or self.verdict.status is Status.ERROR:
+            return self.verdict.status
+        return record.decision.status
+
+    @property
     def stable(self) -> bool:
         """The same verdict at every base seed it ran at (trivially, at one seed)."""
         return len({status for _, status in self.seeds}) <= 1
@@ -181,7 +237,23 @@ class Outcome:
             "claim": self.claim.name,
             "location": self.claim.location,
             "statement": self.claim.statement,
-            "status": v.status.value,
+            "kind": self.claim.kind.value,
+            "setting": self.claim.setting.as_json(),
+            "margin": self.claim.margin,
+            "status": self.status.value,
+            "quick_status": v.status.value,
+            "paper_scale": (
+                None
+                if self.paper_scale is None
+                else {
+                    "command": self.paper_scale.command,
+                    "commit": self.paper_scale.commit,
+                    "date": self.paper_scale.date,
+                    "status": self.paper_scale.decision.status.value,
+                    "why": self.paper_scale.why,
+                }
+            ),
+            "decision": None if v.decision is None else v.decision.as_json(),
             "expected_status": self.claim.expected.value,
             "reason": v.reason,
             "measured": v.measured,
@@ -211,14 +283,37 @@ class Outcome:
 
 
 def paper_counts(outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:
-    """Per paper (in order of appearance): claims, verdict counts, mutants caught and run."""
+    """Per paper (in order of appearance): the claims about the methods by status (the best
+    evidence) in all, ``paper`` (in the paper's setting) and ``substitute``; ``quick`` (this
+    run's verdicts); the errata apart — ``errata_checked`` (erratum claims run),
+    ``errata_found`` (the registered errata, plus the erratum claims that found one no
+    registered erratum rests on: each erratum counted once); mutants caught and run; seconds."""
     out: dict[str, dict[str, Any]] = {}
     for o in outcomes:
         row = out.setdefault(
-            o.claim.paper, {"claims": 0, "status": Counter(), "caught": 0, "run": 0, "s": 0.0}
+            o.claim.paper,
+            {
+                "claims": 0,
+                "status": Counter(),
+                "paper": Counter(),
+                "substitute": Counter(),
+                "quick": Counter(),
+                "errata_checked": 0,
+                "errata_found": sum(1 for e in registered_errata() if e.paper == o.claim.paper),
+                "caught": 0,
+                "run": 0,
+                "s": 0.0,
+            },
         )
-        row["claims"] += 1
-        row["status"][o.verdict.status] += 1
+        if o.claim.kind is Kind.ERRATUM:
+            row["errata_checked"] += 1
+            written = any(o.claim.key in e.claims for e in registered_errata())
+            row["errata_found"] += o.status is Status.REFUTED and not written
+        else:
+            row["claims"] += 1
+            row["status"][o.status] += 1
+            row[o.claim.setting.label][o.status] += 1
+            row["quick"][o.verdict.status] += 1
         row["caught"] += sum(m.caught for m in o.mutants)
         row["run"] += len(o.mutants)
         row["s"] += o.seconds + sum(m.seconds for m in o.mutants)

@@ -12,7 +12,6 @@ expected to earn; the test suite compares the two, so a change of verdict fails 
 
 from __future__ import annotations
 
-import enum
 import json
 import math
 import os
@@ -28,16 +27,21 @@ import numpy as np
 
 from laplace_lab._checks import integer
 from laplace_lab._random import keyed_generator
+from laplace_lab.paper_checks.verification.decisions import Decision
+from laplace_lab.paper_checks.verification.kinds import DECIDED, Kind, Setting, Status
 from laplace_lab.paper_checks.verification.mutants import Mutant, applied, clear_caches
 from laplace_lab.paper_checks.verification.recorded import Recorded
 
 __all__ = [
     "Claim",
     "Context",
+    "Decision",
     "FigurePath",
     "ImplementationError",
+    "Kind",
     "Mutant",
     "MutantOutcome",
+    "Setting",
     "Status",
     "Verdict",
     "all_claims",
@@ -49,15 +53,6 @@ __all__ = [
     "run_claim",
     "run_mutant",
 ]
-
-
-class Status(enum.StrEnum):
-    """The verdict on one claim."""
-
-    CONFIRMED = "CONFIRMED"
-    REFUTED = "REFUTED"
-    NOT_REPRODUCIBLE_HERE = "NOT_REPRODUCIBLE_HERE"
-    ERROR = "ERROR"
 
 
 class FigurePath(str):
@@ -105,6 +100,11 @@ class Verdict:
         table beside every REFUTED, NOT_REPRODUCIBLE_HERE and ERROR, e.g. ``"Λ's cross
         terms are 7.9e-3·‖Λ‖, not 0"``. Empty: :attr:`reason` falls back to the first
         sentence of the evidence.
+    decision : Decision or None
+        The rule that decided ``status``
+        (:mod:`~laplace_lab.paper_checks.verification.decisions`). Required for a
+        superiority or an equivalence claim whose status is CONFIRMED, REFUTED or
+        INCONCLUSIVE; its points are appended to the evidence and it is audited in the run.
     """
 
     status: Status
@@ -116,6 +116,7 @@ class Verdict:
     figures: tuple[str, ...] = ()
     recorded: tuple[Recorded, ...] = ()
     summary: str = ""
+    decision: Decision | None = None
 
     @property
     def points(self) -> tuple[str, ...]:
@@ -211,6 +212,9 @@ class Claim:
     func: Callable[[Context], Verdict]
     mutants: tuple[Mutant, ...] = ()
     timed: bool = False
+    kind: Kind = Kind.EXACT
+    setting: Setting = field(default_factory=Setting.paper)
+    margin: str = ""
 
     @property
     def key(self) -> str:
@@ -231,6 +235,7 @@ class Claim:
 
 
 _REGISTRY: dict[str, Claim] = {}
+_STRICT = False
 
 
 def claim(
@@ -242,6 +247,9 @@ def claim(
     expected: Status = Status.CONFIRMED,
     mutants: Sequence[Mutant] = (),
     timed: bool = False,
+    kind: Kind | str | None = None,
+    setting: Setting | None = None,
+    margin: str = "",
 ) -> Callable[[Callable[[Context], Verdict]], Callable[[Context], Verdict]]:
     """Register a claim check.
 
@@ -264,7 +272,30 @@ def claim(
         A clock decides the verdict (a cost exponent measured in CPU time). It must then give
         NOT_REPRODUCIBLE_HERE, with the reason, when the clock was too noisy — never another
         verdict — and its evidence says when the machine's load exceeded its cores.
+    kind : Kind or str
+        What kind of statement the claim checks (:class:`~.kinds.Kind`: exact, superiority,
+        equivalence, existence, cost, erratum). Required.
+    setting : Setting
+        The paper's setting (``Setting.paper()``) or a substitute and what differs
+        (``Setting.substitute("...")``); ``specific=True`` for a specific number of a table
+        or figure, which a substitute cannot refute. Required.
+    margin : str
+        For an equivalence claim: the margin and where it comes from in the paper's own
+        numbers. Required for that kind.
     """
+    where = f"{paper}/{name}"
+    if kind is None and not _STRICT:
+        kind, setting = Kind.EXACT, setting or Setting.paper()
+    if kind is None:
+        raise ValueError(f"claim {where} must declare its kind (one of {[k.value for k in Kind]})")
+    kind = Kind(kind)
+    if not isinstance(setting, Setting):
+        raise ValueError(
+            f"claim {where} must declare its setting: Setting.paper() or "
+            f"Setting.substitute('what differs'); got setting={setting!r}"
+        )
+    if kind is Kind.EQUIVALENCE and not str(margin).strip():
+        raise ValueError(f"equivalence claim {where} must name its margin and its source")
 
     def register(func: Callable[[Context], Verdict]) -> Callable[[Context], Verdict]:
         for m in mutants:
@@ -279,7 +310,17 @@ def claim(
         if len(set(names)) != len(names):
             raise ValueError(f"mutant names of {paper}/{name} must be distinct; got {names}")
         item = Claim(
-            paper, name, location, statement, Status(expected), func, tuple(mutants), bool(timed)
+            paper,
+            name,
+            location,
+            statement,
+            Status(expected),
+            func,
+            tuple(mutants),
+            bool(timed),
+            kind,
+            setting,
+            " ".join(str(margin).split()),
         )
         if item.key in _REGISTRY and _REGISTRY[item.key].func is not func:
             raise ValueError(f"claim {item.key!r} is registered twice")
@@ -394,6 +435,7 @@ def run_claim(item: Claim, ctx: Context) -> Verdict:
             found = nonfinite(getattr(verdict, name), name)
             if found is not None:
                 raise ImplementationError(f"a non-finite number in the evidence: {found}")
+        verdict = _through_rules(item, verdict)
     except ImplementationError as err:
         message = f"Our implementation failed a self-check: {err}"
         return _error(message, f"{message}\n{traceback.format_exc()}")
@@ -416,7 +458,58 @@ def run_claim(item: Claim, ctx: Context) -> Verdict:
         tuple(verdict.figures),
         tuple(verdict.recorded),
         str(verdict.summary),
+        verdict.decision,
     )
+
+
+def _through_rules(item: Claim, verdict: Verdict) -> Verdict:
+    """``verdict`` held to the decision rules of its claim's kind and setting.
+
+    - A superiority or equivalence claim decides through a rule of
+      :mod:`~laplace_lab.paper_checks.verification.decisions`: a decided status without a
+      :class:`Decision` of the claim's kind, or with another status, is an error of ours.
+    - Every decision, the run's and a recorded run's, is audited on its own data
+      (:meth:`Decision.audit`); the run's decision's rule and points join the evidence.
+    - A specific number of a table or figure measured on a substitute cannot be refuted:
+      REFUTED becomes NOT_REPRODUCIBLE_HERE, with what differs.
+    """
+    d = verdict.decision
+    if item.kind.statistical and verdict.status in DECIDED:
+        require(
+            d is not None and d.kind is item.kind,
+            f"a {item.kind.value} claim must decide through the decisions module's "
+            f"{item.kind.value} rule; its verdict carries "
+            + (f"a {d.kind.value} decision" if d is not None else "no decision"),
+        )
+    for decision in (d, *(r.decision for r in verdict.recorded)):
+        if decision is None:
+            continue
+        problem = decision.audit()
+        require(problem is None, f"the decision rule failed its audit: {problem}")
+    if d is not None:
+        require(
+            d.status is verdict.status or verdict.status not in DECIDED,
+            f"the verdict says {verdict.status.value} where its decision says {d.status.value}",
+        )
+        points = (
+            (verdict.evidence,) if isinstance(verdict.evidence, str) else tuple(verdict.evidence)
+        )
+        extra = tuple(p for p in (f"Rule: {d.rule}.", *d.points) if p not in points)
+        verdict = replace(verdict, evidence=(*points, *extra))
+    if (
+        verdict.status is Status.REFUTED
+        and item.setting.specific
+        and item.setting.label == "substitute"
+    ):
+        verdict = replace(
+            verdict,
+            status=Status.NOT_REPRODUCIBLE_HERE,
+            summary=(
+                "a specific number of the paper, measured on a substitute "
+                f"({item.setting.differs}); it could not refute it: {verdict.reason}"
+            ),
+        )
+    return verdict
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,12 @@ statistic with its threshold through the Student-t interval of its mean over the
   looking repeatedly keeps the design's chance of a wrong decision at most 1 − :data:`LEVEL`.
 
 A claim that needs several statistics (:func:`conjunction`) holds when each holds, fails when
-one fails, and is otherwise inconclusive at the replicates drawn: NOT_REPRODUCIBLE_HERE, with
-the interval that contains its threshold in the reason.
+one fails, and is otherwise inconclusive at the replicates drawn. :func:`decide` runs the same
+design and hands the replicates to the superiority rule of
+:mod:`~laplace_lab.paper_checks.verification.decisions`: an undecided claim is INCONCLUSIVE
+(it ran here; its data cannot decide at this budget), with its interval, the smallest effect
+it could have detected and the replicates that would decide — never NOT_REPRODUCIBLE_HERE,
+which is kept for checks that cannot run here.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from laplace_lab.paper_checks.verification import decisions
 from laplace_lab.paper_checks.verification.sequential import Looks
 
 __all__ = [
@@ -36,6 +41,7 @@ __all__ = [
     "Estimate",
     "Result",
     "conjunction",
+    "decide",
     "design_text",
     "estimate",
     "look_level",
@@ -243,3 +249,40 @@ def conjunction(
             return "fails", tuple(results)
     held = all(r.outcome == "holds" for r in results)
     return ("holds" if held else "inconclusive"), tuple(results)
+
+
+def decide(
+    checks: Sequence[Check],
+    *,
+    looks: Sequence[int],
+    level: float = LEVEL,
+    command: str = "",
+) -> tuple[decisions.Decision, tuple[Result, ...]]:
+    """:func:`conjunction`'s sequential design, decided by the superiority rule.
+
+    Each check draws replicates up to the look that decides it; the replicates of every check
+    run are then handed to :func:`~laplace_lab.paper_checks.verification.decisions.superiority`
+    ("every check", intersection–union) at the one-sided level of one look,
+    (1 − :func:`look_level`)/2, so that the design's chance of a wrong decision stays at most
+    1 − ``level``.
+
+    Returns
+    -------
+    decision : Decision
+        CONFIRMED, REFUTED or INCONCLUSIVE, with the intervals (and, inconclusive, the
+        replicates that would decide; ``command`` runs them).
+    results : tuple of Result
+        The checks run, in order.
+    """
+    _, results = conjunction(checks, looks=looks, level=level)
+    alpha = (1.0 - look_level(looks, level)) / 2.0
+    tests = [
+        decisions.test(
+            r.check.label,
+            r.estimate.values,
+            threshold=r.check.threshold,
+            side=r.check.side,
+        )
+        for r in results
+    ]
+    return decisions.superiority(tests, alpha=alpha, command=command), results

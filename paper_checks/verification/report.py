@@ -36,14 +36,20 @@ def _markdown(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
         f"{meta['commit'][:10]}{' (modified)' if meta.get('commit_dirty') else ''} · "
         f"{len(outcomes)} claims in {meta['seconds']:.0f} s · mutants: {meta['mutants']}",
         "",
-        "| paper | claims | " + " | ".join(s.value for s in Status) + " | mutants caught |",
-        "|---|---|" + "---|" * len(Status) + "---|",
+        "Counts are the claims about the methods by their best evidence (a recorded "
+        "paper-scale run re-decided under the same rules outranks quick mode), as 'paper "
+        "setting + substitute' where substitutes are among them; errata are counted apart.",
+        "",
+        "| paper | claims | "
+        + " | ".join(s.value for s in Status)
+        + " | errata | mutants caught |",
+        "|---|---|" + "---|" * len(Status) + "---|---|",
     ]
     for paper, row in counts.items():
         lines.append(
             f"| [{paper}](#{paper}) | {row['claims']} | "
-            + " | ".join(str(row["status"].get(s, 0)) for s in Status)
-            + f" | {row['caught']}/{row['run']} |"
+            + " | ".join(_split(row, s) for s in Status)
+            + f" | {row['errata_found']} | {row['caught']}/{row['run']} |"
         )
     for paper in counts:
         lines += [
@@ -51,15 +57,17 @@ def _markdown(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
             f'<a id="{paper}"></a>',
             f"## {paper}",
             "",
-            "| claim | location | verdict | why | measured | tolerance | mutants caught |",
-            "|---|---|---|---|---|---|---|",
+            "| claim | location | kind | setting | verdict | quick | why | measured | "
+            "tolerance | mutants caught |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         mine = [o for o in outcomes if o.claim.paper == paper]
         for o in mine:
             v = o.verdict
             lines.append(
                 f"| [{o.claim.name}](#{o.anchor}) | {_md_cell(o.claim.location)} | "
-                f"**{v.status.value}** | {_md_cell(v.reason)} | {_md_cell(v.measured)} | "
+                f"{o.claim.kind.value} | {o.claim.setting.label} | **{o.status.value}** | "
+                f"{v.status.value} | {_md_cell(v.reason)} | {_md_cell(v.measured)} | "
                 f"{_md_cell(v.tolerance)} | {o.power} |"
             )
         for o in mine:
@@ -76,14 +84,26 @@ def _markdown(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _split(row: dict[str, Any], status: Status) -> str:
+    n, sub = row["status"].get(status, 0), row["substitute"].get(status, 0)
+    return f"{n} ({n - sub} + {sub})" if sub else str(n)
+
+
 def _markdown_claim(o: Outcome) -> list[str]:
     v = o.verdict
+    setting = o.claim.setting
     lines = [
         "",
         f'<a id="{o.anchor}"></a>',
-        f"### {o.claim.name} — {o.claim.location}: **{v.status.value}**",
+        f"### {o.claim.name} — {o.claim.location}: **{o.status.value}**",
         "",
         f"*Claim.* {o.claim.statement}",
+        "",
+        f"*Kind:* {o.claim.kind.value}. *Setting:* "
+        + ("the paper's" if setting.label == "paper" else f"a substitute ({setting.differs})")
+        + (f". *Margin:* {o.claim.margin}" if o.claim.margin else "")
+        + (f". *Quick mode:* {v.status.value}" if o.paper_scale is not None else "")
+        + ".",
         "",
         f"*Why.* {v.reason}",
         "",
@@ -98,6 +118,12 @@ def _markdown_claim(o: Outcome) -> list[str]:
         lines.append(v.evidence_text)
     for r in v.recorded:
         lines += ["", f"*Recorded* ({r.date}, commit {r.commit[:10]}, `{r.command}`): {r.summary}"]
+        if r.decision is not None:
+            lines[-1] += (
+                f" Re-decided under the current rules: **{r.decision.status.value}** "
+                f"({r.decision.rule}; {'counts' if r.counts else 'does not count'}"
+                f"{': ' + r.why if r.why else ''})."
+            )
     for fig in v.figures:
         lines += ["", f"![{o.claim.name}]({fig})"]
         if getattr(fig, "caption", ""):

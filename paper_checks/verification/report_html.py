@@ -1,8 +1,10 @@
 """The HTML page of the verification report (``index.html``).
 
-Layout, top to bottom: the run in one line and a table of verdict counts and mutant power
-per paper; then per paper its citation, a table of its claims (verdict, the reason in one
-line, measured, tolerance, mutants caught) and a section per claim (statement, reason,
+Layout, top to bottom: the run in one line and a table per paper of the claims by verdict
+(each count split into the paper's setting and substitutes), the errata counted apart, and
+mutant power; then per paper its citation, a table of its claims (kind, setting, verdict — the
+recorded paper-scale run first where one counts, the quick verdict beside it —, the reason in
+one line, measured, tolerance, mutants caught) and a section per claim (statement, reason,
 evidence as a list, recorded runs, figures with captions, the mutants and what they gave,
 the errata that rest on it); then the errata, each linked to its claims; then the run's
 metadata in full.
@@ -36,6 +38,7 @@ th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 font-weight:600;color:#fff;white-space:nowrap}
 .CONFIRMED{background:#1a7f37}.REFUTED{background:#b42318}
 .NOT_REPRODUCIBLE_HERE{background:#9a6700}.ERROR{background:#8250df}
+.INCONCLUSIVE{background:#57606a}.split{color:#57606a;font-size:.75rem;white-space:nowrap}
 .zero{color:#8c959f}.why{max-width:26rem}.why.CONFIRMED-why{color:#57606a}
 .claim{border:1px solid #d0d7de;border-radius:.5rem;padding:.8rem 1rem;margin:1rem 0}
 .meta{color:#57606a;font-size:.9rem}.loc{color:#57606a;font-weight:normal;font-size:.9rem}
@@ -50,10 +53,18 @@ ul.evidence li{margin:.15rem 0}nav a{margin-right:.8rem}
 """
 
 _LEGEND = (
-    "CONFIRMED: the claim holds as measured, within the stated tolerance. REFUTED: it does "
-    "not; the counterexample is in the evidence. NOT_REPRODUCIBLE_HERE: the check could not "
-    "run here (the reason is given). ERROR: our own implementation failed a self-check or "
-    "crashed — a defect of ours, not a verdict on the paper. Mutants caught k/n: each claim "
+    "CONFIRMED: the claim holds as measured (within the tolerance of an exact claim; a "
+    "significant ordering of a superiority claim; an interval inside the margin taken from the "
+    "paper for an equivalence claim). REFUTED: it does not (the counterexample, or the reverse "
+    "ordering significant, or the interval beyond the margin, is in the evidence). "
+    "INCONCLUSIVE: the check ran here and its data cannot decide at this budget; the evidence "
+    "gives the interval, the smallest detectable effect and the replicates that would decide. "
+    "NOT_REPRODUCIBLE_HERE: the check could not run here, or a specific number of the paper was "
+    "measured on a substitute (the reason is given). ERROR: our own implementation failed a "
+    "self-check or crashed — a defect of ours, not a verdict on the paper. Counts are 'paper "
+    "setting + substitute'; a recorded paper-scale run, re-decided under the same rules, "
+    "outranks quick mode. Errata (inconsistencies of the text, computed or read) are counted "
+    "apart from the claims. Mutants caught k/n: each claim "
     "is re-run under deliberately wrong variants of what it relies on; k of n gave the "
     "verdict they must give (a check that cannot say no would catch none)."
 )
@@ -86,32 +97,66 @@ def _overview(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
     counts = paper_counts(outcomes)
     rows = []
     for paper, row in counts.items():
-        cells = "".join(
-            f"<td class='num{'' if row['status'].get(s) else ' zero'}'>"
-            f"{row['status'].get(s, 0)}</td>"
-            for s in Status
-        )
+        cells = "".join(_count_cell(row, s) for s in Status)
         power = f"{row['caught']}/{row['run']}" if row["run"] else "none run"
         missed = row["run"] - row["caught"] or not row["run"]
         rows.append(
             f"<tr><td><a href='#{e(paper)}'>{e(paper)}</a></td><td class='num'>{row['claims']}"
-            f"</td>{cells}<td class='num{' warn' if missed else ''}'>{power}</td>"
+            f"</td>{cells}<td class='num'>{row['errata_found']}</td>"
+            f"<td class='num{' warn' if missed else ''}'>{power}</td>"
             f"<td class='num'>{row['s']:.0f} s</td></tr>"
         )
     total = {s: sum(r["status"].get(s, 0) for r in counts.values()) for s in Status}
     caught = sum(r["caught"] for r in counts.values())
     run = sum(r["run"] for r in counts.values())
+    claims = sum(r["claims"] for r in counts.values())
+    errata = sum(r["errata_found"] for r in counts.values())
     rows.append(
-        f"<tr><th>all</th><th class='num'>{len(outcomes)}</th>"
+        f"<tr><th>all</th><th class='num'>{claims}</th>"
         + "".join(f"<th class='num'>{total[s]}</th>" for s in Status)
+        + f"<th class='num'>{errata}</th>"
         + f"<th class='num'>{caught}/{run}</th><th class='num'>{meta['seconds']:.0f} s</th></tr>"
     )
     head = "".join(f"<th>{_badge(s)}</th>" for s in Status)
     return (
         "<table class='overview'><thead><tr><th>paper</th><th>claims</th>"
-        f"{head}<th>mutants caught</th><th>time</th></tr></thead><tbody>{''.join(rows)}"
+        f"{head}<th>errata</th><th>mutants caught</th><th>time</th></tr></thead>"
+        f"<tbody>{''.join(rows)}"
         f"</tbody></table><p class='meta'>{e(_LEGEND)}</p>"
     )
+
+
+def _count_cell(row: dict[str, Any], status: Status) -> str:
+    """A count of the overview, split into the paper's setting and substitutes."""
+    n = row["status"].get(status, 0)
+    split = (
+        f"<br><span class='split'>{row['paper'].get(status, 0)} paper + "
+        f"{row['substitute'].get(status, 0)} subst.</span>"
+        if row["substitute"].get(status, 0)
+        else ""
+    )
+    return f"<td class='num{'' if n else ' zero'}'>{n}{split}</td>"
+
+
+def _setting(o: Outcome) -> str:
+    setting = o.claim.setting
+    if setting.label == "paper":
+        return "paper" + (" (a table's number)" if setting.specific else "")
+    return f"<span title='{e(setting.differs)}'>substitute</span>: {e(setting.differs)}"
+
+
+def _verdict_cell(o: Outcome) -> str:
+    """The headline status; under it the quick verdict where a paper-scale run decides."""
+    cell = _badge(o.status)
+    record = o.paper_scale
+    if record is not None:
+        cell += (
+            f"<br><span class='split'>paper-scale run {e(record.date)}; quick: "
+            f"{e(o.verdict.status.value)}</span>"
+        )
+    if not o.stable:
+        cell += f"<br><span class='warn'>{e(o.stability)}</span>"
+    return cell
 
 
 def _claims_table(outcomes: Sequence[Outcome]) -> str:
@@ -121,16 +166,16 @@ def _claims_table(outcomes: Sequence[Outcome]) -> str:
         missed = any(not m.caught for m in o.mutants)
         rows.append(
             f"<tr><td><a href='#{e(o.anchor)}'>{e(o.claim.name)}</a></td>"
-            f"<td>{e(o.claim.location)}</td><td>{_badge(v.status)}"
-            + (f"<br><span class='warn'>{e(o.stability)}</span>" if not o.stable else "")
-            + f"</td><td class='why {v.status.value}-why'>{_short(v.reason, 140)}</td>"
+            f"<td>{e(o.claim.location)}</td><td>{e(o.claim.kind.value)}</td>"
+            f"<td>{_setting(o)}</td><td>{_verdict_cell(o)}</td>"
+            f"<td class='why {o.status.value}-why'>{_short(v.reason, 140)}</td>"
             f"<td>{_short(v.measured)}</td><td>{_short(v.tolerance)}</td>"
             f"<td class='num{' warn' if missed else ''}'>{e(o.power)}</td></tr>"
         )
     return (
-        "<table><thead><tr><th>claim</th><th>location</th><th>verdict</th><th>why</th>"
-        "<th>measured</th><th>tolerance</th><th>mutants caught</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        "<table><thead><tr><th>claim</th><th>location</th><th>kind</th><th>setting</th>"
+        "<th>verdict</th><th>why</th><th>measured</th><th>tolerance</th><th>mutants caught</th>"
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 
@@ -170,7 +215,15 @@ def _claim_section(o: Outcome) -> str:
     )
     recorded = "".join(
         f"<p><i>Recorded</i> ({e(r.date)}, commit {e(r.commit[:10])}, <code>{e(r.command)}"
-        f"</code>): {e(r.summary)}</p>"
+        f"</code>): {e(r.summary)}"
+        + (
+            f" <b>Re-decided under the current rules: {_badge(r.decision.status)}</b> "
+            f"({e(r.decision.rule)}{'; counts' if r.counts else '; does not count'}"
+            f"{': ' + e(r.why) if r.why else ''}). " + " ".join(e(p) for p in r.decision.points)
+            if r.decision is not None
+            else ""
+        )
+        + "</p>"
         for r in v.recorded
     )
     seeds = f"<p><i>Base seeds:</i> {e(o.stability)}.</p>" if o.stability else ""
@@ -190,10 +243,18 @@ def _claim_section(o: Outcome) -> str:
         if v.status is not o.claim.expected
         else ""
     )
+    margin = f" Margin: {e(o.claim.margin)}." if o.claim.margin else ""
     return (
-        f"<section class='claim' id='{e(o.anchor)}'><h3>{_badge(v.status)} {e(o.claim.name)} "
+        f"<section class='claim' id='{e(o.anchor)}'><h3>{_badge(o.status)} {e(o.claim.name)} "
         f"<span class='loc'>— {e(o.claim.location)}</span></h3>{drift}"
         f"<p class='statement'>{e(o.claim.statement)}</p>"
+        f"<p class='meta'>Kind: {e(o.claim.kind.value)}. Setting: {_setting(o)}.{margin}"
+        + (
+            f" Quick mode: {_badge(v.status)}; the recorded paper-scale run decides."
+            if o.paper_scale is not None
+            else ""
+        )
+        + "</p>"
         f"<p class='reason'><b>Why:</b> {e(v.reason)}</p>{seeds}"
         "<table><tr><th>measured</th><th>expected</th><th>tolerance</th><th>time</th></tr>"
         f"<tr><td>{e(format_value(v.measured))}</td><td>{e(format_value(v.expected))}</td>"

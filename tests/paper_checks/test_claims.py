@@ -74,3 +74,43 @@ def test_every_claim_carries_a_light_mutant_that_changes_its_verdict():
     assert not unarmed, f"claims without a light mutant: {unarmed}"
     same = [f"{c.key}:{m.name}" for c, m in MUTANTS if m.expect == c.expected.value]
     assert not same, f"mutants that expect the claim's own verdict: {same}"
+
+
+def test_every_claim_declares_its_kind_and_setting():
+    """The registry walk: a kind and a setting on every claim (the registry refuses a claim
+    without them), a margin and its source on every equivalence claim."""
+    from laplace_lab.paper_checks.verification.kinds import Kind, Setting
+
+    for c in CLAIMS:
+        assert isinstance(c.kind, Kind) and isinstance(c.setting, Setting), c.key
+        if c.kind is Kind.EQUIVALENCE:
+            assert len(c.margin) > 10, f"{c.key}: an equivalence claim names its margin"
+        if c.setting.label == "substitute":
+            assert c.setting.differs, c.key
+
+
+def test_no_table_number_is_refuted_on_a_substitute():
+    """A specific number of a table or figure can be REFUTED only in the paper's setting."""
+    wrong = [
+        c.key
+        for c in CLAIMS
+        if c.setting.specific and c.setting.label == "substitute" and c.expected is Status.REFUTED
+    ]
+    assert not wrong, wrong
+
+
+def test_the_rules_of_each_statistical_claim_have_measured_power():
+    """A superiority claim carries a null mutant (no effect) that must give INCONCLUSIVE; an
+    equivalence claim a mutant at its margin that must not confirm."""
+    from laplace_lab.paper_checks.verification.kinds import Kind
+
+    missing = []
+    for c in CLAIMS:
+        expects = {m.expect for m in c.mutants}
+        if c.kind is Kind.SUPERIORITY and c.expected is not Status.INCONCLUSIVE:
+            if "INCONCLUSIVE" not in expects:
+                missing.append(f"{c.key}: no null mutant")
+        if c.kind is Kind.EQUIVALENCE and c.expected is Status.CONFIRMED:
+            if not expects & {"INCONCLUSIVE", "REFUTED"}:
+                missing.append(f"{c.key}: no mutant at the margin")
+    assert not missing, missing

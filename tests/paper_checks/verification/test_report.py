@@ -135,7 +135,10 @@ def test_report_files_are_valid(tmp_path):
     assert "<li>second &lt;point&gt;</li>" in html  # evidence points become a list
     assert "2026-01-02T03:04:05+00:00" in html and data["meta"]["commit"][:10] in html
     md = paths["markdown"].read_text()
-    assert "| [two](#paper-b-two) | Thm 2 | **REFUTED** | first point. | 0.5 | 0.25 | – |" in md
+    row = "| [two](#paper-b-two) | Thm 2 | exact | paper | **REFUTED** | REFUTED | first point. |"
+    assert row + " 0.5 | 0.25 | – |" in md
+    assert one["kind"] == "exact" and one["setting"]["label"] == "paper"
+    assert one["status"] == one["quick_status"] == "CONFIRMED" and one["paper_scale"] is None
     assert md.count('\n- <a id="erratum-') == 0  # only the errata of the papers reported
 
 
@@ -227,11 +230,11 @@ def test_cli_rejects_unknown_paper(capsys, tmp_path):
 
 
 USER_CLAIMS = """
-from laplace_lab.paper_checks.verification.registry import Status, Verdict, claim
+from laplace_lab.paper_checks.verification import Setting, Status, Verdict, claim
 
 
 @claim(paper="my-conjecture", name="one-plus-one", location="notebook p. 1",
-       statement="1 + 1 = 2.")
+       statement="1 + 1 = 2.", kind="exact", setting=Setting.paper())
 def one_plus_one(ctx):
     return Verdict(Status.CONFIRMED if 1 + 1 == 2 else Status.REFUTED, measured=1 + 1, expected=2)
 """
@@ -287,3 +290,51 @@ def test_recorded_runs_load_and_reach_the_report(tmp_path):
     path.write_text(json.dumps({"command": "x"}))
     with pytest.raises(ValueError, match="lacks"):
         load_recorded(path)
+
+
+def _recorded_outcome(quick: Status):
+    """A claim whose recorded paper-scale run (re-decided: REFUTED) counts."""
+    from laplace_lab.paper_checks.verification import decisions
+    from laplace_lab.paper_checks.verification.recorded import Recorded
+
+    d = decisions.superiority(decisions.test("gain", [-1.0, -1.2, -0.9, -1.1, -1.05]))
+    rec = Recorded("laplace-lab check --full", "abc", "2026-11-01", "T = 16,000").decided(
+        d, why="the paper's horizon"
+    )
+    item = Claim("p", "c", "l", "s", quick, lambda ctx: None)
+    return Outcome(item, Verdict(quick, recorded=(rec,)), 1.0)
+
+
+def test_a_counting_paper_scale_run_outranks_quick_mode(tmp_path):
+    o = _recorded_outcome(Status.NOT_REPRODUCIBLE_HERE)
+    assert o.status is Status.REFUTED and o.verdict.status is Status.NOT_REPRODUCIBLE_HERE
+    data = o.as_json()
+    assert data["status"] == "REFUTED" and data["quick_status"] == "NOT_REPRODUCIBLE_HERE"
+    assert data["paper_scale"]["status"] == "REFUTED" and data["paper_scale"]["date"]
+    assert paper_counts([o])["p"]["status"][Status.REFUTED] == 1
+    assert paper_counts([o])["p"]["quick"][Status.NOT_REPRODUCIBLE_HERE] == 1
+    broken = _recorded_outcome(Status.ERROR)  # broken code stays an ERROR
+    assert broken.status is Status.ERROR
+    paths = write_report([o], tmp_path, meta=_meta())
+    jsonschema.validate(json.loads(paths["json"].read_text()), VERDICT_SCHEMA)
+    assert "paper-scale run 2026-11-01; quick: NOT_REPRODUCIBLE_HERE" in paths["html"].read_text()
+
+
+def test_errata_and_substitutes_are_counted_apart():
+    from laplace_lab.paper_checks.verification.kinds import Kind, Setting
+
+    def make(name, kind, setting, status):
+        c = Claim("p", name, "l", "s", status, lambda ctx: None, (), False, kind, setting)
+        return Outcome(c, Verdict(status), 0.1)
+
+    sub = Setting.substitute("sklearn digits")
+    row = paper_counts(
+        [
+            make("a", Kind.EXACT, Setting.paper(), Status.CONFIRMED),
+            make("b", Kind.SUPERIORITY, sub, Status.INCONCLUSIVE),
+            make("c", Kind.ERRATUM, Setting.paper(), Status.REFUTED),
+            make("d", Kind.ERRATUM, Setting.paper(), Status.CONFIRMED),
+        ]
+    )["p"]
+    assert row["claims"] == 2 and row["errata_checked"] == 2 and row["errata_found"] == 1
+    assert row["paper"][Status.CONFIRMED] == 1 and row["substitute"][Status.INCONCLUSIVE] == 1

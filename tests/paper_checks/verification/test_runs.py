@@ -11,7 +11,7 @@ from laplace_lab.paper_checks.verification.runs import Plan, _units, run_claims
 
 CLAIMS = """
 import numpy as np
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import Context, Mutant, Setting, Status, Verdict, claim
 
 LIMIT = 3
 
@@ -20,7 +20,8 @@ def value(ctx):
     return float(ctx.rng("draw").integers(0, 3))
 
 
-@claim(paper="par-a", name="below-limit", location="1", statement="s",
+@claim(paper="par-a", name="below-limit", location="1", statement="s", kind="exact",
+       setting=Setting.paper(),
        mutants=(Mutant("no-limit", "limit 0", {(__import__(__name__), "LIMIT"): 0}),))
 def below(ctx: Context) -> Verdict:
     v = value(ctx)
@@ -28,7 +29,8 @@ def below(ctx: Context) -> Verdict:
     return Verdict(Status.CONFIRMED if v < mod.LIMIT else Status.REFUTED, measured=v)
 
 
-@claim(paper="par-b", name="always", location="2", statement="s", expected=Status.REFUTED,
+@claim(paper="par-b", name="always", location="2", statement="s", kind="exact",
+       setting=Setting.paper(), expected=Status.REFUTED,
        mutants=(Mutant("flipped", "flip", {(__import__(__name__), "LIMIT"): -1},
                        expect=Status.CONFIRMED),))
 def always(ctx: Context) -> Verdict:
@@ -87,10 +89,11 @@ def test_workers_give_the_verdicts_and_mutants_of_one_process(tmp_path, monkeypa
 
 
 SEEDED = """
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import Context, Mutant, Setting, Status, Verdict, claim
 
 
-@claim(paper="seeded", name="coin", location="1", statement="s",
+@claim(paper="seeded", name="coin", location="1", statement="s", kind="exact",
+       setting=Setting.paper(),
        mutants=(Mutant("m", "d", {(__import__(__name__), "X"): 1}, expect=Status.REFUTED),))
 def coin(ctx: Context) -> Verdict:
     return Verdict(Status.CONFIRMED if ctx.seed % 2 == 0 else Status.REFUTED, measured=1.0)
@@ -99,7 +102,8 @@ def coin(ctx: Context) -> Verdict:
 X = 0
 
 
-@claim(paper="seeded", name="steady", location="2", statement="s",
+@claim(paper="seeded", name="steady", location="2", statement="s", kind="exact",
+       setting=Setting.paper(),
        mutants=(Mutant("m", "d", {(__import__(__name__), "X"): 1}, expect=Status.REFUTED),))
 def steady(ctx: Context) -> Verdict:
     return Verdict(Status.CONFIRMED if __import__(__name__).X == 0 else Status.REFUTED)
@@ -121,7 +125,10 @@ def test_seeds_marks_a_claim_whose_verdict_changes_with_the_base_seed(tmp_path, 
         assert main([*argv, "--seeds", "3", "--jobs", "1", "--out", str(out)]) == 0
         printed = capsys.readouterr().out
         assert "1/2 claims stable over 3 base seeds" in printed
-        assert "unstable: seeded/coin: UNSTABLE: seed 0 CONFIRMED, seed 1 REFUTED" in printed
+        assert (
+            "unstable (CONFIRMED <-> REFUTED): seeded/coin: UNSTABLE: seed 0 CONFIRMED, "
+            "seed 1 REFUTED"
+        ) in printed
         data = json.loads((out / "verdicts.json").read_text())
         jsonschema.validate(data, VERDICT_SCHEMA)
         seeds = {c["claim"]: c["seeds"] for c in data["claims"]}

@@ -1,0 +1,205 @@
+"""The decision rules against independent references: scipy's one-sample t test, statsmodels'
+TOST and power solver; the audit against wrong rules; the registry's rules of kind and setting."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import ttest_1samp
+from statsmodels.stats.power import TTestPower
+from statsmodels.stats.weightstats import ttost_paired
+
+from laplace_lab.paper_checks.verification import comparisons, decisions
+from laplace_lab.paper_checks.verification.kinds import Kind, Setting, Status
+from laplace_lab.paper_checks.verification.registry import (
+    Claim,
+    Context,
+    Verdict,
+    claim,
+    run_claim,
+)
+
+ALPHA = decisions.ALPHA
+
+
+def _values(seed: int, n: int, shift: float, scale: float = 1.0) -> np.ndarray:
+    return shift + scale * np.random.default_rng(seed).standard_normal(n)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(3, 40),
+    shift=st.floats(-1.5, 1.5),
+    side=st.sampled_from([-1, 1]),
+)
+def test_one_superiority_test_decides_as_scipys_one_sided_p_values(seed, n, shift, side):
+    """CONFIRMED iff scipy's one-sided p in the claimed direction is below α; REFUTED iff the
+    reverse one is; else INCONCLUSIVE (never both)."""
+    x = _values(seed, n, shift)
+    d = decisions.superiority(decisions.test("x", x, threshold=0.1, side=side))
+    claimed = "greater" if side > 0 else "less"
+    reverse = "less" if side > 0 else "greater"
+    p_claimed = ttest_1samp(x, 0.1, alternative=claimed).pvalue
+    p_reverse = ttest_1samp(x, 0.1, alternative=reverse).pvalue
+    want = (
+        Status.CONFIRMED
+        if p_claimed < ALPHA
+        else Status.REFUTED
+        if p_reverse < ALPHA
+        else Status.INCONCLUSIVE
+    )
+    assert d.status is want, (p_claimed, p_reverse, d.points)
+    assert d.audit() is None
+
+
+def test_every_task_conjunction_refutes_only_at_the_bonferroni_level():
+    """'On every task': one task reversed at p between α/2 and α leaves 2 tasks INCONCLUSIVE;
+    one reversed below α/2 refutes; every task significant confirms without a correction."""
+    good = _values(0, 30, 1.0)
+    # a task reversed with a one-sided p in (α/2, α): found by scanning the shift
+    for shift in np.linspace(-0.2, -0.6, 81):
+        mid = _values(1, 20, shift)
+        p = ttest_1samp(mid, 0.0, alternative="less").pvalue
+        if ALPHA / 2 < p < ALPHA:
+            break
+    else:  # pragma: no cover - the scan covers the range
+        pytest.fail("no shift gives p in (α/2, α)")
+    tests = [decisions.test("a", good), decisions.test("b", mid)]
+    assert decisions.superiority(tests).status is Status.INCONCLUSIVE
+    assert decisions.superiority(tests[1]).status is Status.REFUTED  # alone, at α
+    strong = _values(2, 30, -1.0)
+    assert decisions.superiority([tests[0], decisions.test("c", strong)]).status is Status.REFUTED
+    both = [decisions.test("a", good), decisions.test("d", _values(3, 30, 1.0))]
+    assert decisions.superiority(both).status is Status.CONFIRMED
+
+
+def test_a_null_effect_is_inconclusive_and_says_how_many_replicates_would_decide():
+    x = np.array([0.3, -0.2, 0.1, -0.25, 0.05, 0.02])
+    d = decisions.superiority(decisions.test("gain", x), command="laplace-lab check --full")
+    assert d.status is Status.INCONCLUSIVE
+    text = " ".join(d.points)
+    assert "smallest difference" in text and "replicates would decide" in text
+    assert "laplace-lab check --full" in text
+
+
+@pytest.mark.parametrize(("effect", "sd"), [(0.5, 1.0), (0.2, 1.0), (1.0, 0.5)])
+def test_replicates_needed_agrees_with_statsmodels_power_solver(effect, sd):
+    """The normal approximation against statsmodels' t-based solver: within 3 replicates."""
+    t = decisions.test("x", mean=effect, se=sd / math.sqrt(10), df=9)
+    object.__setattr__(t, "values", tuple(range(10)))  # n = 10 replicates, sd as given
+    ours = t.replicates_needed(ALPHA)
+    theirs = TTestPower().solve_power(
+        effect_size=effect / sd, alpha=ALPHA, power=decisions.POWER, alternative="larger"
+    )
+    assert abs(ours - theirs) <= 3, (ours, theirs)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 10_000), n=st.integers(4, 40), shift=st.floats(-0.6, 0.6))
+def test_equivalence_confirms_as_statsmodels_tost(seed, n, shift):
+    """CONFIRMED iff statsmodels' TOST p-value is below α (margin ±0.4)."""
+    x = _values(seed, n, shift, 0.5)
+    d = decisions.equivalence(decisions.test("x", x), margin=0.4, source="a test margin")
+    p, _, _ = ttost_paired(x, np.zeros_like(x), -0.4, 0.4)
+    assert (d.status is Status.CONFIRMED) == (p < ALPHA), (p, d.points)
+    if d.status is Status.REFUTED:
+        lo = ttest_1samp(x, 0.4, alternative="greater").pvalue
+        hi = ttest_1samp(x, -0.4, alternative="less").pvalue
+        assert min(lo, hi) < ALPHA
+    assert d.audit() is None
+
+
+def test_a_difference_that_is_not_significant_never_confirms_equivalence():
+    """A wide interval around 0 is not equivalence: INCONCLUSIVE, not CONFIRMED."""
+    x = np.array([1.0, -1.2, 0.9, -0.8, 0.1])
+    assert ttest_1samp(x, 0.0).pvalue > 0.5
+    d = decisions.equivalence(decisions.test("x", x), margin=0.2, source="a test margin")
+    assert d.status is Status.INCONCLUSIVE
+
+
+def test_equivalence_refuses_a_margin_without_a_source():
+    with pytest.raises(ValueError, match="source"):
+        decisions.equivalence(decisions.test("x", [0.0, 1.0]), margin=0.1, source=" ")
+    with pytest.raises(ValueError, match="margin"):
+        decisions.equivalence(decisions.test("x", [0.0, 1.0]), margin=0.0, source="s")
+
+
+def test_a_tie_is_inconclusive():
+    d = decisions.tie(Kind.SUPERIORITY, "25 context points best for both priors")
+    assert d.status is Status.INCONCLUSIVE and "tie" in d.points[0]
+
+
+def test_the_audit_catches_a_one_sided_test_that_ignores_the_sign(monkeypatch):
+    """A wrong rule — significance of |mean − threshold| whatever its sign — confirms a
+    superiority whose estimate lies on the wrong side; the audit names it."""
+
+    def two_sided(self, alpha, *, direction):
+        b = abs(self.mean - self.threshold) - comparisons.t_quantile(1 - alpha, self.df) * self.se
+        return b > 0
+
+    monkeypatch.setattr(decisions.Test, "significant", two_sided)
+    d = decisions.superiority(decisions.test("x", _values(0, 30, -1.0)))
+    assert d.status is Status.CONFIRMED
+    assert "p-values of the same data give REFUTED" in d.audit()
+
+
+def test_the_audit_catches_a_standard_error_off_by_a_square_root(monkeypatch):
+    real = decisions.test
+
+    def wrong(*args, **kwargs):
+        t = real(*args, **kwargs)
+        object.__setattr__(t, "se", t.se * math.sqrt(t.n))
+        return t
+
+    monkeypatch.setattr(decisions, "test", wrong)
+    d = decisions.superiority(decisions.test("x", _values(0, 12, 0.3)))
+    assert "differs from scipy" in d.audit()
+
+
+def _toy(kind, setting, status, decision=None, margin=""):
+    def func(ctx):
+        return Verdict(status, summary="toy", evidence=["toy"], decision=decision)
+
+    return Claim(
+        "toy", "c", "eq. (1)", "It holds.", status, func, (), False, kind, setting, margin
+    )
+
+
+def test_a_statistical_verdict_without_its_decision_is_an_error():
+    v = run_claim(_toy(Kind.SUPERIORITY, Setting.paper(), Status.REFUTED), Context())
+    assert v.status is Status.ERROR and "decisions module" in v.reason
+    d = decisions.superiority(decisions.test("x", _values(0, 20, 1.0)))
+    v = run_claim(_toy(Kind.SUPERIORITY, Setting.paper(), Status.REFUTED, d), Context())
+    assert v.status is Status.ERROR and "decision says CONFIRMED" in v.reason
+    v = run_claim(_toy(Kind.SUPERIORITY, Setting.paper(), Status.CONFIRMED, d), Context())
+    assert v.status is Status.CONFIRMED and any("Rule:" in p for p in v.points)
+
+
+def test_a_table_number_cannot_be_refuted_on_a_substitute():
+    sub = Setting.substitute("statsmodels' co2 series, 1958–2001", specific=True)
+    v = run_claim(_toy(Kind.EXACT, sub, Status.REFUTED), Context())
+    assert v.status is Status.NOT_REPRODUCIBLE_HERE and "substitute" in v.reason
+    qualitative = Setting.substitute("sklearn digits")
+    assert run_claim(_toy(Kind.EXACT, qualitative, Status.REFUTED), Context()).status is (
+        Status.REFUTED
+    )
+
+
+def test_the_registry_refuses_a_claim_without_its_kind_setting_or_margin(monkeypatch):
+    from laplace_lab.paper_checks.verification import registry
+
+    monkeypatch.setattr(registry, "_STRICT", True)
+    common = dict(paper="toy", name="c", location="eq. (1)", statement="It holds.")
+    with pytest.raises(ValueError, match="kind"):
+        claim(**common, setting=Setting.paper())
+    with pytest.raises(ValueError, match="setting"):
+        claim(**common, kind=Kind.EXACT)
+    with pytest.raises(ValueError, match="margin"):
+        claim(**common, kind=Kind.EQUIVALENCE, setting=Setting.paper())
+    with pytest.raises(ValueError, match="what differs"):
+        Setting.substitute("")
