@@ -101,7 +101,10 @@ class Test:
 
     def replicates_needed(self, alpha: float, *, distance: float | None = None) -> float:
         """Replicates that detect the observed |mean − threshold| (or ``distance``) with
-        :data:`POWER` at level alpha at the observed variance; inf when the distance is 0."""
+        :data:`POWER` at level alpha at the observed variance; inf when the distance is 0.
+
+        For a test given by its estimate and standard error (no replicates), the number is a
+        multiple of the sample behind that standard error (1 = the current one)."""
         gap = abs(self.mean - self.threshold) if distance is None else abs(distance)
         sd = self.se * math.sqrt(max(self.n, 1))
         if gap == 0.0 or not math.isfinite(sd):

@@ -167,7 +167,13 @@ class Decision:
                     "direction: the rule contradicts the sign of its estimates"
                 )
         if self.kind is Kind.EQUIVALENCE and self.margin is not None:
-            inside = [abs(t.mean - t.threshold) < self.margin for t in self.tests]
+            side = self.details.get("side")
+            inside = [
+                abs(t.mean - t.threshold) < self.margin
+                if side is None
+                else side * (t.mean - t.threshold) > -self.margin
+                for t in self.tests
+            ]
             if self.status is Status.CONFIRMED and not all(inside):
                 return "a CONFIRMED equivalence whose estimate lies outside its margin"
             if self.status is Status.REFUTED and all(inside):
@@ -224,14 +230,16 @@ def _power_points(
     for t in tests:
         need = t.replicates_needed(alpha, distance=distance)
         need_text = (
-            "no number (the estimate sits on the threshold)"
+            "no number of replicates would decide (the estimate sits on the threshold)"
             if math.isinf(need)
-            else f"about {need:.0f}"
+            else f"about {need:.0f} replicates would decide at the observed variance"
+            if t.n
+            else f"a sample about {need:.2g} times the one behind this standard error would decide"
         )
         out.append(
             f"{t.label}: the smallest difference from {t.threshold:.3g} detectable at this "
             f"budget is {t.detectable(alpha):.3g} (power {POWER:.0%}, level {alpha:g}); "
-            f"{need_text} replicates would decide at the observed variance"
+            f"{need_text}"
         )
     return out
 
@@ -278,9 +286,17 @@ def superiority(
         refuted = all(t.significant(alpha, direction=-t.side) for t in tests)
         rule = f"one-sided t, some one of {m} at α/{m} = {strict:.3g}; every reverse at α refutes"
     status = Status.CONFIRMED if confirmed else Status.REFUTED if refuted else Status.INCONCLUSIVE
-    points = [t.text(alpha if quantifier == "all" else strict) for t in tests]
+    level = alpha if quantifier == "all" else strict
+    undecided = [t for t in tests if not t.significant(level, direction=t.side)]
+    if status is Status.REFUTED:
+        at = strict if quantifier == "all" else alpha
+        first = next(t for t in tests if t.significant(at, direction=-t.side))
+    else:
+        first = undecided[0] if status is Status.INCONCLUSIVE and undecided else tests[0]
+    order = [first, *(t for t in tests if t is not first)]  # the deciding test first
+    points = [t.text(level) for t in order]
     if status is Status.INCONCLUSIVE:
-        points += _power_points(tests, alpha)
+        points += _power_points(undecided or tests, alpha)
         if command:
             points.append(f"Run more replicates: {command}")
     head = {
@@ -361,14 +377,25 @@ def equivalence(
         f"margin ±{margin:.3g} around {t.threshold:.3g}"
         for t in tests
     ]
+    deciding = beyond if status is Status.REFUTED else [not ok for ok in inside]
+    if any(deciding) and status is not Status.CONFIRMED:  # the deciding test first
+        k = deciding.index(True)
+        points = [points[k], *points[:k], *points[k + 1 :]]
     if status is Status.INCONCLUSIVE:
-        for t in tests:
+        for t, ok in zip(tests, inside, strict=True):
+            if ok:
+                continue
             gap = margin - abs(t.mean - t.threshold)
             need = t.replicates_needed(alpha, distance=gap) if gap > 0 else math.inf
+            many = (
+                f"about {need:.0f} replicates"
+                if t.n
+                else f"a sample about {need:.2g} times the one behind this standard error"
+            )
             points.append(
                 f"{t.label}: the interval reaches past the margin; "
                 + (
-                    f"about {need:.0f} replicates would decide at the observed variance"
+                    f"{many} would decide at the observed variance"
                     if math.isfinite(need)
                     else "the estimate lies at or beyond the margin: more replicates could "
                     "refute, never confirm"

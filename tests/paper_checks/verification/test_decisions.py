@@ -203,3 +203,42 @@ def test_the_registry_refuses_a_claim_without_its_kind_setting_or_margin(monkeyp
         claim(**common, kind=Kind.EQUIVALENCE, setting=Setting.paper())
     with pytest.raises(ValueError, match="what differs"):
         Setting.substitute("")
+
+
+def test_the_summary_names_the_test_that_decided():
+    """The line a verdict's summary shows is the deciding test, not the first one listed."""
+    good = decisions.test("first task", _values(0, 30, 1.0))
+    bad = decisions.test("second task", _values(1, 30, -1.0))
+    d = decisions.superiority([good, bad])
+    assert d.status is Status.REFUTED and d.summary.startswith("the reverse ordering")
+    assert "second task" in d.summary
+    tied = decisions.test("third task", _values(2, 30, 0.0, 0.01))
+    d = decisions.superiority([good, tied])
+    assert d.status is Status.INCONCLUSIVE and "third task" in d.summary
+    e = decisions.equivalence(
+        [
+            decisions.test("inside", _values(3, 40, 0.0, 0.1)),
+            decisions.test("wide", [1.0, -1.0, 0.5]),
+        ],
+        margin=0.3,
+        source="a test margin",
+    )
+    assert e.status is Status.INCONCLUSIVE and "wide" in e.summary
+    assert not any(p.startswith("inside:") for p in e.points)  # no power line for a decided one
+
+
+def test_a_non_inferiority_better_than_the_margin_passes_its_audit():
+    """Lower is better (side −1): an estimate below −δ is 'surpassed by more than the margin',
+    a valid CONFIRMED non-inferiority, not an inconsistency."""
+    x = _values(4, 20, -0.5, 0.05)
+    d = decisions.equivalence(decisions.test("x", x), margin=0.1, source="s", side=-1)
+    assert d.status is Status.CONFIRMED and d.audit() is None
+    d = decisions.equivalence(decisions.test("x", -x), margin=0.1, source="s", side=+1)
+    assert d.status is Status.CONFIRMED and d.audit() is None
+
+
+def test_a_test_from_its_standard_error_states_the_sample_multiple_that_would_decide():
+    t = decisions.test("gain", mean=0.1, se=0.1)
+    d = decisions.superiority(t)
+    assert d.status is Status.INCONCLUSIVE
+    assert any("times the one behind this standard error" in p for p in d.points)
