@@ -1,38 +1,57 @@
 """Paired one-sided comparisons shared by the experiment claims of this package.
 
-Two methods scored on the same test points give per-point differences d = better − worse.
-A one-sided paired t-test at ``level`` settles the stated order ("stated"), the reverse
-order ("reversed"), or neither ("unclear"); several comparisons of one claim share a
-family-wise level by Bonferroni (the caller divides). A claim is REFUTED where any stated
-order is significantly reversed, CONFIRMED where all are significant, and
-NOT_REPRODUCIBLE_HERE (inconclusive) otherwise.
+Two methods scored on the same units (test points, splits, trained networks) give per-unit
+differences d = claimed better − claimed worse. :func:`paired_test` hands them to the decision
+rules of :mod:`laplace_lab.paper_checks.verification.decisions` as one
+:class:`~laplace_lab.paper_checks.verification.decisions.Test` of mean(d) > 0; a claim over
+several comparisons decides them together by
+:func:`~laplace_lab.paper_checks.verification.decisions.superiority` (every one significant
+at α confirms, one reversed at α/m refutes, otherwise INCONCLUSIVE). A difference that is not
+significant never decides.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
-from laplace_lab.paper_checks.verification import Status
+from laplace_lab.paper_checks.verification import decisions
 
-ALPHA = 0.05
-
-
-def paired(better: np.ndarray, worse: np.ndarray, level: float) -> tuple[str, float, float]:
-    """('stated' | 'reversed' | 'unclear', mean difference, one-sided p of the stated order)."""
-    d = np.asarray(better, dtype=np.float64) - np.asarray(worse, dtype=np.float64)
-    if not np.any(d):
-        return "unclear", 0.0, 1.0
-    t = stats.ttest_1samp(d, 0.0)
-    half = float(t.pvalue) / 2
-    p_stated = half if t.statistic > 0 else 1 - half
-    p_reverse = half if t.statistic < 0 else 1 - half
-    state = "stated" if p_stated < level else "reversed" if p_reverse < level else "unclear"
-    return state, float(d.mean()), float(p_stated)
+#: The level of a claim's decision.
+ALPHA = decisions.ALPHA
 
 
-def status_of(states: set[str]) -> Status:
-    """The verdict of a claim whose comparisons ended in ``states``."""
-    if "reversed" in states:
-        return Status.REFUTED
-    return Status.CONFIRMED if states == {"stated"} else Status.NOT_REPRODUCIBLE_HERE
+def differences(better: np.ndarray, worse: np.ndarray) -> np.ndarray:
+    """Per-unit differences, claimed better − claimed worse."""
+    return np.ravel(np.asarray(better, dtype=np.float64) - np.asarray(worse, dtype=np.float64))
+
+
+def paired_test(label: str, better: np.ndarray, worse: np.ndarray) -> decisions.Test:
+    """The one-sided test of mean(better − worse) > 0 over paired units."""
+    return decisions.test(label, differences(better, worse), threshold=0.0, side=+1)
+
+
+def one_sided_p(t: decisions.Test) -> float:
+    """The one-sided p-value of ``t``'s claimed direction (for the evidence only)."""
+    from scipy import stats
+
+    if t.se == 0.0:
+        return 0.0 if t.effect > 0 else 1.0
+    return float(stats.t.sf(t.effect / t.se, t.df))
+
+
+def decision_summary(d: decisions.Decision) -> str:
+    """A superiority decision in one line, naming the comparisons that decided it (the
+    reversed ones when REFUTED, the undecided ones when INCONCLUSIVE)."""
+    from laplace_lab.paper_checks.verification import Status
+
+    m = len(d.tests)
+    if d.status is Status.REFUTED:
+        level = d.alpha / m if d.quantifier == "all" else d.alpha
+        hit = [t for t in d.tests if t.significant(level, direction=-t.side)]
+        return "the reverse ordering is significant: " + "; ".join(t.text(level) for t in hit)
+    if d.status is Status.INCONCLUSIVE:
+        open_ = [t for t in d.tests if not t.significant(d.alpha, direction=t.side)]
+        return "not significant either way at this budget: " + "; ".join(
+            t.text(d.alpha) for t in open_
+        )
+    return d.summary

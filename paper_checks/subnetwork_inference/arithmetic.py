@@ -15,7 +15,15 @@ import math
 import sys
 
 from laplace_lab.networks.models import count_parameters, mlp, resnet18
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+)
 
 PAPER = "subnetwork-inference"
 
@@ -74,6 +82,8 @@ def _memory_verdict(
     paper=PAPER,
     name="resnet18-parameter-count",
     location="§6.3",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     statement="ResNet-18 (an input convolutional block, 8 residual blocks and a linear layer) "
     "has a total of 11,168,000 parameters.",
     mutants=(
@@ -85,6 +95,9 @@ def _memory_verdict(
     ),
 )
 def resnet18_parameter_count(ctx: Context) -> Verdict:
+    """§6.3: "ResNet-18 (He et al., 2016), which is composed of an input convolutional block,
+    8 residual blocks and a linear layer, for a total of 11,168,000 parameters."
+    """
     readings = {}
     for stem in ("cifar", "imagenet"):
         for channels, task in ((1, "MNIST"), (3, "CIFAR-10")):
@@ -122,6 +135,8 @@ def resnet18_parameter_count(ctx: Context) -> Verdict:
     paper=PAPER,
     name="subnetwork-fraction-0.38-percent",
     location="§6.3",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     statement="Wasserstein selection retains only 0.38% of ResNet-18's 11,168,000 weights, "
     "a subnetwork of 42,438 weights.",
     mutants=(
@@ -133,6 +148,9 @@ def resnet18_parameter_count(ctx: Context) -> Verdict:
     ),
 )
 def subnetwork_fraction(ctx: Context) -> Verdict:
+    """§6.3: "We use Wasserstein subnetwork selection to retain only 0.38% of the weights,
+    yielding a subnetwork with only 42,438 weights."
+    """
     fraction = STATED_SUBNETWORK / STATED_RESNET18
     measured_d = count_parameters(resnet18(n_outputs=10, in_channels=1))
     ok = round(100 * fraction, 2) == 0.38
@@ -155,10 +173,13 @@ def subnetwork_fraction(ctx: Context) -> Verdict:
     paper=PAPER,
     name="subnetwork-covariance-7.2-gb",
     location="§6.3",
+    kind=Kind.COST,
+    setting=Setting.paper(),
     statement="The covariance of the 42,438-weight subnetwork takes 42,438² × 4 Bytes ≈ 7.2 GB.",
     mutants=(_MEMORY_MUTANT,),
 )
 def subnetwork_covariance_memory(ctx: Context) -> Verdict:
+    """§6.3: "Its size is 42,438² × 4 Bytes ≈ 7.2 GB." """
     return _memory_verdict(
         STATED_SUBNETWORK,
         7.2,
@@ -175,11 +196,16 @@ def subnetwork_covariance_memory(ctx: Context) -> Verdict:
     paper=PAPER,
     name="full-covariance-500-tb",
     location="§6.3, 'What about smaller subnetworks?' (Fig. 5)",
+    kind=Kind.COST,
+    setting=Setting.paper(),
     statement="Full covariance inference in a ResNet-18 would require storing ~11.2M² "
     "parameters (~500TB).",
     mutants=(_MEMORY_MUTANT,),
 )
 def full_covariance_memory(ctx: Context) -> Verdict:
+    """§6.3: "Full covariance inference in a ResNet-18 would require storing ~11.2M² params
+    (~500TB)."
+    """
     return _memory_verdict(
         STATED_RESNET18,
         500.0,
@@ -196,11 +222,16 @@ def full_covariance_memory(ctx: Context) -> Verdict:
     paper=PAPER,
     name="subnetwork-1k-4-mb",
     location="§6.3, 'What about smaller subnetworks?' (Fig. 5)",
+    kind=Kind.COST,
+    setting=Setting.paper(),
     statement="Subnetwork inference reduces the cost (on top of MAP) to as little as 1K² "
     "parameters (~4.0MB).",
     mutants=(_MEMORY_MUTANT,),
 )
 def small_subnetwork_memory(ctx: Context) -> Verdict:
+    """§6.3: "Subnet inference reduces the cost (on top of MAP) to as little as 1K² params
+    (~4.0MB)."
+    """
     return _memory_verdict(
         1000,
         4.0,
@@ -216,6 +247,8 @@ def small_subnetwork_memory(ctx: Context) -> Verdict:
     paper=PAPER,
     name="toy-network-weight-count",
     location="§6.1 and Fig. 2 caption",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     statement="The toy network (2 ReLU hidden layers of 50 units, inference over weights, "
     "not biases) has 2600 parameters in total.",
     mutants=(
@@ -227,6 +260,9 @@ def small_subnetwork_memory(ctx: Context) -> Verdict:
     ),
 )
 def toy_weight_count(ctx: Context) -> Verdict:
+    """Fig. 2 caption: "the number of parameters over which inference was done (out of 2600
+    in total)"; §6.1: "Our NN consists of 2 ReLU hidden layers with 50 hidden units each ...
+    GGN-Laplace inference over network weights (not biases)"."""
     model = mlp(1, [50, 50], 1)
     d = weight_count(model)
     total = count_parameters(model)
@@ -248,6 +284,8 @@ def toy_weight_count(ctx: Context) -> Verdict:
     paper=PAPER,
     name="uci-weight-count-formula",
     location="§6.2",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     statement="A network with hd hidden layers of width wd on id inputs has "
     "D = (id + 1)·wd + (hd − 1)·wd² weights; the 2×100 networks have of the order of 10⁴.",
     mutants=(
@@ -259,6 +297,10 @@ def toy_weight_count(ctx: Context) -> Verdict:
     ),
 )
 def uci_weight_count(ctx: Context) -> Verdict:
+    """§6.2: "For a dataset with input dimension id, the number of weights is given by
+    D=(id+1)wd+(hd−1)wd². Our 2 hidden layer, 100 hidden unit NNs have a weight count of
+    the order 10⁴."
+    """
     rows, worst = [], 0
     for dataset, d_in in (("wine", 11), ("kin8nm", 8), ("protein", 9)):
         for hd in (1, 2):

@@ -19,9 +19,18 @@ from scipy.special import expit
 
 from laplace_lab.numerics.selection import largest_variances
 from laplace_lab.paper_checks.subnetwork_inference import _mutants
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim, require
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+    require,
+)
 from laplace_lab.theory.probit import logistic_gaussian_integral, probit_approximation
-from laplace_lab.theory.wasserstein import gaussian_w2, subnetwork_w2, w2_diagonal
+from laplace_lab.theory.wasserstein import gaussian_w2, psd_sqrt, subnetwork_w2, w2_diagonal
 
 PAPER = "subnetwork-inference"
 _THIS = sys.modules[__name__]
@@ -49,6 +58,8 @@ def _eq22_literal(Omega: np.ndarray, S: np.ndarray) -> float:
     paper=PAPER,
     name="w2-diagonal-identity",
     location="§5, eqs. (22)–(23)",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     statement=(
         "Under independence among weights, the squared W2 distance (22) between the full "
         "and the subnetwork posterior equals Σ_{d∉S} σ_d² (23), minimised by the S weights "
@@ -74,20 +85,33 @@ def _eq22_literal(Omega: np.ndarray, S: np.ndarray) -> float:
             {largest_variances: _mutants.smallest_variances},
             expect=Status.ERROR,
         ),
+        Mutant(
+            "psd-sqrt-lets-nan-through",
+            "the matrix square root of our W2 takes √ of roundoff-negative eigenvalues (NaN) "
+            "and passes a NaN matrix on, as an eigensolver that does not raise on NaN would",
+            {psd_sqrt: _mutants.psd_sqrt_unclipped},
+            expect=Status.ERROR,
+        ),
     ),
 )
 def w2_diagonal_identity(ctx: Context) -> Verdict:
+    """§5: "we make an independence assumption among weights, resulting in the simplified
+    objective W2(p(w|D), q_S(w))² ≈ Σ_d σ_d²(1 − m_d) (23) ... trivially minimized by a
+    subnetwork containing the S weights with highest variances." An identity under
+    independence (diagonal Ω), checked to roundoff."""
     rng = ctx.rng("w2-diagonal-identity")
     cases = 200 if ctx.full else 40
     worst_diag, worst_marg, worst_ref, rule_misses, gaps = 0.0, 0.0, 0.0, 0, []
+    w2_values = []  # every W2 of eq. (22) computed: audited finite below
     for case in range(cases):
         p = int(rng.integers(2, 8))
         k = int(rng.integers(1, p))
         Omega = _random_precision(rng, p)
         variances = np.diag(np.linalg.inv(Omega))
         S = rng.permutation(p)[:k]
+        w22c = subnetwork_w2(Omega, S)
         if case < 5:  # our eq. (22) against a literal evaluation (self-check)
-            worst_ref = max(worst_ref, abs(subnetwork_w2(Omega, S) - _eq22_literal(Omega, S)))
+            worst_ref = max(worst_ref, abs(w22c - _eq22_literal(Omega, S)))
         # Diagonal Ω (independence): (22) equals (23) exactly.
         D = np.diag(np.diag(Omega))
         w22 = subnetwork_w2(D, S)
@@ -96,11 +120,20 @@ def w2_diagonal_identity(ctx: Context) -> Verdict:
         w22m = subnetwork_w2(Omega, S, kind="marginal")
         worst_marg = max(worst_marg, abs(w22m - w2_diagonal(variances, S)))
         # Full Ω, conditional Ω_SS⁻¹ (the paper's subnetwork posterior): (23) is off.
-        gaps.append(subnetwork_w2(Omega, S) / w2_diagonal(variances, S))
+        gaps.append(w22c / w2_diagonal(variances, S))
+        w2_values.append((w22, w22m, w22c))
         # The largest-variance rule against brute force over (23).
         best = min(itertools.combinations(range(p), k), key=lambda T: w2_diagonal(variances, T))
         rule = largest_variances(variances, k)
         rule_misses += not np.isclose(w2_diagonal(variances, rule), w2_diagonal(variances, best))
+    # a NaN would pass every max(...) above unseen (max(0.0, nan) is 0.0): every W2 must be
+    # a finite number before any comparison reads it
+    w2_values = np.array(w2_values)
+    require(
+        bool(np.all(np.isfinite(w2_values))),
+        f"{int(np.sum(~np.isfinite(w2_values)))} of the {w2_values.size} W2 values of eq. (22) "
+        "are not finite numbers: the matrix square root of our W2 is wrong",
+    )
     require(
         worst_ref <= 1e-6,
         f"our W2 of eq. (22) differs from a literal evaluation by {worst_ref:.1e}",
@@ -132,14 +165,20 @@ def w2_diagonal_identity(ctx: Context) -> Verdict:
             f"The largest-marginal-variance rule attains the brute-force minimum of (23) in "
             f"{cases - rule_misses}/{cases} cases.",
             f"Self-check: our W2 of eq. (22) agrees with scipy's sqrtm evaluation to "
-            f"{worst_ref:.1e}.",
+            f"{worst_ref:.1e}; all {w2_values.size} W2 values computed are finite (range "
+            f"[{w2_values.min():.3g}, {w2_values.max():.3g}]).",
             f"Beyond the paper: with the marginal block (Ω⁻¹)_SS, (23) is exact for every Ω "
             f"(max deviation {worst_marg:.1e}); with the conditional Ω_SS⁻¹ the paper "
             f"actually uses, W2(22)/W2(23) ranges over [{gaps.min():.3f}, {gaps.max():.3f}] "
             f"({np.sum(gaps >= 1 - 1e-9)}/{cases} cases ≥ 1), so (23) is an optimistic "
             "proxy for the posterior the method builds.",
         ],
-        details={"worst_marginal_deviation": worst_marg, "conditional_ratio_min": gaps.min()},
+        details={
+            "worst_marginal_deviation": worst_marg,
+            "conditional_ratio_min": gaps.min(),
+            "w2_min": float(w2_values.min()),
+            "w2_max": float(w2_values.max()),
+        },
     )
 
 
@@ -172,6 +211,8 @@ def _reference_is_right() -> float:
     paper=PAPER,
     name="probit-approximation",
     location="§4, after eq. (18) (Gibbs 1998; Bishop 2006)",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     statement=(
         "The probit approximation σ(μ/√(1+πs²/8)) approximates the logistic–Gaussian "
         "predictive integral ∫σ(f)N(f; μ, s²)df."
@@ -191,6 +232,8 @@ def _reference_is_right() -> float:
     ),
 )
 def probit_approximation_error(ctx: Context) -> Verdict:
+    """§4: "Instead we leverage the probit approximation (Gibbs, 1998; Bishop, 2006)". The
+    approximation error, maximised over (μ, s), against a tolerance of two percentage points."""
     import matplotlib.pyplot as plt
 
     ref_err = _reference_is_right()
@@ -263,6 +306,8 @@ MEMORY_TOL = 0.05
     paper=PAPER,
     name="hessian-memory-40k",
     location="§7 (Limitations)",
+    kind=Kind.COST,
+    setting=Setting.paper(),
     statement="Storing a Hessian for 40K weights requires around 6.4GB of memory.",
     mutants=(
         Mutant(
@@ -273,6 +318,8 @@ MEMORY_TOL = 0.05
     ),
 )
 def hessian_memory(ctx: Context) -> Verdict:
+    """§7: "storing a Hessian for 40K weights requires around 6.4GB of memory." 40,000² float32
+    entries in GB of 10⁹ bytes."""
     gb = HESSIAN_WEIGHTS**2 * BYTES_PER_ENTRY / 1e9
     return Verdict(
         Status.CONFIRMED if abs(gb - PAPER_GB) < MEMORY_TOL else Status.REFUTED,

@@ -15,7 +15,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+)
 from laplace_lab.theory.probit import probit_approximation, probit_softmax
 
 PAPER = "subnetwork-inference"
@@ -31,6 +39,8 @@ def _shared_scale(logits, variances, _probit=probit_softmax):
     paper=PAPER,
     name="probit-preserves-map-decisions",
     location="§3, after eq. (13)",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     statement="The closed-form predictives (12) and (13) have predictive mean and "
     "classification boundaries exactly equal to those of the MAP network.",
     expected=Status.REFUTED,
@@ -44,6 +54,9 @@ def _shared_scale(logits, variances, _probit=probit_softmax):
     ),
 )
 def probit_decisions(ctx: Context) -> Verdict:
+    """§3 after eq. (13): "These closed-form expressions are attractive since they result in
+    the predictive mean and classification boundaries being exactly equal to those of the
+    MAP estimated NN." An identity: one changed decision refutes it."""
     rng = ctx.rng("probit-preserves-map-decisions")
     n = 200_000 if ctx.full else 20_000
     # binary: one logit μ with variance s²

@@ -6,10 +6,11 @@ CIFAR-10 ships with an installed package). The subnetwork has k = 100 of p = 1,8
 paper's 0.38% of this CNN would be 7 weights).
 
 Verdicts rest on paired per-digit comparisons (every method scores the same test digits at
-every angle), pooled over the rotated angles (> 0°) and the seeds, fixed before running:
-one-sided paired t-tests at family-wise level 5% (Bonferroni over the comparisons of a
-claim); REFUTED where the reverse ordering is significant, CONFIRMED where every stated
-ordering is, NOT_REPRODUCIBLE_HERE otherwise. Equal error uses McNemar's exact test per angle.
+every angle), pooled over the rotated angles (> 0°) and the seeds, fixed before running and
+decided by the rules of :mod:`laplace_lab.paper_checks.verification.decisions`: a superiority
+over the baselines (every one-sided paired t-test at 5% confirms, one reversed at 5%/m refutes,
+otherwise INCONCLUSIVE); equal error is an equivalence (TOST) of the per-digit error
+difference against a margin, McNemar's exact test per angle reported beside it.
 
 The comparison of two selection rules (Wasserstein against random) replicates at the level of
 the trained network instead: the Wasserstein subnetwork of a MAP is one deterministic set, so
@@ -18,7 +19,8 @@ and which of the two selections is ahead changes from MAP to MAP. Each replicati
 stream of ``rotated-digits`` (split, MAP, SWAG, random draw); its statistic is the mean
 per-digit log-likelihood difference over the rotated angles, compared by a one-sided t-test
 across replications in two looks (8 replications, then 16 if the first is undecided), each at
-level 5%/2. These replications are trained for the full mode's 40 epochs in quick mode too:
+the Bonferroni level of :func:`laplace_lab.paper_checks.verification.replicates.decide`.
+These replications are trained for the full mode's 40 epochs in quick mode too:
 the quick mode's 15-epoch MAP is not converged (2–3 times the 0° error of a 40-epoch MAP,
 5–11% against 1–5%), and on it the two selections are almost indistinguishable (random ahead
 by 0.07 nats/digit on average over 150 replications, with a spread of 0.21 between
@@ -35,7 +37,11 @@ from scipy import stats
 from laplace_lab.numerics.predictive import predictive_variance, subnetwork_variance
 from laplace_lab.numerics.selection import largest_variances
 from laplace_lab.paper_checks.subnetwork_inference import _mutants
-from laplace_lab.paper_checks.subnetwork_inference._paired import ALPHA, paired, status_of
+from laplace_lab.paper_checks.subnetwork_inference._paired import (
+    decision_summary,
+    differences,
+    one_sided_p,
+)
 from laplace_lab.paper_checks.subnetwork_inference.experiments.rotated_digits import (
     RotationShift,
     ensemble_rotation_shift,
@@ -43,24 +49,37 @@ from laplace_lab.paper_checks.subnetwork_inference.experiments.rotated_digits im
 )
 from laplace_lab.paper_checks.verification import (
     Context,
+    Kind,
     Mutant,
+    Setting,
     Status,
     Verdict,
     cached,
     claim,
+    decisions,
     require,
 )
-from laplace_lab.paper_checks.verification.sequential import Looks
+from laplace_lab.paper_checks.verification.replicates import Check, decide, design_text
 
 PAPER = "subnetwork-inference"
 WASS = "Subnetwork (Wasserstein)"
 RAND = "Subnetwork (random)"
 _QUICK = {"angles": (0, 30, 60, 90), "n_ggn": 60, "n_test": 100, "epochs": 15}
 _FULL = {"angles": tuple(range(0, 181, 15)), "n_ggn": None, "n_test": None, "epochs": 40}
+#: What differs from §6.3's rotated-MNIST benchmark.
+DIGITS_SETTING = Setting.substitute(
+    "sklearn's 8×8 digits rotated by scipy.ndimage instead of rotated MNIST (and corrupted "
+    "CIFAR-10), a small CNN (p = 1,898) instead of ResNet-18, a subnetwork of 100 weights "
+    "(5%) instead of 42,438 (0.38%), fewer seeds and test digits in quick mode"
+)
+
+
+def _command(name: str) -> str:
+    return f"laplace-lab check --full --claim {PAPER}/{name}"
 
 
 #: The looks of the selection comparison: replications at the first look, and at the second
-#: (only when the first leaves it undecided); each look tests at level ALPHA / 2.
+#: (only when the first leaves it undecided).
 SELECTION_LOOKS = (8, 16)
 #: The selection comparison's quick sizes: the quick data sizes, the full mode's training.
 _SELECTION_QUICK = {**_QUICK, "epochs": _FULL["epochs"]}
@@ -173,6 +192,16 @@ def _whole_network(ggn, G_test, S):
 _WHOLE_NETWORK = {subnetwork_variance: _whole_network}
 
 
+def _ahead(ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+    """Per-digit log-likelihood differences, ours − theirs."""
+    return differences(ours, theirs)
+
+
+def _no_effect(ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+    """The null: the subnetwork arm scored as the baseline itself."""
+    return differences(theirs, theirs)
+
+
 @claim(
     paper=PAPER,
     name="rotated-digits-subnetwork-log-likelihood",
@@ -180,6 +209,8 @@ _WHOLE_NETWORK = {subnetwork_variance: _whole_network}
     statement="Under rotation, subnetwork inference obtains larger log-likelihoods than the "
     "baselines (MAP, diagonal Laplace, deep ensembles).",
     expected=Status.REFUTED,
+    kind=Kind.SUPERIORITY,
+    setting=DIGITS_SETTING,
     mutants=(
         Mutant(
             "subnetwork-is-the-whole-network",
@@ -187,9 +218,20 @@ _WHOLE_NETWORK = {subnetwork_variance: _whole_network}
             _WHOLE_NETWORK,
             expect=Status.CONFIRMED,
         ),
+        Mutant(
+            "subnetwork-scored-as-baseline",
+            "the subnetwork arm is scored as each baseline itself (no effect)",
+            {_ahead: _no_effect},
+            reuses=(_shift, _ensemble),
+            expect=Status.INCONCLUSIVE,
+        ),
     ),
 )
 def rotated_subnetwork_log_likelihood(ctx: Context) -> Verdict:
+    """§6.3, rotated MNIST: "Subnetwork inference obtains significantly larger LL values than
+    almost all baselines, including ensembles." Checked against the baselines built here
+    (MAP, diagonal Laplace, a 5-member ensemble): every one-sided paired test over the
+    rotated digits must be significant (superiority, every baseline)."""
     runs, ens = _shift(ctx.seed, ctx.full), _ensemble(ctx.seed, ctx.full)
     ours = _shifted(runs, WASS)
     baselines = {
@@ -197,23 +239,30 @@ def rotated_subnetwork_log_likelihood(ctx: Context) -> Verdict:
         "Laplace (diagonal)": _shifted(runs, "Laplace (diagonal)"),
         "Ensemble": _shifted(ens, "Ensemble"),
     }
-    level = ALPHA / len(baselines)
-    tests = {b: paired(ours, v, level) for b, v in baselines.items()}
-    status = status_of({s for s, _, _ in tests.values()})
+    tests = {
+        b: decisions.test(f"LL(subnetwork) − LL({b}) per rotated digit", _ahead(ours, v))
+        for b, v in baselines.items()
+    }
+    d = decisions.superiority(
+        tuple(tests.values()), command=_command("rotated-digits-subnetwork-log-likelihood")
+    )
     nll_methods = (*runs[0].nll, "Ensemble")
     merged = tuple(
         RotationShift(**{**r.__dict__, "nll": {**r.nll, **e.nll}, "ece": {**r.ece, **e.ece}})
         for r, e in zip(runs, ens, strict=True)
     )
     return Verdict(
-        status,
-        measured="; ".join(f"{b}: {s} ({d:+.3f} nats/digit)" for b, (s, d, _) in tests.items()),
+        d.status,
+        measured="; ".join(f"{b}: {t.mean:+.3f} nats/digit" for b, t in tests.items()),
         expected="subnetwork ahead of every baseline",
-        tolerance=f"paired one-sided t-tests over rotated digits, level {ALPHA:g}/{len(tests)}",
+        tolerance=f"paired one-sided t-tests over rotated digits ({d.rule})",
+        summary=decision_summary(d),
         evidence=(
             f"{_label(runs)}; a 5-member ensemble on the same split. Mean per-digit "
             "log-likelihood difference (subnetwork − baseline) over the rotated angles: "
-            + "; ".join(f"{b} {d:+.3f} (one-sided p {p:.2g})" for b, (_, d, p) in tests.items())
+            + "; ".join(
+                f"{b} {t.mean:+.3f} (one-sided p {one_sided_p(t):.2g})" for b, t in tests.items()
+            )
             + ". "
             + _table(merged, "nll", nll_methods)
             + ". "
@@ -221,9 +270,18 @@ def rotated_subnetwork_log_likelihood(ctx: Context) -> Verdict:
             + ". Full-covariance Laplace over all 1,898 weights (intractable for ResNet-18) is "
             "listed for reference."
         ),
-        details={b: {"state": s, "mean_difference": d, "p": p} for b, (s, d, p) in tests.items()},
+        details={
+            b: {"mean_difference": t.mean, "se": t.se, "p": one_sided_p(t)}
+            for b, t in tests.items()
+        },
         figures=ctx.save_figure(_figure(runs, ens), "rotated_digits.png"),
+        decision=d,
     )
+
+
+def _no_difference(run: RotationShift) -> float:
+    """The null: both arms the random subnetwork (no effect)."""
+    return float(np.mean(_rotated(run, RAND) - _rotated(run, RAND)))
 
 
 @claim(
@@ -233,6 +291,8 @@ def rotated_subnetwork_log_likelihood(ctx: Context) -> Verdict:
     statement="Randomly selecting the subnetwork performs substantially worse than "
     "Wasserstein subnetwork selection.",
     expected=Status.REFUTED,
+    kind=Kind.SUPERIORITY,
+    setting=DIGITS_SETTING,
     mutants=(
         Mutant(
             "subnetwork-is-the-whole-network",
@@ -248,6 +308,13 @@ def rotated_subnetwork_log_likelihood(ctx: Context) -> Verdict:
             expect=Status.CONFIRMED,
         ),
         Mutant(
+            "both-arms-random",
+            "both arms are the random subnetwork (no effect)",
+            {_difference: _no_difference},
+            reuses=(_replication,),
+            expect=Status.INCONCLUSIVE,
+        ),
+        Mutant(
             "smallest-variances-selected",
             "the library's Wasserstein rule takes the smallest SWAG variances",
             {largest_variances: _mutants.smallest_variances},
@@ -256,62 +323,62 @@ def rotated_subnetwork_log_likelihood(ctx: Context) -> Verdict:
     ),
 )
 def rotated_wasserstein_vs_random(ctx: Context) -> Verdict:
+    """§6.3: "on both benchmarks, we find that randomly selecting the subnetwork performs
+    substantially worse than using our more sophisticated Wasserstein subnetwork selection
+    strategy." Read as the superiority of the Wasserstein subnetwork's log-likelihood under
+    rotation, replicated over trained networks."""
     first = _replication(ctx.seed, ctx.full, 0)
     require(
         np.any(first.log_likelihood[WASS] != first.log_likelihood[RAND]),
         "the Wasserstein and the random subnetwork score every digit alike: the subnetwork "
         "predictive ignores S",
     )
-
-    def look(n: int, level: float):
-        runs = tuple(_replication(ctx.seed, ctx.full, i) for i in range(n))
-        diff = np.array([_difference(r) for r in runs])
-        return runs, diff, paired(diff, np.zeros_like(diff), level)
-
-    _, (runs, diff, (state, d, p)) = Looks(SELECTION_LOOKS, ALPHA).run(
-        look, lambda result: result[2][0] != "unclear"
+    check = Check(
+        "LL(Wasserstein) − LL(random) per replication, nats/digit",
+        lambda i: _difference(_replication(ctx.seed, ctx.full, i)),
+        0.0,
+        +1,
     )
+    d, (result,) = decide(
+        [check],
+        looks=SELECTION_LOOKS,
+        command=_command("rotated-digits-wasserstein-beats-random"),
+    )
+    diff = np.asarray(result.estimate.values)
+    runs = tuple(_replication(ctx.seed, ctx.full, i) for i in range(diff.size))
     gain = np.array([np.mean(_rotated(r, WASS) - _rotated(r, "MAP")) for r in runs])
     epochs = (_FULL if ctx.full else _SELECTION_QUICK)["epochs"]
-    reading = {
-        "reversed": "random significantly ahead",
-        "stated": "Wasserstein significantly ahead",
-        "unclear": f"inconclusive at {len(runs)} replications",
-    }[state]
     return Verdict(
-        status_of({state}),
+        d.status,
         summary=(
-            f"Wasserstein − random {d:+.3f} nats/digit over {len(runs)} replications (random "
-            f"ahead in {int(np.sum(diff < 0))}): {reading}"
+            f"Wasserstein − random {diff.mean():+.3f} nats/digit over {diff.size} replications "
+            f"(random ahead in {int(np.sum(diff < 0))}): {decision_summary(d)}"
         ),
-        measured=round(d, 4),
+        measured=round(float(diff.mean()), 4),
         expected="> 0 nats/digit (Wasserstein ahead)",
         tolerance=(
             f"one-sided t-test across replications (a split, a {epochs}-epoch MAP, its SWAG "
-            f"and a random draw each), looks at {' and '.join(map(str, SELECTION_LOOKS))} "
-            f"replications, level {ALPHA:g}/{len(SELECTION_LOOKS)} each"
+            f"and a random draw each). {design_text(SELECTION_LOOKS, 'replications')}"
         ),
         evidence=(
             f"{_label(runs, 'replications')}; MAPs trained for {epochs} epochs (λ of the "
             "first). Mean per-digit log-likelihood "
             f"difference (Wasserstein − random) over the rotated angles, per replication: "
             + ", ".join(f"{v:+.2f}" for v in diff)
-            + f"; mean {d:+.3f} nats/digit (one-sided p of the stated order {p:.2g}, of the "
-            f"reverse order {1.0 - p:.2g}; {len(runs)} replications), random ahead in "
-            f"{int(np.sum(diff < 0))} of {len(runs)}; the Wasserstein subnetwork's gain over "
-            f"the MAP {np.mean(gain):+.2f} nats/digit. "
+            + f"; mean {diff.mean():+.3f} nats/digit ({diff.size} replications), random ahead "
+            f"in {int(np.sum(diff < 0))} of {diff.size}; the Wasserstein subnetwork's gain "
+            f"over the MAP {np.mean(gain):+.2f} nats/digit. "
             + _table(runs, "nll", (WASS, RAND, "MAP"))
             + ". "
             + _table(runs, "ece", (WASS, RAND))
             + "."
         ),
         details={
-            "state": state,
-            "mean_difference": d,
-            "p": p,
-            "replications": len(runs),
+            "mean_difference": float(diff.mean()),
+            "replications": int(diff.size),
             "per_replication": diff.tolist(),
         },
+        decision=d,
     )
 
 
@@ -322,10 +389,49 @@ def _mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
     return n01, n10, float(p)
 
 
-def _exact_reading(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
-    """'The same predictions' read literally: any discordant digit is a difference (p = 0)."""
-    n01, n10 = int(np.sum(a & ~b)), int(np.sum(~a & b))
-    return n01, n10, 0.0 if n01 + n10 else 1.0
+#: "matches in predictive error": the per-digit error difference within ±1 percentage point
+#: at every angle.
+ERROR_MARGIN = 0.01
+ERROR_MARGIN_SOURCE = (
+    "1 percentage point of test error; the paper prints no error values for this comparison "
+    "(Fig. 4 only plots them, and its reason, 'local linearization makes their predictions "
+    "the same', implies a difference of 0), so the margin is ours, fixed before measuring: "
+    "the smallest difference in error a reader of Fig. 4's error panels would call one"
+)
+
+
+@cached
+def _all_digits(seed: int, full: bool) -> tuple[RotationShift, ...]:
+    """The runs of the error comparison: :func:`_shift`'s in full mode; in quick mode its
+    split and training with every test digit (the quick 100 digits per angle leave a TOST
+    interval per angle several times wider than the margin)."""
+    if full:
+        return _shift(seed, full)
+    cfg = {**_QUICK, "n_test": None}
+    return tuple(_audited(rotation_shift(rng=r, **cfg)) for r in _streams(seed, full))
+
+
+def _error_difference(runs: tuple[RotationShift, ...]) -> list[np.ndarray]:
+    """Per angle, the digits of every seed: wrong(subnetwork) − wrong(MAP) ∈ {−1, 0, 1}."""
+    return [
+        np.concatenate(
+            [
+                np.ravel(~r.correct[WASS][i]).astype(float) - np.ravel(~r.correct["MAP"][i])
+                for r in runs
+            ]
+        )
+        for i in range(len(runs[0].angles))
+    ]
+
+
+def _error_difference_beyond_margin(runs, _true=_error_difference):
+    """The subnetwork's error raised by three margins at every angle."""
+    return [v + 3 * ERROR_MARGIN for v in _true(runs)]
+
+
+def _same_decisions(runs, _true=_error_difference):
+    """The subnetwork's decisions read as the MAP's: no difference at any digit."""
+    return [np.zeros_like(v) for v in _true(runs)]
 
 
 @claim(
@@ -333,40 +439,89 @@ def _exact_reading(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
     name="rotated-digits-error-matches-map",
     location="§6.3 (corrupted CIFAR: 'local linearization makes their predictions the same')",
     statement="Subnetwork inference matches the MAP network in predictive error.",
+    expected=Status.INCONCLUSIVE,
+    kind=Kind.EQUIVALENCE,
+    setting=DIGITS_SETTING,
+    margin=f"±{ERROR_MARGIN:g} error (absolute) at every angle: {ERROR_MARGIN_SOURCE}",
     mutants=(
         Mutant(
-            "exact-decisions-reading",
-            "any digit on which the two disagree about correctness counts as a difference",
-            {_mcnemar: _exact_reading},
+            "error-difference-beyond-the-margin",
+            "the subnetwork's per-digit error raised by three margins",
+            {_error_difference: _error_difference_beyond_margin},
+            reuses=(_all_digits,),
+            expect=Status.REFUTED,
+        ),
+        Mutant(
+            "subnetwork-decisions-are-the-maps",
+            "the subnetwork's decisions read as the MAP's (what the paper's reason asserts)",
+            {_error_difference: _same_decisions},
+            reuses=(_all_digits,),
+            expect=Status.CONFIRMED,
         ),
     ),
 )
 def rotated_error_matches_map(ctx: Context) -> Verdict:
-    runs = _shift(ctx.seed, ctx.full)
-    rows, worst = [], 1.0
-    n_tests = len(runs) * len(runs[0].angles)
+    """§6.3, corrupted CIFAR: "Our approach matches a MAP estimated network in terms of
+    predictive error as local linearization makes their predictions the same." Fig. 4 plots
+    the error per shift level, and the reason given (the same predictions) holds at every
+    input, so the claim is read at every angle: TOST of the per-digit error difference
+    (subnetwork − MAP, pooled over seeds) against ±1 percentage point at each angle (every
+    one must be equivalent). The pooled reading over all angles, where differences of
+    opposite sign cancel, is reported beside it, as is McNemar's exact test per angle."""
+    runs = _all_digits(ctx.seed, ctx.full)
+    per_angle = _error_difference(runs)
+    tests = [
+        decisions.test(f"error(subnetwork) − error(MAP) at {a:g}°", v)
+        for a, v in zip(runs[0].angles, per_angle, strict=True)
+    ]
+    d = decisions.equivalence(
+        tests,
+        margin=ERROR_MARGIN,
+        source=ERROR_MARGIN_SOURCE,
+        command=_command("rotated-digits-error-matches-map"),
+    )
+    pooled = decisions.equivalence(
+        decisions.test("error(subnetwork) − error(MAP), all angles", np.concatenate(per_angle)),
+        margin=ERROR_MARGIN,
+        source=ERROR_MARGIN_SOURCE,
+    )
+    rows = []
     for r in runs:
         for i, a in enumerate(r.angles):
             n01, n10, p = _mcnemar(r.correct["MAP"][i], r.correct[WASS][i])
-            worst = min(worst, p)
             rows.append((a, r.error["MAP"][i], r.error[WASS][i], r.flips[WASS][i], n01, n10, p))
-    ok = worst >= ALPHA / n_tests
     flips = max(row[3] for row in rows)
+    worst = max(tests, key=lambda t: abs(t.mean))
     return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
-        measured=round(worst, 4),
-        expected=f"≥ {ALPHA / n_tests:.2g} (no significant error difference)",
-        tolerance=f"McNemar's exact test per angle and seed, level {ALPHA:g}/{n_tests}",
-        evidence=(
-            f"{_label(runs)}. Per angle: error MAP vs subnetwork, share of changed decisions, "
-            "discordant pairs (MAP right/subnetwork wrong, the reverse), p: "
+        d.status,
+        measured=round(worst.mean, 4),
+        expected=f"0 within ±{ERROR_MARGIN:g} at every angle",
+        tolerance=d.rule,
+        summary=(
+            f"per angle: {d.status.value.lower()} (largest |difference| {worst.mean:+.4f} at "
+            f"{worst.label.rsplit(' ', 1)[-1]}); pooled over angles: "
+            f"{pooled.status.value.lower()} ({pooled.tests[0].mean:+.4f})"
+        ),
+        evidence=[
+            f"{_label(runs)}, every test digit ({runs[0].n_test} per angle).",
+            "Per angle: error MAP vs subnetwork, share of changed decisions, discordant pairs "
+            "(MAP right/subnetwork wrong, the reverse), McNemar's exact p: "
             + "; ".join(
                 f"{a:g}°: {e0:.3f} vs {e1:.3f}, {fl:.3f}, {b}/{c}, {p:.2g}"
                 for a, e0, e1, fl, b, c, p in rows
             )
-            + f". The errors agree within sampling noise, but the decisions are not the "
-            f"same: up to {flips:.1%} of the digits change class under the multiclass probit "
-            "(see probit-preserves-map-decisions)."
-        ),
-        details={"rows": rows},
+            + ".",
+            f"Pooled over the angles (a looser reading): {pooled.status.value} — "
+            + pooled.points[0]
+            + ".",
+            f"The decisions are not the same: up to {flips:.1%} of the digits change class "
+            "under the multiclass probit (see probit-preserves-map-decisions); pooled over the "
+            "angles the changes cancel, at single angles they need not.",
+        ],
+        details={
+            "rows": rows,
+            "per_angle": {t.label: {"mean": t.mean, "se": t.se} for t in tests},
+            "pooled": {"mean": pooled.tests[0].mean, "se": pooled.tests[0].se},
+        },
+        decision=d,
     )

@@ -12,8 +12,9 @@ four networks, so the test points of one split share one draw of the networks an
 per-point differences are not independent (a single test point of one split can move that
 split's mean by several nats). The replicated statistic is a split's mean test
 log-likelihood, compared by a paired one-sided t-test across the splits (of both data sets in
-full mode; :mod:`laplace_lab.paper_checks.subnetwork_inference._paired`), Bonferroni over the
-three network sizes. With 8 Boston splits the test leaves some base seeds undecided (one split
+full mode; :mod:`laplace_lab.paper_checks.subnetwork_inference._paired`), decided by the
+superiority rule over the three network sizes (every one at 5% confirms, one reversed at
+5%/3 refutes). With 8 Boston splits the test leaves some base seeds undecided (one split
 whose far-off test point costs the subnetwork tens of nats widens the spread); with 16 every
 base seed 0–4 is decided with its largest p-value at about half the level. The variance claim
 reads the first 8 of the 16 splits.
@@ -23,7 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from laplace_lab.paper_checks.subnetwork_inference._paired import ALPHA, paired, status_of
+from laplace_lab.networks.data import split_standardise
+from laplace_lab.paper_checks.subnetwork_inference import _mutants
+from laplace_lab.paper_checks.subnetwork_inference._paired import (
+    decision_summary,
+    one_sided_p,
+    paired_test,
+)
 from laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression import (
     subnetwork_prior_precision,
 )
@@ -36,17 +43,26 @@ from laplace_lab.paper_checks.subnetwork_inference.experiments.uci import (
 )
 from laplace_lab.paper_checks.verification import (
     Context,
+    Kind,
     Mutant,
+    Setting,
     Status,
     Verdict,
     cached,
     claim,
+    decisions,
     require,
 )
 
 PAPER = "subnetwork-inference"
 SMALLER = tuple(ARCHITECTURES)[:-1]
 LARGEST = tuple(ARCHITECTURES)[-1]
+#: What differs from §6.2's benchmark.
+UCI_SETTING = Setting.substitute(
+    "UCI Boston housing (quick mode; Boston and concrete in full mode) instead of wine, kin8nm "
+    "and protein and their gap splits, which are not installed; 90/10 random splits, "
+    "fewer epochs in quick mode; the four architectures and the selection rule as in §6.2"
+)
 
 
 #: Splits per data set in full mode; in quick mode (Boston only) the log-likelihood comparison
@@ -117,6 +133,11 @@ def _miswired(splits: tuple[UCISplit, ...], field: str, arch: str) -> np.ndarray
     return np.array([np.mean(s.ll_full[arch]) for s in splits])
 
 
+#: A scaler fitted on training and test rows together: the audit of the split in
+#: :func:`~laplace_lab.paper_checks.subnetwork_inference.experiments.uci.train_split` stops it.
+_POOLED_SCALER = {split_standardise: _mutants.pooled_split_standardise}
+
+
 @claim(
     paper=PAPER,
     name="uci-large-subnetwork-beats-small-full",
@@ -125,24 +146,49 @@ def _miswired(splits: tuple[UCISplit, ...], field: str, arch: str) -> np.ndarray
     "subnetworks of the size of the smaller models (Wasserstein selection with diagonal-"
     "Laplace variances), i.e. better than full network inference in those smaller models.",
     expected=Status.REFUTED,
+    kind=Kind.SUPERIORITY,
+    setting=UCI_SETTING,
     mutants=(
+        Mutant(
+            "scaler-fitted-on-all-rows",
+            "inputs and targets standardised with the statistics of the training and test "
+            "rows together",
+            _POOLED_SCALER,
+            expect=Status.ERROR,
+        ),
         Mutant(
             "subnetwork-read-as-small-network",
             "the smaller network's full-inference log-likelihoods are read as the subnetwork's",
             {_split_means: _miswired},
             reuses=(_split,),
-            expect=Status.NOT_REPRODUCIBLE_HERE,
+            expect=Status.INCONCLUSIVE,
         ),
     ),
 )
 def large_subnetwork_vs_small_full(ctx: Context) -> Verdict:
+    """§6.2: "these larger models are still best when we perform inference over
+    subnetworks of the size of smaller models." Superiority of the 2×100 subnetwork's
+    split-mean test log-likelihood over each smaller network's full inference (every one of
+    the three sizes), replicated over splits. The mutant that reads the smaller network's
+    own full inference as the subnetwork is the null (no effect)."""
     splits = _splits(ctx.seed, ctx.full)
-    level = ALPHA / len(SMALLER)
     tests = {}
+    behind = {}
     for a in SMALLER:
         ours, theirs = _split_means(splits, "ll_subnetwork", a), _split_means(splits, "ll_full", a)
-        tests[a] = (*paired(ours, theirs, level), int(np.sum(ours < theirs)))
+        tests[a] = paired_test(f"LL({LARGEST} subnetwork of D({a})) − LL({a} full)", ours, theirs)
+        behind[a] = int(np.sum(ours < theirs))
+    d = decisions.superiority(
+        tuple(tests.values()),
+        command=f"laplace-lab check --full --claim {PAPER}/uci-large-subnetwork-beats-small-full",
+    )
     dead = [s.dead_in_subnetwork for s in splits]
+    partial = {a: sum(s.dead_in_subnetwork[a] < s.dead[LARGEST] for s in splits) for a in SMALLER}
+    untied = [
+        a
+        for a, t in tests.items()
+        if not partial[a] and t.significant(d.alpha / len(tests), direction=-t.side)
+    ]
     full_ll = {a: float(np.mean(_pooled(splits, "ll_full", a))) for a in ARCHITECTURES}
     best = max(full_ll, key=full_ll.get)
     per_split = {
@@ -153,16 +199,17 @@ def large_subnetwork_vs_small_full(ctx: Context) -> Verdict:
         float(np.min(s.ll_subnetwork[a] - s.ll_full[a])) for s in splits for a in SMALLER
     )
     return Verdict(
-        status_of({t[0] for t in tests.values()}),
+        d.status,
         summary=(
             f"{LARGEST} subnetwork − smaller full inference, mean over {len(splits)} splits: "
-            + ", ".join(f"size of {a} {d:+.2f} ({s})" for a, (s, d, *_) in tests.items())
+            + ", ".join(f"size of {a} {t.mean:+.2f}" for a, t in tests.items())
+            + f": {decision_summary(d)}"
         ),
-        measured="; ".join(f"size of {a}: {s} ({d:+.3f} nats)" for a, (s, d, *_) in tests.items()),
+        measured="; ".join(f"size of {a}: {t.mean:+.3f} nats" for a, t in tests.items()),
         expected="2×100 subnetwork ahead of every smaller network's full inference",
         tolerance=(
-            "paired one-sided t-tests across splits on the split-mean test log-likelihoods, "
-            f"level {ALPHA:g}/{len(tests)}"
+            "paired one-sided t-tests across splits on the split-mean test log-likelihoods "
+            f"({d.rule})"
         ),
         evidence=(
             f"{_label(splits)}. Mean test log-likelihood (standardised targets): full "
@@ -173,8 +220,8 @@ def large_subnetwork_vs_small_full(ctx: Context) -> Verdict:
             "smaller full), mean over splits, splits where the subnetwork is behind, "
             "one-sided p of the stated order: "
             + "; ".join(
-                f"size of {a} {d:+.3f}, {behind}/{len(splits)}, p {p:.2g}"
-                for a, (_, d, p, behind) in tests.items()
+                f"size of {a} {t.mean:+.3f}, {behind[a]}/{len(splits)}, p {one_sided_p(t):.2g}"
+                for a, t in tests.items()
             )
             + ". Per split: "
             + "; ".join(
@@ -188,14 +235,32 @@ def large_subnetwork_vs_small_full(ctx: Context) -> Verdict:
             + "; the diagonal-Laplace ranking puts them first (§6.3's observation), so the "
             "subnetworks hold "
             + ", ".join("/".join(str(v) for v in d.values()) for d in dead)
-            + " dead weights and keep almost none of the predictive variance. With full "
-            f"inference the best network here is {best} (§6.2: 'larger (wd = 100, hd = 2) "
-            "models tend to perform best')."
+            + " dead weights and keep almost none of the predictive variance. Dead weights tie "
+            "at the prior variance 1/λ, so the library's tie rule (the lowest index) picks "
+            "among them only where a subnetwork holds fewer weights than there are dead ones: "
+            + "; ".join(
+                f"size of {a} in {n}/{len(splits)} splits" for a, n in partial.items() if n
+            )
+            + "; the other sizes hold every dead weight"
+            + (
+                f", and the comparisons at {', '.join(untied)} (no tie choice in any split) "
+                "are each significant in the reverse direction on their own"
+                if untied and d.status is Status.REFUTED
+                else ""
+            )
+            + f". With full inference the best network here is {best} (§6.2: 'larger (wd = "
+            "100, hd = 2) models tend to perform best')."
         ),
         details={
-            a: {"state": s, "mean_difference": d, "p": p, "splits_behind": behind}
-            for a, (s, d, p, behind) in tests.items()
+            a: {
+                "mean_difference": t.mean,
+                "se": t.se,
+                "p": one_sided_p(t),
+                "splits_behind": behind[a],
+            }
+            for a, t in tests.items()
         },
+        decision=d,
     )
 
 
@@ -206,7 +271,16 @@ def large_subnetwork_vs_small_full(ctx: Context) -> Verdict:
     statement="Increasing the number of weight variances considered (nested Wasserstein "
     "subnetworks, prior λ_S = λ·S/D as in §4) will only increase predictive uncertainty.",
     expected=Status.REFUTED,
+    kind=Kind.EXISTENCE,
+    setting=UCI_SETTING,
     mutants=(
+        Mutant(
+            "scaler-fitted-on-all-rows",
+            "inputs and targets standardised with the statistics of the training and test "
+            "rows together",
+            _POOLED_SCALER,
+            expect=Status.ERROR,
+        ),
         Mutant(
             "prior-not-rescaled",
             "subnetworks keep the full network's λ instead of λ·S/D",
@@ -217,13 +291,31 @@ def large_subnetwork_vs_small_full(ctx: Context) -> Verdict:
     ),
 )
 def more_variances_more_uncertainty(ctx: Context) -> Verdict:
+    """§6.2: "NNs with the same number of weights make the same mean predictions.
+    Increasing the number of weight variances considered will thus only increase predictive
+    uncertainty." A universal statement: one (test point, nested step) whose predictive
+    variance falls is a counterexample.
+
+    Two readings of the subnetwork prior. §4 gives the rescaling as the method ("we update
+    our prior precision to be λ_S = λ·S/D") and §6.1 restates it; §6.2 is silent on the
+    prior of its subnetworks and says nothing to the contrary, so the verdict rests on §4's
+    λ_S = λ·S/D. With a fixed λ the statement is a theorem (a Schur-complement monotonicity)
+    and holds here without exception; both readings are in the evidence.
+    """
     splits = _splits(ctx.seed, ctx.full, QUICK_VARIANCE_SPLITS)
     fixed = [s.decreases_fixed for s in splits]
     require(max(fixed) == 0.0, f"nested subnetworks with a fixed λ lost variance: {fixed}")
     scaled = [s.decreases for s in splits]
     worst = max(scaled)
+    d = decisions.existence(
+        worst == 0.0,
+        witness=(
+            "with λ_S = λ·S/D (§4), the largest share of (test point, step) pairs whose "
+            f"variance falls is {worst:.3f}; with a fixed λ it is {max(fixed):.3f}"
+        ),
+    )
     return Verdict(
-        Status.CONFIRMED if worst == 0.0 else Status.REFUTED,
+        d.status,
         measured=round(worst, 4),
         expected=0.0,
         tolerance="share of (test point, step) pairs whose variance falls by more than 1e-8 "
@@ -240,5 +332,10 @@ def more_variances_more_uncertainty(ctx: Context) -> Verdict:
             "rescaling makes the prior of a larger subnetwork tighter, which can outweigh the "
             "added weights."
         ),
+        summary=(
+            f"§4's λ_S = λ·S/D: variance falls at up to {worst:.1%} of (test point, step) "
+            f"pairs of a split; a fixed λ: at {max(fixed):.1%} (the reading that holds)"
+        ),
         details={"decreases_scaled": scaled, "decreases_fixed": fixed},
+        decision=d,
     )

@@ -60,7 +60,11 @@ class ToyRegression:
     ``dead_selected[method]``: how many of them a Wasserstein subnetwork contains;
     ``marginal_variance`` / ``diagonal_variance``: diag(Ω⁻¹) and diag(Ω)⁻¹ per weight;
     ``dead_mask``: which weights are dead; ``prior_precision``: λ; ``subsets[method]``: the
-    weights of each Wasserstein subnetwork.
+    weights of each Wasserstein subnetwork (ties to the lowest parameter index, the library's
+    rule); ``std_random_ties`` / ``subsets_random_ties``: the Wasserstein subnetworks selected
+    with exact ties (the dead weights all sit at 1/λ) broken at random instead — the same
+    library rule applied to the weights in a seeded random order, mapped back (empty when no
+    ``tie_break`` generator was given).
     """
 
     x: np.ndarray
@@ -76,6 +80,8 @@ class ToyRegression:
     dead_mask: np.ndarray
     prior_precision: float
     subsets: dict[str, np.ndarray]
+    std_random_ties: dict[str, np.ndarray]
+    subsets_random_ties: dict[str, np.ndarray]
 
 
 def subnetwork_prior_precision(prior_precision: float, k: int, D: int) -> float:
@@ -93,6 +99,7 @@ def toy_regression(
     fractions: tuple[float, ...] = (0.5, 0.03, 0.01),
     prior_precision: float = 3.0,
     epochs: int = 1000,
+    tie_break: np.random.Generator | None = None,
 ) -> ToyRegression:
     """Fit the toy once and evaluate every posterior approximation of §6.1.
 
@@ -112,6 +119,11 @@ def toy_regression(
         λ of the full network; subnetworks use λ·S/D.
     epochs : int
         Full-batch Adam epochs of the MAP.
+    tie_break : numpy.random.Generator, optional
+        When given, each Wasserstein subnetwork is selected a second time with the weights in
+        an order drawn from it (the selection rule run on the GGN of the permuted weights,
+        its indices mapped back): exact ties of the marginal variance are then broken at
+        random instead of to the lowest index. The other methods do not draw from it.
 
     References
     ----------
@@ -143,7 +155,11 @@ def toy_regression(
     var["Final layer"] = np.asarray(subnetwork_variance(last, G, final))
     weights["Final layer"] = 50
     dead_mask = np.all(J == 0.0, axis=0)
-    dead_selected, subsets = {}, {}
+    dead_selected, subsets, tied_std, tied_subsets = {}, {}, {}, {}
+    order = None if tie_break is None else tie_break.permutation(D)
+    shuffled = (
+        None if order is None else GGN.regression(J[:, order], noise_var=s2, prior_precision=lam)
+    )
     for frac in fractions:
         k = max(1, round(frac * D))
         sub = with_prior_precision(ggn, subnetwork_prior_precision(lam, k, D))
@@ -155,6 +171,11 @@ def toy_regression(
             subnetwork_variance(sub, G, random_subset(D, k, rng=sub_rng))
         )
         weights[f"Wass {label}"] = weights[f"Rand {label}"] = k
+        if shuffled is not None:
+            T = tied_subsets[f"Wass {label}"] = order[largest_marginal_variance(shuffled, k)]
+            tied_std[f"Wass {label}"] = np.sqrt(
+                np.clip(np.asarray(subnetwork_variance(sub, G, T)), 0.0, None)
+            )
     x = ds.X_test[:, 0] * ds.x_std[0] + ds.x_mean[0]
     return ToyRegression(
         x=x,
@@ -170,4 +191,6 @@ def toy_regression(
         dead_mask=dead_mask,
         prior_precision=lam,
         subsets=subsets,
+        std_random_ties=tied_std,
+        subsets_random_ties=tied_subsets,
     )

@@ -40,12 +40,14 @@ from laplace_lab.numerics.selection import subnet_diagonal
 from laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression import (
     subnetwork_prior_precision,
 )
+from laplace_lab.paper_checks.verification import require
 
 __all__ = [
     "ARCHITECTURES",
     "TrainedSplit",
     "UCISplit",
     "evaluate_split",
+    "require_standardised_on_training_rows",
     "train_split",
     "uci_split",
 ]
@@ -132,6 +134,31 @@ class TrainedSplit:
     models: tuple[object, ...]
 
 
+#: Roundoff of a column mean or standard deviation of standardised rows (≈ 1e-15 here); a
+#: scaler fitted on other rows misses 0 and 1 by the shift of the split, ≳ 1e-3.
+STANDARDISED_TOL = 1e-8
+
+
+def require_standardised_on_training_rows(ds) -> None:
+    """The audit of the split: inputs and targets standardised with the mean and standard
+    deviation of the training rows only (every training column has mean 0 and standard
+    deviation 1, or 0 for a constant column), so that no statistic of the test rows enters
+    the networks, the noise variance or λ."""
+    X, y = np.asarray(ds.X_train, dtype=np.float64), np.asarray(ds.y_train, dtype=np.float64)
+    sd = X.std(0)
+    off = max(
+        float(np.max(np.abs(X.mean(0)))),
+        float(np.max(np.minimum(np.abs(sd - 1.0), sd))),
+        abs(float(y.mean())),
+        abs(float(y.std()) - 1.0),
+    )
+    require(
+        off <= STANDARDISED_TOL,
+        f"the standardised training split has column means/standard deviations off 0/1 by "
+        f"{off:.2g}: its scaler was not fitted on the training rows only",
+    )
+
+
 @single_threaded()
 def train_split(
     dataset: str, *, rng: np.random.Generator | int, epochs: int = 1000
@@ -154,6 +181,7 @@ def train_split(
     one_of(dataset, "dataset", tuple(_LOADERS))
     data_rng, val_rng, init_rng = spawn(rng, 3)
     ds = _LOADERS[dataset](rng=data_rng, test_fraction=0.1)
+    require_standardised_on_training_rows(ds)
     n = ds.y_train.size
     perm = val_rng.permutation(n)
     va, tr = np.sort(perm[: int(0.15 * n)]), np.sort(perm[int(0.15 * n) :])

@@ -103,3 +103,23 @@ def test_uci_split_nested_subnetworks_with_a_fixed_prior_never_lose_variance():
     assert r.decreases_fixed == 0.0
     assert set(r.ll_subnetwork) == {"1x50", "1x100", "2x50"}
     assert all(v.shape == r.ll_full["1x50"].shape for v in r.ll_subnetwork.values())
+
+
+def test_toy_regression_random_tie_break_selects_among_the_largest_variances():
+    """The seeded random tie-break picks weights of largest marginal variance (the same rule
+    on permuted weights), and draws nothing the other methods use."""
+    plain = toy_regression(rng=0, n_train=40, n_test=31, epochs=60)
+    tied = toy_regression(
+        rng=0, n_train=40, n_test=31, epochs=60, tie_break=np.random.default_rng(5)
+    )
+    assert plain.std_random_ties == {} and set(tied.std_random_ties) == {
+        "Wass 50%",
+        "Wass 3%",
+        "Wass 1%",
+    }
+    for m, S in tied.subsets_random_ties.items():
+        var = tied.marginal_variance
+        assert S.size == tied.weights[m] and np.unique(S).size == S.size
+        assert var[S].min() >= np.delete(var, S).max()
+    for m in plain.std:
+        np.testing.assert_array_equal(plain.std[m], tied.std[m])

