@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from dataclasses import replace
 from html.parser import HTMLParser
 
 import jsonschema
@@ -315,6 +316,11 @@ def test_a_counting_paper_scale_run_outranks_quick_mode(tmp_path):
     assert paper_counts([o])["p"]["quick"][Status.NOT_REPRODUCIBLE_HERE] == 1
     broken = _recorded_outcome(Status.ERROR)  # broken code stays an ERROR
     assert broken.status is Status.ERROR
+    from laplace_lab.paper_checks.verification.kinds import Kind, Setting
+
+    table = Setting.substitute("another series", specific=True)
+    substitute = Outcome(replace(o.claim, kind=Kind.SUPERIORITY, setting=table), o.verdict, 1.0)
+    assert substitute.status is Status.NOT_REPRODUCIBLE_HERE
     paths = write_report([o], tmp_path, meta=_meta())
     jsonschema.validate(json.loads(paths["json"].read_text()), VERDICT_SCHEMA)
     assert "paper-scale run 2026-11-01; quick: NOT_REPRODUCIBLE_HERE" in paths["html"].read_text()
