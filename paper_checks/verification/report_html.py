@@ -138,11 +138,14 @@ def _count_cell(row: dict[str, Any], status: Status) -> str:
     return f"<td class='num{'' if n else ' zero'}'>{n}{split}</td>"
 
 
-def _setting(o: Outcome) -> str:
+def _setting(o: Outcome, limit: int = 0) -> str:
+    """The claim's setting; a substitute's differences cut at ``limit`` characters (0: whole,
+    as in the claim's section), with the whole text as a tooltip."""
     setting = o.claim.setting
     if setting.label == "paper":
         return "paper" + (" (a table's number)" if setting.specific else "")
-    return f"<span title='{e(setting.differs)}'>substitute</span>: {e(setting.differs)}"
+    what = _short(setting.differs, limit) if limit else e(setting.differs)
+    return "substitute" + (" (a table's number)" if setting.specific else "") + f": {what}"
 
 
 def _verdict_cell(o: Outcome) -> str:
@@ -167,7 +170,7 @@ def _claims_table(outcomes: Sequence[Outcome]) -> str:
         rows.append(
             f"<tr><td><a href='#{e(o.anchor)}'>{e(o.claim.name)}</a></td>"
             f"<td>{e(o.claim.location)}</td><td>{e(o.claim.kind.value)}</td>"
-            f"<td>{_setting(o)}</td><td>{_verdict_cell(o)}</td>"
+            f"<td>{_setting(o, 60)}</td><td>{_verdict_cell(o)}</td>"
             f"<td class='why {o.status.value}-why'>{_short(v.reason, 140)}</td>"
             f"<td>{_short(v.measured)}</td><td>{_short(v.tolerance)}</td>"
             f"<td class='num{' warn' if missed else ''}'>{e(o.power)}</td></tr>"
