@@ -15,8 +15,10 @@ INCONCLUSIVE, for every kind of claim (:class:`~.kinds.Kind`).
   beyond one end of the margin; INCONCLUSIVE otherwise. A non-significant difference never
   confirms. With ``side`` it is a non-inferiority test (one bound only).
 - :func:`tie` — an ordering on a grid or a count that ties is INCONCLUSIVE, never a decision.
-- :func:`existence` and :func:`cost` — a witness found exactly, an operation count; decided
-  without a test.
+- :func:`existence`, :func:`counterexample` and :func:`cost` — a witness found exactly; a
+  universal statement refuted by a counterexample (and confirmed by none only when the search
+  is exhaustive: a sample without one is INCONCLUSIVE); an operation count. Decided without a
+  test.
 
 Every statistical decision states its estimate and interval, and when it is INCONCLUSIVE the
 smallest effect it could have detected and the number of replicates that would decide at the
@@ -53,6 +55,7 @@ __all__ = [
     "Decision",
     "Test",
     "cost",
+    "counterexample",
     "equivalence",
     "exact",
     "existence",
@@ -443,6 +446,19 @@ def existence(found: bool, *, witness: str, kind: Kind = Kind.EXISTENCE) -> Deci
         "an exact witness",
         points=(witness,),
     )
+
+
+def counterexample(found: bool, *, witness: str, exhaustive: bool = False) -> Decision:
+    """A universal statement searched for a counterexample: REFUTED when one is found;
+    CONFIRMED when none is and the search was ``exhaustive`` (every case of a finite class, or
+    a proof-backed sweep); otherwise INCONCLUSIVE — a sample without a counterexample does not
+    establish an empirical universal statement."""
+    if found:
+        status = Status.REFUTED
+    else:
+        status = Status.CONFIRMED if exhaustive else Status.INCONCLUSIVE
+    rule = "a counterexample refutes" + ("; the search is exhaustive" if exhaustive else "")
+    return Decision(Kind.EXISTENCE, status, rule, points=(witness,))
 
 
 def cost(holds: bool, *, measured: str) -> Decision:

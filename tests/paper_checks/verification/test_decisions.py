@@ -242,3 +242,12 @@ def test_a_test_from_its_standard_error_states_the_sample_multiple_that_would_de
     d = decisions.superiority(t)
     assert d.status is Status.INCONCLUSIVE
     assert any("times the one behind this standard error" in p for p in d.points)
+
+
+def test_a_sample_without_a_counterexample_does_not_confirm_a_universal_statement():
+    found = decisions.counterexample(True, witness="variance fell at 3 of 50 points")
+    assert found.status is Status.REFUTED
+    none = decisions.counterexample(False, witness="no fall in 5 splits")
+    assert none.status is Status.INCONCLUSIVE
+    proof = decisions.counterexample(False, witness="all 2^10 subsets", exhaustive=True)
+    assert proof.status is Status.CONFIRMED
