@@ -35,7 +35,7 @@ from laplace_lab.numerics import (
     entropy,
 )
 from laplace_lab.paper_checks.surrogate_ntk_lla._threads import one_thread
-from laplace_lab.paper_checks.verification import cached
+from laplace_lab.paper_checks.verification import cached, require
 
 #: Prior precision of the MAP training and the grid of the evidence maximisation.
 MAP_PRIOR = 10.0
@@ -78,6 +78,39 @@ def _transpose(X: np.ndarray) -> np.ndarray:
     return X.reshape(-1, 8, 8).transpose(0, 2, 1).reshape(-1, 64).copy()
 
 
+def context_set(d: Any) -> np.ndarray:
+    """The context inputs of a split ``d``: its training digits transposed (module docstring)."""
+    return _transpose(d.X_train)
+
+
+#: Standardisation on the training rows leaves every training column with mean 0 and standard
+#: deviation 1 (0 for a pixel constant on the training rows) up to float32 rounding.
+STANDARDISED_TOL = 1e-5
+
+
+def _audit(data: DigitsData) -> None:
+    """Invariants of the substitute's data, in the run (else ERROR).
+
+    - Standardised with statistics of the training rows only: every training column has mean
+      0 and standard deviation 1 (0 for a pixel constant on them); statistics taken over all
+      rows, or the test rows, leave a training mean off 0 by about 1e-2.
+    - No context input is a test input or an OOD input (exact rows): the surrogate is fitted on
+      the context, the metrics are taken on the test and OOD sets.
+    """
+    X = data.X_train.astype(np.float64)
+    mean, std = np.abs(X.mean(0)).max(), X.std(0)
+    off = float(np.max(np.minimum(std, np.abs(std - 1.0))))
+    require(
+        mean <= STANDARDISED_TOL and off <= 10 * STANDARDISED_TOL,
+        f"the training inputs are not standardised on their own rows: largest |column mean| "
+        f"{mean:.2e}, largest deviation of a column's standard deviation from 1 (or 0) {off:.2e}",
+    )
+    seen = {row.tobytes() for row in np.ascontiguousarray(data.X_context)}
+    for name, X_eval in (("test", data.X_test), ("OOD", data.X_ood)):
+        shared = sum(row.tobytes() in seen for row in np.ascontiguousarray(X_eval))
+        require(shared == 0, f"{shared} {name} inputs are among the context inputs")
+
+
 @cached(maxsize=8)
 @one_thread
 def digits_map(seed: int) -> tuple[DigitsData, Any]:
@@ -95,8 +128,9 @@ def digits_map(seed: int) -> tuple[DigitsData, Any]:
         d.X_test.astype(f32),
         d.y_test,
         _rotate(d.X_test).astype(f32),
-        _transpose(d.X_train).astype(f32),
+        context_set(d).astype(f32),
     )
+    _audit(data)
     model = build_seeded(lambda: digits_cnn(channels=(4, 8)), rng=r_init)
     config = adam_recipe(lr=1e-2, epochs=20, batch_size=64, prior_precision=MAP_PRIOR)
     train_map(

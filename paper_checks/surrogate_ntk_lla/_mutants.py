@@ -8,14 +8,20 @@ not rebind.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from laplace_lab.networks.data import load_digits_data
+from laplace_lab.numerics import auroc
 from laplace_lab.numerics.ntk_sketch import (
     jvp_ntk_estimate,
     ntk_estimate_variance,
     paper_ntk_variance,
 )
+from laplace_lab.paper_checks.surrogate_ntk_lla._digits import _rotate, _transpose
 from laplace_lab.paper_checks.surrogate_ntk_lla._moments import ProbeLaw
+from laplace_lab.paper_checks.surrogate_ntk_lla._toy import _far
 
 #: P(v_i = +1) = 0.6: E[v] ≠ 0, so E[v vᵀ] ≠ I.
 BIASED_SIGNS = ProbeLaw((-1.0, 1.0), (0.4, 0.6))
@@ -52,3 +58,29 @@ def eq5_without_factor_two(J, *, dist="rademacher", _true=paper_ntk_variance):
 def total_entry_variance(J, *, dist="rademacher", _variance=ntk_estimate_variance):
     """A formula that is right under the 'sum of the entry variances' reading."""
     return float(np.sum(_variance(J, dist=dist)))
+
+
+def reversed_auroc(scores_in, scores_out, *, _true=auroc):
+    """The AUROC of the score read the wrong way round: 1 − AUC."""
+    return 1.0 - _true(scores_in, scores_out)
+
+
+def context_with_ood_inputs(d):
+    """The transposed training digits and the OOD test inputs (the rotated test digits)."""
+    return np.concatenate([_transpose(d.X_train), _rotate(d.X_test)])
+
+
+def standardised_on_all_rows(*, rng, _true=load_digits_data, **split):
+    """The digits standardised with the mean and standard deviation of all rows, test included."""
+    d = _true(rng=rng, **split)
+    raw = [X * d.x_std + d.x_mean for X in (d.X_train, d.X_test)]
+    both = np.concatenate(raw)
+    mean, std = both.mean(0), both.std(0)
+    std = np.where(std > 0, std, 1.0)
+    X_train, X_test = ((X - mean) / std for X in raw)
+    return dataclasses.replace(d, X_train=X_train, X_test=X_test, x_mean=mean, x_std=std)
+
+
+def far_from_one_stream(n, rng, *, _true=_far):
+    """The far-region sampler ignoring its random stream: every call draws the same points."""
+    return _true(n, np.random.default_rng(0))

@@ -19,7 +19,7 @@ import numpy as np
 from laplace_lab._random import keyed_generator, spawn
 from laplace_lab.numerics import LinearizedLaplace, ScaLLA, per_sample_jacobian
 from laplace_lab.paper_checks.surrogate_ntk_lla._threads import one_thread
-from laplace_lab.paper_checks.verification import cached
+from laplace_lab.paper_checks.verification import cached, require
 
 #: Blob centres (one per class), blob standard deviation and the half-width of the square.
 CENTRES = np.array([[-2.0, 0.0], [2.0, 0.0], [0.0, 2.5]])
@@ -75,6 +75,9 @@ def toy(seed: int, replicate: int = 0) -> Toy:
     X_test, _ = _blobs(60, r_data)
     X_context = _far(300, r_data)
     X_ood = _far(60, r_data)
+    context = {row.tobytes() for row in X_context}
+    shared = sum(row.tobytes() in context for row in (*X_test, *X_ood))
+    require(shared == 0, f"{shared} test or OOD inputs are among the context inputs")
     model = build_seeded(lambda: mlp(2, [16, 16], 3, activation="tanh"), rng=r_init)
     config = adam_recipe(lr=1e-2, epochs=300, batch_size=90, prior_precision=ALPHA)
     train_map(model, X, y, likelihood="multiclass", config=config, rng=r_train)
@@ -105,7 +108,7 @@ STEPS = {False: 300, True: 2000}
 TRAINING = {"batch_size": 128, "num_probes": 8, "lr": 1e-2}
 
 
-@cached(maxsize=16)
+@cached(maxsize=40)
 @one_thread
 def surrogate(
     seed: int, full: bool, m: int, context: bool, biased: bool, steps: int = 0, replicate: int = 0

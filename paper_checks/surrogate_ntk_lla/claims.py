@@ -24,7 +24,16 @@ from laplace_lab.numerics.ntk_sketch import (
 )
 from laplace_lab.paper_checks.surrogate_ntk_lla import _moments, _mutants
 from laplace_lab.paper_checks.surrogate_ntk_lla._moments import discrete_moments, gaussian_moments
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim, require
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+    require,
+)
 
 PAPER = "surrogate-ntk-lla"
 #: Relative tolerance of an exact identity evaluated by enumeration or quadrature: a few
@@ -55,6 +64,8 @@ def _library_matches_exact(J1: np.ndarray, J2: np.ndarray) -> None:
     name="jvp-ntk-unbiased",
     location="eq. (4), §2.2",
     statement="For v with zero mean and identity covariance, E_v[J(x) v vᵀ J(x')ᵀ] = J(x) J(x')ᵀ.",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "biased-rademacher-probes",
@@ -70,6 +81,8 @@ def _library_matches_exact(J1: np.ndarray, J2: np.ndarray) -> None:
     ),
 )
 def _unbiased(ctx: Context) -> Verdict:
+    """Eq. (4): "For any random vector v ∈ ℝ^{P×1} with zero mean and unit covariance, the
+    following unbiased identity holds"."""
     rng = ctx.rng("jvp-ntk-unbiased")
     J1, J2 = rng.standard_normal((3, 12)), rng.standard_normal((2, 12))
     K = J1 @ J2.T
@@ -110,6 +123,8 @@ def _unbiased(ctx: Context) -> Verdict:
         "For one output, Var_Gauss(z zᵀ) = 2 tr(JᵀJ)² and "
         "Var_Rad(z zᵀ) = 2 tr(JᵀJ)² − 2‖diag(JᵀJ)‖²."
     ),
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "eq6-without-diagonal-term",
@@ -124,6 +139,8 @@ def _unbiased(ctx: Context) -> Verdict:
     ),
 )
 def _single_output(ctx: Context) -> Verdict:
+    """Eqs. (5)–(6), for one output: "For v ∼ N(0, I), Var_Gauss(z_v(x)z_v(x)ᵀ) = 2 tr(JᵀJ)²";
+    for Rademacher v, "2 tr(JᵀJ)² − 2‖diag(JᵀJ)‖²"."""
     rng = ctx.rng("jvp-variance-single-output")
     cases = 20 if ctx.full else 5
     rows = []
@@ -186,6 +203,8 @@ def trace_reading_variance(J: np.ndarray, *, dist: str = "rademacher") -> float:
         "(Rademacher)."
     ),
     expected=Status.REFUTED,
+    kind=Kind.ERRATUM,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "formula-equals-total-variance",
@@ -202,6 +221,8 @@ def trace_reading_variance(J: np.ndarray, *, dist: str = "rademacher") -> float:
     ),
 )
 def _multi_output(ctx: Context) -> Verdict:
+    """Eqs. (5)–(6) for J ∈ ℝ^{C×P}, C > 1, read entrywise. The notation Var(z zᵀ) of a matrix
+    with tr(JᵀJ)² is checked as an erratum: REFUTED means no entrywise reading holds."""
     rng = ctx.rng("jvp-variance-multi-output")
     J = rng.standard_normal((3, 12))
     _library_matches_exact(J, J)
@@ -262,6 +283,8 @@ def _multi_output(ctx: Context) -> Verdict:
         "For a C-output Jacobian, the variance of the scalar ‖z‖² = tr(z zᵀ) = ‖Jv‖² is "
         "2 tr((JᵀJ)²) (Gaussian) and 2 tr((JᵀJ)²) − 2‖diag(JᵀJ)‖² (Rademacher)."
     ),
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "square-of-the-trace",
@@ -271,6 +294,7 @@ def _multi_output(ctx: Context) -> Verdict:
     ),
 )
 def _multi_output_trace(ctx: Context) -> Verdict:
+    """Eqs. (5)–(6) for J ∈ ℝ^{C×P}, C > 1, read as the variance of the scalar ‖z‖²."""
     rng = ctx.rng("jvp-variance-multi-output-trace")
     cases = 40 if ctx.full else 10
     worst, first = 0.0, None
@@ -307,6 +331,8 @@ def _multi_output_trace(ctx: Context) -> Verdict:
     name="rademacher-lower-variance",
     location="§2.2, after eq. (6)",
     statement="Rademacher projections give a lower-variance NTK estimator than Gaussian ones.",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "kurtotic-probes",
@@ -316,6 +342,8 @@ def _multi_output_trace(ctx: Context) -> Verdict:
     ),
 )
 def _rademacher_lower(ctx: Context) -> Verdict:
+    """§2.2: "Therefore, Rademacher projections show a slightly lower-variance estimator than
+    Gaussian ones." — the inequality, for every entry, from the exact variances."""
     rng = ctx.rng("rademacher-lower-variance")
     trials = 400 if ctx.full else 60
     worst, ratios = np.inf, []

@@ -1,16 +1,40 @@
-"""Ortega et al., arXiv:2601.21835, §3 and Table 1: the text's statements against the table.
+"""Ortega et al., arXiv:2601.21835, §3, Table 1 and §4: the text's statements against the table.
 
 Table 1 (CNN on FMNIST, KMNIST as OOD) is transcribed below. Each claim checks one sentence
-of §3 against the printed numbers, at the table's printed precision (ACC to 0.01
-percentage points, NLL to 1e-4, ECE and AUCs to 1e-3). The paper reports no error bars,
-so "without sacrificing" is read as "no worse by more than one unit of the last printed
-digit". The same statements are measured on an offline substitute in
-:mod:`laplace_lab.paper_checks.surrogate_ntk_lla.digits`.
+of §3 or §4 against the printed numbers. The paper reports no error bars, so the only
+uncertainty the table states is that of its printing: every number is rounded to its last
+printed digit (ACC to 0.01 percentage points, NLL to 1e-4, ECE and AUCs to 1e-3). A
+difference of two printed numbers is read with the standard error of that rounding,
+``unit/√6`` (two independent uniform rounding errors of variance ``unit²/12``), so the rules of
+:mod:`laplace_lab.paper_checks.verification.decisions` decide what the table says — never
+whether a difference exceeds the seed-to-seed spread, which the paper does not report.
+
+"Maintains", "without sacrificing" and "matches" are non-inferiority statements. Their margin
+comes from the table itself: half the gap between the MAP and the row §3 says "degrades the
+predictions for in-distribution data" (the 'LLA' row, read as the last-layer LLA:
+``table1-lla-row``) — ACC 0.045 points, NLL 0.00875, ECE 0.0065. The same statements are
+measured on an offline substitute in :mod:`laplace_lab.paper_checks.surrogate_ntk_lla.digits`.
+"Maintains" (``table1-scalla-predictive``) and "matches or outperforms"
+(``table1-matches-lla-variants``) are decided by the non-inferiority rule, each difference in
+units of its column's margin (:func:`loss`) so that one margin, 1, serves every column;
+"superior OOD detection without sacrificing accuracy or calibration" (``table1-biased-ood``)
+by the superiority rule, its non-inferiority parts as one-sided tests against their margins.
 """
 
 from __future__ import annotations
 
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+import math
+
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+    decisions,
+)
 
 PAPER = "surrogate-ntk-lla"
 
@@ -29,10 +53,26 @@ TABLE1: dict[str, tuple[float, float, float, float, float | None]] = {
 #: intractable for this CNN ("Note that LLA and LLA-KFAC are intractable in this context").
 NAMED_METHODS = ("LLLA", "VaLLA", "FMGP", "MFVI", "SNGP")
 INTRACTABLE = ("LLA", "LLA-KFAC")
-#: One unit of the last printed digit: ACC, NLL, ECE.
-PRINTED = (0.01, 1e-4, 1e-3)
+#: One unit of the last printed digit: ACC (points), NLL, ECE, AUC, Gaussian AUC.
+PRINTED = (0.01, 1e-4, 1e-3, 1e-3, 1e-3)
 
 ACC, NLL, ECE, AUC, GAUC = range(5)
+NAMES = ("ACC", "NLL", "ECE", "AUC", "Gaussian AUC")
+
+#: Non-inferiority margins (module docstring): half the gap between the MAP row and the row §3
+#: says degrades the in-distribution predictions; ACC in percentage points. Fixed from the
+#: transcription, before any claim reads the table (mutants replace :func:`table1`, not this).
+MARGIN = {
+    "ACC": (TABLE1["MAP"][ACC] - TABLE1["LLA"][ACC]) / 2,
+    "NLL": (TABLE1["LLA"][NLL] - TABLE1["MAP"][NLL]) / 2,
+    "ECE": (TABLE1["LLA"][ECE] - TABLE1["MAP"][ECE]) / 2,
+}
+MARGIN_SOURCE = (
+    "half the gap between Table 1's MAP row and its 'LLA' row (ACC 91.01 vs 90.92, NLL "
+    "0.2539 vs 0.2714, ECE 0.010 vs 0.023), the row §3 says 'degrades the predictions for "
+    "in-distribution data': ACC 0.045 points, NLL 0.00875, ECE 0.0065"
+)
+COMMAND = "laplace-lab check --claim surrogate-ntk-lla/{name}"
 
 
 def table1() -> dict[str, tuple[float, float, float, float, float | None]]:
@@ -50,36 +90,117 @@ def _row(name: str) -> tuple[float, float, float, float, float | None]:
     return table1()[name]
 
 
+def printed(
+    label: str, a: float, b: float, unit: float, *, threshold: float = 0.0, side: int = +1
+) -> decisions.Test:
+    """``a − b`` of two printed numbers, with the standard error of their rounding to ``unit``.
+
+    Parameters
+    ----------
+    label : str
+        What the difference is.
+    a, b : float
+        Two numbers of Table 1.
+    unit : float
+        One unit of their last printed digit.
+    threshold, side : float, {+1, −1}
+        The claim needs ``a − b`` above (+1) or below (−1) ``threshold``.
+    """
+    se = unit / math.sqrt(6.0)
+    return decisions.test(label, mean=a - b, se=se, threshold=threshold, side=side)
+
+
+#: +1 where a larger value is worse, per column with a margin.
+WORSE = {"ACC": -1, "NLL": 1, "ECE": 1}
+#: The non-inferiority margin in units of each column's own margin (:data:`MARGIN`).
+UNIT_MARGIN_SOURCE = (
+    "each difference in units of its column's margin, ACC 0.045 points, NLL 0.00875, "
+    "ECE 0.0065: " + MARGIN_SOURCE
+)
+
+
+def loss(label: str, a: float, b: float, metric: str) -> decisions.Test:
+    """How much worse ``a`` is than ``b`` in ``metric`` of Table 1, in units of its margin.
+
+    The printed difference oriented so that positive is worse (``b − a`` for ACC) and divided
+    by ``MARGIN[metric]``, with the standard error of the rounding likewise divided: the
+    one-sided tests are unchanged, and one margin, 1, serves every column.
+    """
+    unit = PRINTED[NAMES.index(metric)]
+    return decisions.test(
+        label,
+        mean=WORSE[metric] * (a - b) / MARGIN[metric],
+        se=unit / math.sqrt(6.0) / MARGIN[metric],
+    )
+
+
+def _best_auc(row: tuple[float, float, float, float, float | None]) -> float:
+    """A row's OOD detection: the better of its two AUCs (softmax and Gaussian entropy)."""
+    return max(row[AUC], -math.inf if row[GAUC] is None else row[GAUC])
+
+
 @claim(
     paper=PAPER,
     name="table1-scalla-predictive",
     location="§3 and Table 1",
     statement=(
         "ScaLLA maintains a good predictive distribution for test data in terms of NLL and "
-        "ECE (Table 1: no worse than the MAP's)."
+        "ECE (Table 1: ScaLLA's NLL and ECE no worse than the MAP's by more than the margin)."
     ),
+    kind=Kind.EQUIVALENCE,
+    setting=Setting.paper(specific=True),
+    margin=f"NLL 0.00875 and ECE 0.0065 ({MARGIN_SOURCE})",
     mutants=(
         Mutant(
             "scalla-nll-above-map",
-            "Table 1 with ScaLLA's NLL printed as 0.2600 (above the MAP's 0.2539)",
-            {table1: _with(ScaLLA=(91.03, 0.2600, 0.008, 0.789, 0.784))},
+            "Table 1 with ScaLLA's NLL printed as 0.2700 (0.0161 above the MAP's 0.2539)",
+            {table1: _with(ScaLLA=(91.03, 0.2700, 0.008, 0.789, 0.784))},
+            expect=Status.REFUTED,
+        ),
+        Mutant(
+            "scalla-nll-at-margin",
+            "Table 1 with ScaLLA's NLL at the MAP's plus the margin (0.26265)",
+            {table1: _with(ScaLLA=(91.03, 0.2539 + MARGIN["NLL"], 0.008, 0.789, 0.784))},
+            expect=Status.INCONCLUSIVE,
         ),
     ),
 )
 def table1_scalla_predictive(ctx: Context) -> Verdict:
+    """§3: "We observe that Scalla maintains a good predictive distribution for test data in
+    terms of NLL and ECE." — non-inferiority of ScaLLA against the MAP, on the printed numbers:
+    each excess of ScaLLA over the MAP in units of its margin, one-sided against 1.
+    """
     s, m = _row("ScaLLA"), _row("MAP")
-    ok = s[NLL] <= m[NLL] + PRINTED[1] and s[ECE] <= m[ECE] + PRINTED[2]
+    d = decisions.equivalence(
+        [
+            loss(f"(ScaLLA − MAP {k}) / δ_{k}", s[NAMES.index(k)], m[NAMES.index(k)], k)
+            for k in ("NLL", "ECE")
+        ],
+        margin=1.0,
+        source=UNIT_MARGIN_SOURCE,
+        side=-1,
+        command=COMMAND.format(name="table1-scalla-predictive"),
+    )
     return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
+        d.status,
         measured=f"NLL {s[NLL]} vs MAP {m[NLL]}; ECE {s[ECE]} vs MAP {m[ECE]}",
-        expected="ScaLLA's NLL and ECE ≤ the MAP's",
-        tolerance="one unit of the last printed digit (NLL 1e-4, ECE 1e-3)",
-        summary=f"Table 1: ScaLLA NLL {s[NLL]}, ECE {s[ECE]} vs MAP {m[NLL]}, {m[ECE]}",
-        evidence=(
-            f"Table 1: ScaLLA NLL {s[NLL]} and ECE {s[ECE]}, MAP {m[NLL]} and {m[ECE]}, "
-            f"LLA {_row('LLA')[NLL]} and {_row('LLA')[ECE]}. The table supports the sentence; "
-            "it reports no error bars."
+        expected=(f"ScaLLA − MAP below δ: NLL < {MARGIN['NLL']:.5f}, ECE < {MARGIN['ECE']:.4f}"),
+        tolerance=(
+            "non-inferiority: one-sided tests against the margins at α = 0.05, with the "
+            "standard error of the printing"
         ),
+        summary=(
+            f"Table 1: ScaLLA NLL {s[NLL]}, ECE {s[ECE]} vs MAP {m[NLL]}, {m[ECE]} "
+            f"(margins {MARGIN['NLL']:.5f}, {MARGIN['ECE']:.4f}): {d.status.value.lower()}"
+        ),
+        evidence=[
+            f"Table 1: ScaLLA NLL {s[NLL]} and ECE {s[ECE]}, MAP {m[NLL]} and {m[ECE]}, "
+            f"LLA {_row('LLA')[NLL]} and {_row('LLA')[ECE]}.",
+            "The paper reports no error bars: the standard error is that of the printing "
+            "(rounding to the last digit), so this decides what the table says, not whether "
+            "the differences exceed the seed-to-seed spread.",
+        ],
+        decision=d,
     )
 
 
@@ -89,45 +210,75 @@ def table1_scalla_predictive(ctx: Context) -> Verdict:
     location="§3 and Table 1",
     statement=(
         "Biasing the learnt covariance achieves superior OOD detection without sacrificing "
-        "accuracy or calibration (Table 1: ScaLLA biased against ScaLLA)."
+        "accuracy or calibration (Table 1: ScaLLA biased against ScaLLA: both AUCs higher; "
+        "ACC, NLL and ECE no worse by more than the margin)."
     ),
+    kind=Kind.SUPERIORITY,
+    setting=Setting.paper(specific=True),
+    expected=Status.INCONCLUSIVE,
     mutants=(
         Mutant(
             "biased-accuracy-drop",
             "Table 1 with ScaLLA biased's accuracy printed as 90.50 (0.53 points lower)",
             {table1: _with(ScaLLA_biased=(90.50, 0.2530, 0.008, 0.821, 0.982))},
+            expect=Status.REFUTED,
+        ),
+        Mutant(
+            "biased-accuracy-kept",
+            "Table 1 with ScaLLA biased's accuracy printed as ScaLLA's 91.03",
+            {table1: _with(ScaLLA_biased=(91.03, 0.2530, 0.008, 0.821, 0.982))},
+            expect=Status.CONFIRMED,
         ),
     ),
 )
 def table1_biased_ood(ctx: Context) -> Verdict:
+    """§3: "Moreover, by biassing the learnt covariance structure, the method achieves superior
+    OOD detection without sacrificing accuracy or calibration."
+    """
     b, s = _row("ScaLLA biased"), _row("ScaLLA")
-    better_ood = b[AUC] > s[AUC] and b[GAUC] > s[GAUC]
-    kept = (
-        s[ACC] - b[ACC] <= PRINTED[0] * 5
-        and b[NLL] - s[NLL] <= PRINTED[1] * 5
-        and b[ECE] - s[ECE] <= PRINTED[2]
-    )
+    tests = [
+        printed("biased − ScaLLA AUC", b[AUC], s[AUC], PRINTED[AUC]),
+        printed("biased − ScaLLA Gaussian AUC", b[GAUC], s[GAUC], PRINTED[GAUC]),
+        printed(
+            "biased − ScaLLA ACC (points)", b[ACC], s[ACC], PRINTED[ACC], threshold=-MARGIN["ACC"]
+        ),
+        printed(
+            "biased − ScaLLA NLL", b[NLL], s[NLL], PRINTED[NLL], threshold=MARGIN["NLL"], side=-1
+        ),
+        printed(
+            "biased − ScaLLA ECE", b[ECE], s[ECE], PRINTED[ECE], threshold=MARGIN["ECE"], side=-1
+        ),
+    ]
+    d = decisions.superiority(tests, command=COMMAND.format(name="table1-biased-ood"))
     return Verdict(
-        Status.CONFIRMED if better_ood and kept else Status.REFUTED,
+        d.status,
         measured=(
             f"AUC {s[AUC]} → {b[AUC]}, Gaussian AUC {s[GAUC]} → {b[GAUC]}; ACC {s[ACC]} → "
             f"{b[ACC]}, NLL {s[NLL]} → {b[NLL]}, ECE {s[ECE]} → {b[ECE]}"
         ),
-        expected="both AUCs higher; ACC, NLL, ECE no worse",
+        expected=(
+            "both AUCs higher; ACC lower by < 0.045 points, NLL higher by < 0.00875, ECE "
+            "higher by < 0.0065"
+        ),
         summary=(
-            f"Table 1: AUC {s[AUC]} → {b[AUC]}, Gaussian AUC {s[GAUC]} → {b[GAUC]}, ACC "
-            f"{s[ACC]} → {b[ACC]}"
+            f"Table 1: AUC {s[AUC]} → {b[AUC]}, Gaussian AUC {s[GAUC]} → {b[GAUC]} "
+            f"(superior); ACC {s[ACC]} → {b[ACC]}: a loss of {s[ACC] - b[ACC]:.2f} points "
+            f"against the margin {MARGIN['ACC']:.3f}"
         ),
         tolerance=(
-            "no worse: ACC by ≤ 0.05 points (5 test images of 10,000), NLL by ≤ 5e-4, ECE by "
-            "≤ 1e-3 (one printed unit)"
+            "one-sided tests at α = 0.05 with the standard error of the printing; "
+            "'without sacrificing': non-inferiority margins " + MARGIN_SOURCE
         ),
-        evidence=(
+        evidence=[
             f"Table 1: biasing raises the AUC by {b[AUC] - s[AUC]:.3f} and the Gaussian AUC "
-            f"by {b[GAUC] - s[GAUC]:.3f}, and changes ACC by {b[ACC] - s[ACC]:+.2f} points, NLL "
-            f"by {b[NLL] - s[NLL]:+.4f}, ECE by {b[ECE] - s[ECE]:+.3f}. No error bars are "
-            "reported, so whether the AUC gains exceed the seed-to-seed spread is unknown."
-        ),
+            f"by {b[GAUC] - s[GAUC]:.3f}, and changes ACC by {b[ACC] - s[ACC]:+.2f} points, "
+            f"NLL by {b[NLL] - s[NLL]:+.4f}, ECE by {b[ECE] - s[ECE]:+.3f}.",
+            "A printed accuracy loss of 0.04 points is a true loss anywhere in [0.03, 0.05] "
+            "after rounding: the table cannot tell it from the 0.045-point margin.",
+            "No error bars are reported, so whether the AUC gains exceed the seed-to-seed "
+            "spread is unknown; the digits substitute measures it (digits-biased-ood).",
+        ],
+        decision=d,
     )
 
 
@@ -137,51 +288,69 @@ def table1_biased_ood(ctx: Context) -> Verdict:
     location="§3 and Table 1",
     statement=(
         "LLLA also achieves the best OOD detection but degrades the predictions for "
-        "in-distribution data."
+        "in-distribution data (Table 1, the row read as LLLA: the best AUC of the table, "
+        "and NLL and ECE worse than the MAP's)."
     ),
-    expected=Status.REFUTED,
+    kind=Kind.SUPERIORITY,
+    setting=Setting.paper(specific=True),
     mutants=(
         Mutant(
-            "llla-row-best-in-both-aucs",
-            "Table 1 with an LLLA row that has the best AUC and Gaussian AUC and the worst NLL",
-            {table1: _with(LLLA=(90.90, 0.2800, 0.030, 0.950, 0.995))},
-            expect=Status.CONFIRMED,
+            "llla-gaussian-auc-below-biased",
+            "Table 1 with the row's Gaussian AUC printed as 0.975 (below ScaLLA biased's 0.982)",
+            {table1: _with(LLA=(90.92, 0.2714, 0.023, 0.841, 0.975))},
+            expect=Status.REFUTED,
+        ),
+        Mutant(
+            "llla-ties-scalla-biased",
+            "Table 1 with the row's Gaussian AUC printed as ScaLLA biased's 0.982 (no effect)",
+            {table1: _with(LLA=(90.92, 0.2714, 0.023, 0.841, 0.982))},
+            expect=Status.INCONCLUSIVE,
         ),
     ),
 )
 def table1_llla_best_ood(ctx: Context) -> Verdict:
+    """§3: "LLLA also achieves the best OOD detection but degrades the predictions for
+    in-distribution data." — the best OOD number of Table 1 (either AUC column) and NLL and
+    ECE worse than the MAP's.
+    """
     table = table1()
     name = "LLLA" if "LLLA" in table else "LLA"  # the only row the sentence can describe
-    row = table[name]
-    best_auc = max(r[AUC] for r in table.values())
-    best_gauc = max(r[GAUC] for r in table.values() if r[GAUC] is not None)
-    worst_nll = max(r[NLL] for r in table.values())
-    ood = row[AUC] >= best_auc and row[GAUC] is not None and row[GAUC] >= best_gauc
-    degrades = row[NLL] > table["MAP"][NLL] and row[ECE] > table["MAP"][ECE]
-    leader = max(table, key=lambda k: table[k][AUC])
+    row, m = table[name], table["MAP"]
+    others = [k for k in table if k != name]
+    tests = [
+        printed(f"{name} − {k} best AUC", _best_auc(row), _best_auc(table[k]), PRINTED[AUC])
+        for k in others
+    ]
+    tests += [
+        printed(f"{name} − MAP NLL", row[NLL], m[NLL], PRINTED[NLL]),
+        printed(f"{name} − MAP ECE", row[ECE], m[ECE], PRINTED[ECE]),
+    ]
+    d = decisions.superiority(tests, command=COMMAND.format(name="table1-llla-best-ood"))
+    runner = max(others, key=lambda k: _best_auc(table[k]))
     return Verdict(
-        Status.CONFIRMED if ood and degrades else Status.REFUTED,
+        d.status,
         measured=(
-            f"row {name!r}: AUC {row[AUC]} (best {best_auc}, {leader}), Gaussian AUC "
-            f"{row[GAUC]} (best {best_gauc}); NLL {row[NLL]} (worst {worst_nll})"
+            f"row {name!r}: best AUC {_best_auc(row)} (next {runner} {_best_auc(table[runner])}); "
+            f"NLL {row[NLL]} vs MAP {m[NLL]}, ECE {row[ECE]} vs MAP {m[ECE]}"
         ),
-        expected="the LLLA row has the best AUC and Gaussian AUC, and a worse NLL and ECE "
-        "than the MAP",
-        tolerance="exact comparison of printed values",
+        expected="the row's best AUC above every other row's; NLL and ECE above the MAP's",
+        tolerance="one-sided tests at α = 0.05 with the standard error of the printing",
         summary=(
-            f"Table 1 has no LLLA row; row {name!r} has AUC {row[AUC]}, below {leader}'s "
-            f"{best_auc}"
-            if not (ood and degrades)
-            else f"row {name!r} has the best AUCs and a worse NLL and ECE than the MAP"
+            f"row {name!r} has the best OOD number of Table 1 ({_best_auc(row)}, next "
+            f"{runner} {_best_auc(table[runner])}) and NLL {row[NLL]}, ECE {row[ECE]} above "
+            f"the MAP's {m[NLL]}, {m[ECE]}: {d.status.value.lower()}"
         ),
-        evidence=(
+        evidence=[
             f"Table 1 has no LLLA row although §3 lists LLLA as compared method (i); the "
-            f"sentence can only describe the row labelled {name!r}. That row has the best "
-            f"Gaussian AUC ({row[GAUC]}) and the worst NLL ({row[NLL]}), but not the best "
-            f"AUC of the softmax entropy: {row[AUC]} against {leader}'s {best_auc} (and "
-            f"FMGP's {table['FMGP'][AUC]}). 'The best OOD detection' holds for the Gaussian "
-            "entropy only."
-        ),
+            f"sentence can only describe the row labelled {name!r} (erratum: table1-lla-row).",
+            "A method's OOD detection is the better of the two AUCs §3 reports (entropy of "
+            f"the softmax predictive, entropy of the Gaussian predictive). Row {name!r}: "
+            f"AUC {row[AUC]}, Gaussian AUC {row[GAUC]}; the best softmax AUC of the table is "
+            f"SNGP's {table['SNGP'][AUC]}, the best number of either column is the row's "
+            f"Gaussian AUC.",
+            "The paper reports no error bars: the standard error is that of the printing.",
+        ],
+        decision=d,
     )
 
 
@@ -193,6 +362,8 @@ def table1_llla_best_ood(ctx: Context) -> Verdict:
         "LLA and LLA-KFAC are intractable in this context, and the methods compared are "
         "LLLA, VaLLA, FMGP, MFVI and SNGP (besides the MAP and ScaLLA)."
     ),
+    kind=Kind.ERRATUM,
+    setting=Setting.paper(),
     expected=Status.REFUTED,
     mutants=(
         Mutant(
@@ -204,6 +375,9 @@ def table1_llla_best_ood(ctx: Context) -> Verdict:
     ),
 )
 def table1_lla_row(ctx: Context) -> Verdict:
+    """§3: "Note that LLA and LLA-KFAC are intractable in this context" — yet Table 1 prints an
+    'LLA' row and no row for compared method (i), LLLA. REFUTED: the text has the erratum.
+    """
     rows = set(table1())
     reported_intractable = sorted(rows & set(INTRACTABLE))
     missing = sorted(set(NAMED_METHODS) - rows)
@@ -225,4 +399,90 @@ def table1_lla_row(ctx: Context) -> Verdict:
             "('LLLA also achieves the best OOD detection'), has no row. The 'LLA' row is most "
             "likely last-layer LLA mislabelled (erratum)."
         ),
+    )
+
+
+#: The rows §4's sentence compares ScaLLA with: the LLA variants and the other methods.
+COMPARED = ("MAP", "LLA", "VaLLA", "FMGP", "MFVI", "SNGP")
+
+
+@claim(
+    paper=PAPER,
+    name="table1-matches-lla-variants",
+    location="§4 and Table 1",
+    statement=(
+        "ScaLLA matches or outperforms existing LLA variants and other methods in both "
+        "accuracy and calibration for in-distribution data (Table 1: ScaLLA's ACC, NLL and "
+        "ECE no worse than any other row's by more than the margin)."
+    ),
+    kind=Kind.EQUIVALENCE,
+    setting=Setting.paper(specific=True),
+    margin=f"ACC 0.045 points, NLL 0.00875, ECE 0.0065 ({MARGIN_SOURCE})",
+    mutants=(
+        Mutant(
+            "scalla-ece-printed-high",
+            "Table 1 with ScaLLA's ECE printed as 0.020 (VaLLA's is 0.005)",
+            {table1: _with(ScaLLA=(91.03, 0.2528, 0.020, 0.789, 0.784))},
+            expect=Status.REFUTED,
+        ),
+        Mutant(
+            "scalla-ece-at-margin",
+            "Table 1 with ScaLLA's ECE at VaLLA's plus the margin (0.0115)",
+            {table1: _with(ScaLLA=(91.03, 0.2528, 0.005 + MARGIN["ECE"], 0.789, 0.784))},
+            expect=Status.INCONCLUSIVE,
+        ),
+    ),
+)
+def table1_matches_lla_variants(ctx: Context) -> Verdict:
+    """§4: "Experiments show that ScaLLA matches or outperforms existing LLA variants and other
+    methods in both accuracy and calibration for in-distribution data, while achieving notable
+    improvements in out-of-distribution detection." — the in-distribution half, as
+    non-inferiority of the ScaLLA row against every other row but ScaLLA biased (the OOD half
+    is table1-biased-ood's): each excess of ScaLLA over a row (a lower ACC, a higher NLL or
+    ECE) in units of its column's margin, one-sided against 1 ("matches or outperforms":
+    worse by less than the margin).
+    """
+    table, s = table1(), _row("ScaLLA")
+    tests = [
+        loss(f"ScaLLA vs {k} {metric} (worse by, ÷ δ)", s[i], table[k][i], metric)
+        for k in COMPARED
+        for i, metric in ((ACC, "ACC"), (NLL, "NLL"), (ECE, "ECE"))
+    ]
+    d = decisions.equivalence(
+        tests,
+        margin=1.0,
+        source=UNIT_MARGIN_SOURCE,
+        side=-1,
+        command=COMMAND.format(name="table1-matches-lla-variants"),
+    )
+    # the closest to its margin: the largest excess, in units of the margin
+    closest = max(tests, key=lambda t: t.mean)
+    return Verdict(
+        d.status,
+        measured=(
+            f"closest to its margin: {closest.label} {closest.mean:+.3g} margins "
+            "(non-inferior below 1)"
+        ),
+        expected="every difference on the good side of its margin",
+        tolerance=(
+            "non-inferiority: one-sided tests against the margins at α = 0.05, with the "
+            "standard error of the printing"
+        ),
+        summary=(
+            f"Table 1: ScaLLA (ACC {s[ACC]}, NLL {s[NLL]}, ECE {s[ECE]}) against "
+            f"{', '.join(COMPARED)}: closest to its margin {closest.label} "
+            f"{closest.mean:+.3g} margins: {d.status.value.lower()}"
+        ),
+        evidence=[
+            "Rows: "
+            + "; ".join(
+                f"{k} ACC {table[k][ACC]}, NLL {table[k][NLL]}, ECE {table[k][ECE]}"
+                for k in ("ScaLLA", *COMPARED)
+            )
+            + ".",
+            "VaLLA has a lower NLL (0.2516) and ECE (0.005) and MFVI a higher ACC (91.06) "
+            "than ScaLLA: 'matches', within the margin, not 'outperforms'.",
+            "The paper reports no error bars: the standard error is that of the printing.",
+        ],
+        decision=d,
     )
