@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from laplace_lab.paper_checks.verification import Context, cached
+from laplace_lab.paper_checks.self_supervised_laplace import _audits
+from laplace_lab.paper_checks.verification import Context, Status, cached
 from laplace_lab.theory.conjugate_base import ConjugateModel
-from laplace_lab.theory.rates import RateFit, fit_rate
+from laplace_lab.theory.rates import RateFit
 from laplace_lab.theory.ssla import ssla_predictive
 from laplace_lab.theory.ssla_rates import (
     PAPER_NS,
@@ -77,7 +78,7 @@ def fit(values: np.ndarray, ns: tuple[int, ...] = PAPER_NS, floor: float = 0.0) 
     n = np.tile(np.asarray(ns, float), values.shape[0])
     v = values.reshape(-1)
     keep = v > floor
-    return fit_rate(n[keep], v[keep])
+    return _audits.fit_rate(n[keep], v[keep])
 
 
 def replications(exp: dict[str, Any]) -> int:
@@ -97,6 +98,24 @@ def at_least_as_fast(f: RateFit, rate: float) -> bool:
     """Shown to decay like O(n^rate) or faster: the whole 95% CI of the slope lies at or
     below ``rate`` + SLOPE_TOL (an uninformative, wide CI does not confirm)."""
     return f.ci_high <= rate + SLOPE_TOL
+
+
+def rate_status(
+    fits: dict[str, RateFit] | list[RateFit], rate: float, tol: float = SLOPE_TOL
+) -> Status:
+    """The status of "every gap decays like O(n^rate) or faster" from fitted slopes.
+
+    CONFIRMED when every 95% CI of the slope lies at or below ``rate + tol``; REFUTED when
+    some CI lies wholly above it (a decay shown to be slower); INCONCLUSIVE otherwise (a CI
+    that straddles the tolerance decides nothing: a wide interval neither confirms nor
+    refutes).
+    """
+    fits = list(fits.values()) if isinstance(fits, dict) else list(fits)
+    if all(f.ci_high <= rate + tol for f in fits):
+        return Status.CONFIRMED
+    if any(f.ci_low > rate + tol for f in fits):
+        return Status.REFUTED
+    return Status.INCONCLUSIVE
 
 
 def slopes_text(fits: dict[str, RateFit]) -> str:

@@ -18,17 +18,30 @@ from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     PAPER,
     SLOPE_TOL,
     Y_FIXED,
-    at_least_as_fast,
     experiment,
     fit,
     fit_json,
     gaps_figure,
+    rate_status,
     replications,
     slopes_text,
 )
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+)
 from laplace_lab.theory.conjugate import NormalNormal, PoissonGamma
 from laplace_lab.theory.ssla_rates import PAPER_NS, refit_gaps
+
+#: The rate claims rest on the paper's own conjugate models of App. B.1 at its sizes.
+_PAPER_MODELS = Setting.paper()
+#: What runs more replications of the conjugate experiments.
+_FULL = "laplace-lab check --full --claim self-supervised-laplace/{}"
 
 #: One unit of work with conjugate.py: both read the cached conjugate experiments (cached
 #: experiments are per process).
@@ -45,17 +58,17 @@ _REFIT_SQRT_N = Mutant(
 )
 
 
-def _gap_rate_verdict(ctx: Context, col: int, what: str, note: str) -> Verdict:
+def _gap_rate_verdict(ctx: Context, col: int, what: str, note: str, name: str) -> Verdict:
     """Verdict for 'gap column ``col`` is O(1/n)' in both models (Lemma 1, Theorem 1)."""
     exp = experiment(ctx.seed, ctx.full)
     fits = {m: fit(exp[m]["gaps"][:, :, col]) for m in MODELS}
-    ok = all(at_least_as_fast(f, -1.0) for f in fits.values())
+    status = rate_status(fits, -1.0)
     worst = max(f.slope for f in fits.values())
     return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
+        status,
         measured=worst,
         expected=-1.0,
-        tolerance=f"95% CI of the slope reaches -1 + {SLOPE_TOL} or below",
+        tolerance=f"95% CI of the slope at or below -1 + {SLOPE_TOL} (wholly above refutes)",
         summary=f"{what} decays with slope {worst:.3f} in n (O(1/n) is −1)",
         evidence=[
             f"OLS slope of log {what} on log n, n = 20..10⁶, ŷ = {Y_FIXED}, "
@@ -63,7 +76,12 @@ def _gap_rate_verdict(ctx: Context, col: int, what: str, note: str) -> Verdict:
             f"Tolerance {SLOPE_TOL} on the exponent: finite-n curvature (1/(n + 1) against 1/n "
             "at n = 20) moves a fitted slope by a few hundredths.",
             note,
-        ],
+        ]
+        + (
+            [f"Neither decided: more replications, {_FULL.format(name)}."]
+            if status is Status.INCONCLUSIVE
+            else []
+        ),
         details={m: fit_json(f) for m, f in fits.items()},
     )
 
@@ -74,10 +92,22 @@ def _gap_rate_verdict(ctx: Context, col: int, what: str, note: str) -> Verdict:
     name="lemma1-refit-gap-rate",
     location="Lemma 1, §4",
     statement="For a fixed self-predicted ŷ, θ̃ = θ̂ + O(1/n).",
+    kind=Kind.EXACT,
+    setting=_PAPER_MODELS,
     mutants=(_REFIT_SQRT_N,),
 )
 def _lemma1(ctx: Context) -> Verdict:
-    verdict = _gap_rate_verdict(ctx, 0, "|θ̃ − θ̂|", "Exactly (ŷ − θ̂)/(n + 1) in both models.")
+    """Lemma 1: "It holds that θ̃ = θ̂ + O(n⁻¹) [...] That is, θ̃ ≈ θ̂ for growing n."
+
+    A rate, decided on the slope of log |θ̃ − θ̂| against log n (:func:`rate_status`).
+    """
+    verdict = _gap_rate_verdict(
+        ctx,
+        0,
+        "|θ̃ − θ̂|",
+        "Exactly (ŷ − θ̂)/(n + 1) in both models.",
+        "lemma1-refit-gap-rate",
+    )
     exp = experiment(ctx.seed, ctx.full)
     figs = ctx.save_figure(
         gaps_figure(exp),
@@ -96,6 +126,8 @@ def _lemma1(ctx: Context) -> Verdict:
     name="theorem1-rate",
     location="Theorem 1, §4",
     statement="ℓ̃(θ̃) = ℓ̃(θ̂) + O((Ln + 1)/n²), i.e. the refit changes ℓ̃ by O(1/n).",
+    kind=Kind.EXACT,
+    setting=_PAPER_MODELS,
     mutants=(
         Mutant(
             "augmented-gap-order-n-to-the-minus-half",
@@ -105,8 +137,14 @@ def _lemma1(ctx: Context) -> Verdict:
     ),
 )
 def _theorem1(ctx: Context) -> Verdict:
+    """Theorem 1: "ℓ̃(θ̃) = ℓ̃(θ̂) + O((Ln + 1)/n²)" — "an approximation error that decreases
+    linearly in n" (§4)."""
     return _gap_rate_verdict(
-        ctx, 1, "ℓ̃(θ̃) − ℓ̃(θ̂)", "Normal–normal: exactly (ŷ − x̄)²/(2σ²(n + 1))."
+        ctx,
+        1,
+        "ℓ̃(θ̃) − ℓ̃(θ̂)",
+        "Normal–normal: exactly (ŷ − x̄)²/(2σ²(n + 1)).",
+        "theorem1-rate",
     )
 
 
@@ -116,6 +154,8 @@ def _theorem1(ctx: Context) -> Verdict:
     location="Proof of Theorem 1, eqs. (19)-(20), App. A",
     statement="ℓ_D(θ̃) = ℓ_D(θ̂) + O(‖θ̂ − θ̃‖²) = ℓ_D(θ̂) + O(n⁻²).",
     expected=Status.REFUTED,
+    kind=Kind.EXACT,
+    setting=_PAPER_MODELS,
     mutants=(
         Mutant(
             "loglik-as-mean",
@@ -126,15 +166,22 @@ def _theorem1(ctx: Context) -> Verdict:
     ),
 )
 def _theorem1_eq19(ctx: Context) -> Verdict:
+    """Proof of Theorem 1, eq. (19): "ℓ(θ̃) = ℓ(θ̂) + O(‖θ̂ − θ̃‖²)", and with Lemma 1 "we
+    have ℓ̃(θ̃) = ℓ_(x_{n+1}, ŷ_{n+1})(θ̃) + ℓ(θ̂) + O(n⁻²)".
+
+    A step of the proof, not a typo: the O(‖θ̂ − θ̃‖²) remainder hides the factor
+    J = −ℓ_D'' ∝ n, so the displayed order n⁻² is a wrong rate (decided as a rate, the erratum
+    of the proof is in :mod:`.errata`); the theorem's own O(1/n) holds (``theorem1-rate``).
+    """
     exp = experiment(ctx.seed, ctx.full)
     fits = {m: fit(exp[m]["gaps"][:, :, 2]) for m in MODELS}
-    ok = all(f.ci_high <= -2.0 + 0.1 for f in fits.values())
+    status = rate_status(fits, -2.0, tol=0.1)
     g = exp["normal-normal"]["gaps"][0, -1, 2]
     return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
+        status,
         measured=max(f.slope for f in fits.values()),
         expected=-2.0,
-        tolerance="slope CI upper end <= -1.9",
+        tolerance="slope CI at or below -1.9 confirms, wholly above it refutes",
         summary=(
             f"ℓ_D(θ̂) − ℓ_D(θ̃) = {g:.2e} at n = 10⁶; fitted slope up to "
             f"{max(f.slope for f in fits.values()):.2f} (O(n⁻²) is −2)"
@@ -156,6 +203,8 @@ def _theorem1_eq19(ctx: Context) -> Verdict:
     name="corollary1-rates",
     location="Corollary 1, §4",
     statement="J̃(θ̃)/n = J̃(θ̂)/n + O(1/n) and π(θ̃) = π(θ̂) + O(1/n).",
+    kind=Kind.EXACT,
+    setting=_PAPER_MODELS,
     mutants=(
         Mutant(
             "information-gap-without-1-over-n",
@@ -165,6 +214,8 @@ def _theorem1_eq19(ctx: Context) -> Verdict:
     ),
 )
 def _corollary1(ctx: Context) -> Verdict:
+    """Corollary 1: "−ℓ̃''(θ̃)/n = −ℓ̃''(θ̂)/n + O((Ln + 1)/n²) and π(θ̃) = π(θ̂) +
+    O((Ln + 1)/n²)"."""
     exp = experiment(ctx.seed, ctx.full)
     # O(1/n) is asymptotic: fit on n ≥ 1000. Below it the prior term's gap bends (π'(θ̂)
     # still moves with θ̂), which pulls a slope fitted from n = 20 up to ≈ −0.96.
@@ -173,12 +224,11 @@ def _corollary1(ctx: Context) -> Verdict:
     ns = PAPER_NS[big:]
     fi, fp = fit(g[:, :, 3], ns), fit(g[:, :, 4], ns)
     fp_n = fit(exp["normal-normal"]["gaps"][:, big:, 4], ns)
-    ok = all(at_least_as_fast(f, -1.0) for f in (fi, fp, fp_n))
     return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
+        rate_status([fi, fp, fp_n], -1.0),
         measured=max(fi.slope, fp.slope, fp_n.slope),
         expected=-1.0,
-        tolerance="95% CI of the slope reaches -1 + 0.05 or below",
+        tolerance="95% CI of the slope at or below -1 + 0.05 (wholly above refutes)",
         summary=f"slopes {fi.slope:.3f} (J̃/n), {fp.slope:.3f} and {fp_n.slope:.3f} (π)",
         evidence=[
             f"Slopes fitted on n = {', '.join(f'{n:g}' for n in ns)} (O(1/n) is asymptotic; "
@@ -206,6 +256,8 @@ def _corollary1(ctx: Context) -> Verdict:
     "R = {y : |y − f(θ̂, x)| ≥ ∛(9/4 (1 − α)²) e^{4𝔠/3} π(θ̂)^{−2}}, derived through eqs. "
     "(26)-(29).",
     expected=Status.REFUTED,
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "a-derivation-that-holds",
@@ -221,6 +273,13 @@ def _corollary1(ctx: Context) -> Verdict:
     ),
 )
 def _hdr_derivation(ctx: Context) -> Verdict:
+    """App. A.1: "Recall that we selected the L²-loss. Then, we have that ∫ 𝓛(θ̂, y, x) dy =
+    ∫ (y − f(θ̂, x))² dy [...]" and the region that follows from eq. (28)'s b*.
+
+    A derivation about the method (its highest-density region), not a typo: each displayed
+    equality is decided as an identity to roundoff, and the final set is checked against the
+    mode it must contain.
+    """
     rng = ctx.rng("hdr-derivation-app-a1")
     samples = [_hdr.random_inputs(rng) for _ in range(2000 if ctx.full else 200)]
     gaps = _hdr.chain_discrepancies(samples)

@@ -14,28 +14,46 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from laplace_lab.paper_checks.self_supervised_laplace import _mutants
+from laplace_lab.paper_checks.self_supervised_laplace import _audits, _mutants
 from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     MODELS,
     PAPER,
     ROUNDOFF_FLOOR,
     TV_CLOSE,
-    at_least_as_fast,
     experiment,
     fit,
     fit_json,
     float32_eq16,
     predictive_figure,
+    rate_status,
     rates_figure,
     replications,
     slopes_text,
 )
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+    decisions,
+)
 from laplace_lab.theory import ssla as ssla_theory
 from laplace_lab.theory.conjugate import NormalNormal, PoissonGamma
-from laplace_lab.theory.rates import fit_rate
+from laplace_lab.theory.divergences import divergences
 from laplace_lab.theory.ssla import ssla_predictive
 from laplace_lab.theory.ssla_rates import PAPER_NS, paper_model
+
+#: "Close to perfect" (§5) as a margin on the total variation, and where it comes from.
+CLOSE_MARGIN = (
+    f"δ = {TV_CLOSE} in total variation (5% of the probability mass misplaced): §5 and "
+    "App. B.1 give no number for 'close to perfect' (Figure 1's entropy scores are only said "
+    "to 'remain close to zero'); fixed before measuring, the same for the three conjugate models"
+)
+#: What runs more replications of the conjugate experiments.
+_FULL = "laplace-lab check --full --claim self-supervised-laplace/{}"
 
 #: One unit of work with claims.py: both read the cached conjugate experiments (cached
 #: experiments are per process).
@@ -48,7 +66,16 @@ WORK_UNIT = "conjugate-experiments"
     location="§5 Experiments; App. B.1; Figures 1 and 3",
     statement="SSLA and ASSLA recover the analytic posterior predictive close to perfect "
     "for n between 20 and 100 000 (normal–normal and Poisson–gamma).",
+    kind=Kind.EQUIVALENCE,
+    setting=Setting.paper(),
+    margin=CLOSE_MARGIN,
     mutants=(
+        Mutant(
+            "total-variation-at-the-margin",
+            "every total variation set to the margin δ itself",
+            {divergences: _mutants.total_variation_at_margin},
+            expect=Status.INCONCLUSIVE,
+        ),
         Mutant(
             "new-point-likelihood-twice-the-noise",
             "ŷ's likelihood ℓ_new with variance 2σ² (normal–normal)",
@@ -65,8 +92,29 @@ WORK_UNIT = "conjugate-experiments"
     ),
 )
 def _recover(ctx: Context) -> Verdict:
+    """§5: "To sum up, SSLA and ASSLA are able to recover the analytic PPD close to perfect
+    for sample sizes between n = 20 and n = 100000."
+
+    Equivalence (non-inferiority: a divergence is never negative) of the largest total
+    variation per replication against the margin :data:`CLOSE_MARGIN`.
+    """
     exp = experiment(ctx.seed, ctx.full)
     upto = PAPER_NS.index(100_000) + 1
+    per_rep = np.max(
+        [exp[m]["div"][lb][:, :upto, 2].max(axis=1) for m in MODELS for lb in ("SSLA", "ASSLA")],
+        axis=0,
+    )
+    dec = decisions.equivalence(
+        decisions.test(
+            "largest TV(approx, analytic) over n = 20..10⁵, both models and methods",
+            per_rep,
+            side=-1,
+        ),
+        margin=TV_CLOSE,
+        source=CLOSE_MARGIN,
+        side=-1,
+        command=_FULL.format("ssla-assla-recover-analytic-ppd"),
+    )
     worst: dict[str, Any] = {}
     for m in MODELS:
         for label in ("SSLA", "ASSLA"):
@@ -94,10 +142,11 @@ def _recover(ctx: Context) -> Verdict:
         caption=caption,
     )
     return Verdict(
-        Status.CONFIRMED if tv <= TV_CLOSE else Status.REFUTED,
+        dec.status,
         measured=tv,
         expected=0.0,
-        tolerance=f"total variation <= {TV_CLOSE} at every n in 20..10⁵",
+        tolerance=f"the largest TV per replication below {TV_CLOSE} (non-inferiority)",
+        decision=dec,
         summary=f"worst total variation {tv:.2e} over n = 20..10⁵ (both models, both methods)",
         evidence=[
             "Normalised SSLA/ASSLA vs the analytic predictive (exact NegBin / normal), all "
@@ -122,6 +171,8 @@ def _recover(ctx: Context) -> Verdict:
     name="assla-converges-to-analytic",
     location="§4 (Theorem 1, Corollaries 1-2 => eq. 17); App. B.1",
     statement="ASSLA's predictive converges to the analytic posterior predictive as n grows.",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "inconsistent-plug-in",
@@ -134,6 +185,8 @@ def _recover(ctx: Context) -> Verdict:
     ),
 )
 def _converges(ctx: Context) -> Verdict:
+    """§4: "Theorem 1 and Corollary 1 eliminate the need to compute θ̃ entirely", so ASSLA
+    (eq. 17) differs from SSLA by O(1/n); decided as a rate of the total variation."""
     exp = experiment(ctx.seed, ctx.full)
     fig, fits = rates_figure(exp)
     figs = ctx.save_figure(
@@ -147,13 +200,13 @@ def _converges(ctx: Context) -> Verdict:
         ),
     )
     tv_fits = {m: fit(exp[m]["div"]["ASSLA"][:, :, 2]) for m in MODELS}
-    ok = all(at_least_as_fast(f, -1.0) for f in tv_fits.values())
+    status = rate_status(tv_fits, -1.0)
     worst = max(f.slope for f in tv_fits.values())
     return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
+        status,
         measured=worst,
         expected=-1.0,
-        tolerance="TV slope: 95% CI reaches -1 + 0.05 or below (TV = O(1/n))",
+        tolerance="TV slope: 95% CI at or below -1 + 0.05 (TV = O(1/n)); wholly above refutes",
         summary=f"TV(ASSLA, analytic) falls with slope {worst:.3f} in n (O(1/n) is −1)",
         evidence=[
             f"OLS of log TV(ASSLA, analytic) on log n, n = 20..10⁶, {replications(exp)} "
@@ -180,33 +233,66 @@ def _rate_fits(exp: dict[str, Any], label: str) -> dict[str, Any]:
     name="ssla-more-faithful-than-assla",
     location="§6 Conclusion",
     statement="SSLA provides a more faithful (but costlier) approximation than ASSLA.",
+    kind=Kind.SUPERIORITY,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "without-log-determinants",
             "eqs. (12) and (17) without their ½log|J| terms",
             {ssla_theory._logdet: _mutants.no_logdet},
+            expect=Status.INCONCLUSIVE,
         ),
         Mutant(
             "ssla-without-refit",
-            "θ̃ replaced by θ̂ in eq. (12) (which makes it ASSLA)",
+            "θ̃ replaced by θ̂ in eq. (12), which makes it ASSLA: both arms the same method "
+            "(the null)",
             {ssla_theory._log_unnormalised: _mutants.ssla_without_refit},
+            expect=Status.INCONCLUSIVE,
         ),
     ),
 )
 def _more_faithful(ctx: Context) -> Verdict:
+    """§6: "[...] while SSLA provides a more faithful (but costlier) self-refitting
+    baseline" (beside ASSLA, which "generally delivers smoother and more computationally
+    efficient uncertainty estimates than SSLA").
+
+    Superiority on every model of two paired per-replication statistics: the largest
+    log TV(SSLA)/TV(ASSLA) over n (below 0: smaller everywhere) and the difference of the
+    fitted TV slopes, SSLA − ASSLA (below 0: vanishing faster).
+    """
     exp = experiment(ctx.seed, ctx.full)
     ratios = {
         m: float(np.max(exp[m]["div"]["SSLA"][:, :, 2] / exp[m]["div"]["ASSLA"][:, :, 2]))
         for m in MODELS
     }
     ssla, assla = _rate_fits(exp, "SSLA"), _rate_fits(exp, "ASSLA")
-    smaller = max(ratios.values()) < 1.0
-    faster = all(ssla[m].ci_high < assla[m].ci_low for m in MODELS)
+    tests = []
+    for m in MODELS:
+        tv_s, tv_a = exp[m]["div"]["SSLA"][:, :, 2], exp[m]["div"]["ASSLA"][:, :, 2]
+        tests.append(
+            decisions.test(
+                f"{m}: largest log TV(SSLA)/TV(ASSLA) over n",
+                np.log(np.max(tv_s / tv_a, axis=1)),
+                side=-1,
+            )
+        )
+    for m in MODELS:
+        tv_s, tv_a = exp[m]["div"]["SSLA"][:, :, 2], exp[m]["div"]["ASSLA"][:, :, 2]
+        floor = ROUNDOFF_FLOOR[2]
+        slope_gap = [
+            fit(tv_s[r : r + 1], floor=floor).slope - fit(tv_a[r : r + 1], floor=floor).slope
+            for r in range(tv_s.shape[0])
+        ]
+        tests.append(
+            decisions.test(f"{m}: TV slope of SSLA − TV slope of ASSLA", slope_gap, side=-1)
+        )
+    d = decisions.superiority(tests, command=_FULL.format("ssla-more-faithful-than-assla"))
     return Verdict(
-        Status.CONFIRMED if smaller and faster else Status.REFUTED,
+        d.status,
+        decision=d,
         measured=max(ratios.values()),
         expected="< 1, and a steeper TV slope",
-        tolerance="TV(SSLA)/TV(ASSLA) < 1 everywhere; SSLA's TV slope CI below ASSLA's",
+        tolerance="each paired statistic significantly below 0 (one-sided t, every model)",
         summary=(
             f"TV(SSLA)/TV(ASSLA) ≤ {max(ratios.values()):.2e}; TV slopes SSLA "
             + ", ".join(f"{ssla[m].slope:.2f}" for m in MODELS)
@@ -215,16 +301,14 @@ def _more_faithful(ctx: Context) -> Verdict:
         ),
         evidence=[
             "'More faithful' read two ways, both required: (a) smaller divergence from the "
-            "analytic predictive at every n and replication; (b) a divergence that vanishes "
-            "faster — ASSLA is SSLA with O(1/n) terms dropped (§4), so SSLA must be the "
-            "higher-order approximation.",
-            f"(a) {'holds' if smaller else 'fails'}: largest TV(SSLA)/TV(ASSLA) over "
-            "n = 20..10⁶: " + "; ".join(f"{m} {r:.2e}" for m, r in ratios.items()) + ".",
-            f"(b) {'holds' if faster else 'fails'}: TV slopes, SSLA "
-            + slopes_text(ssla)
-            + "; ASSLA "
-            + slopes_text(assla)
-            + " (the SSLA CI must lie entirely below the ASSLA CI).",
+            "analytic predictive at every n (per replication, the largest log ratio over n); "
+            "(b) a divergence that vanishes faster — ASSLA is SSLA with O(1/n) terms dropped "
+            "(§4), so SSLA must be the higher-order approximation (per replication, the "
+            "difference of the fitted slopes). Replications are the paired units.",
+            "Largest TV(SSLA)/TV(ASSLA) over n = 20..10⁶ and replications: "
+            + "; ".join(f"{m} {r:.2e}" for m, r in ratios.items())
+            + ".",
+            "Pooled TV slopes, SSLA " + slopes_text(ssla) + "; ASSLA " + slopes_text(assla) + ".",
             "Reading (b) is what the log-determinant terms of eqs. (12) and (17) decide: "
             "without them the Poisson–gamma SSLA falls only like 1/n.",
         ],
@@ -242,6 +326,8 @@ def _more_faithful(ctx: Context) -> Verdict:
     location="§6 Conclusion; eq. (17) with eq. (33)",
     statement="ASSLA underestimates predictive uncertainty (normal–normal: its intervals "
     "under-cover).",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "assla-with-epistemic-variance",
@@ -251,6 +337,13 @@ def _more_faithful(ctx: Context) -> Verdict:
     ),
 )
 def _undercover(ctx: Context) -> Verdict:
+    """§6: "ASSLA sometimes underestimates uncertainty in regions with high variance";
+    §5.1: ASSLA "systematically underestimates uncertainty in wider intervals".
+
+    Decided as an identity on the normal–normal model of App. B.1: with J(μ) = n/σ² (eq. 33)
+    eq. (17) normalises to exactly N(x̄, σ²), which drops the epistemic σ_n² > 0, so its
+    intervals cover less than their level under the analytic predictive at every n.
+    """
     exp = experiment(ctx.seed, ctx.full)
     model = exp["normal-normal"]["model"]
     cover, var_err = [], []
@@ -261,7 +354,7 @@ def _undercover(ctx: Context) -> Verdict:
         cover.append(float(exact.cdf(hi) - exact.cdf(lo)))
         var_err.append(abs(assla.var() - model.noise_var) / model.noise_var)
     deficit = 0.95 - np.asarray(cover)
-    f = fit_rate(PAPER_NS, np.maximum(deficit, 1e-300))
+    f = _audits.fit_rate(PAPER_NS, np.maximum(deficit, 1e-300))
     ok = bool(np.all(deficit > 0) and max(var_err) < 1e-12)
     return Verdict(
         Status.CONFIRMED if ok else Status.REFUTED,
@@ -322,6 +415,8 @@ def _float32_figure(model: Any, rng: np.random.Generator) -> tuple[Figure, dict[
     location="§5 Experiments; Figure 3",
     statement="Numerical instabilities emerge for ASSLA at n ≥ 1 000 000.",
     expected=Status.REFUTED,
+    kind=Kind.EXISTENCE,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "assla-float32-sums",
@@ -332,6 +427,12 @@ def _float32_figure(model: Any, rng: np.random.Generator) -> tuple[Figure, dict[
     ),
 )
 def _instability(ctx: Context) -> Verdict:
+    """§5: "Numerical instabilities emerged in our experiments for n ≥ 1000000 for ASSLA.
+    However, SSLA is still able to match the analytic PPD closely in these cases."
+
+    A statement about the method at the paper's sizes (not a typo of the text): an
+    instability of ASSLA exists at n = 10⁶ when its divergence leaves the 1/n trend.
+    """
     exp = experiment(ctx.seed, ctx.full)
     tv = {m: exp[m]["div"]["ASSLA"][:, :, 2].mean(axis=0) for m in MODELS}
     ratio = {m: float(v[-1] / v[-2]) for m, v in tv.items()}
@@ -348,8 +449,17 @@ def _instability(ctx: Context) -> Verdict:
         ),
     )
     worst = max(ratio.values(), key=lambda r: abs(np.log(r / 0.1)))
+    d = decisions.existence(
+        not stable,
+        witness=(
+            "TV(ASSLA, analytic) at n = 10⁶ over n = 10⁵: "
+            + ", ".join(f"{m} {r:.4f}" for m, r in ratio.items())
+            + f"; an instability leaves {STABLE_RATIO}"
+        ),
+    )
     return Verdict(
-        Status.REFUTED if stable else Status.CONFIRMED,
+        d.status,
+        decision=d,
         measured=worst,
         expected="instability (TV no longer falling like 1/n) at n = 10⁶",
         tolerance=f"TV(10⁶)/TV(10⁵) in {STABLE_RATIO}: the 1/n trend continues (stable)",

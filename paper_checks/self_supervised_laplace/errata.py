@@ -13,10 +13,18 @@ register_errata(
     ),
     Erratum(
         "self-supervised-laplace",
-        "eq. (8) and Corollary 1",
-        "Eq. (8) uses |J(θ̃)|; Corollary 1 uses J̃ without the 1/n factor it later assumes.",
-        "Eq. (8) needs |J̃(θ̃)|, the Hessian of the augmented likelihood; Corollary 1 holds for "
-        "the 1/n-normalised J̃, which is what is checked.",
+        "§3, eq. (8)",
+        "∫ exp[−½(θ − θ̃)ᵀ J̃(θ̃)(θ − θ̃)] dθ = (2π)^{q/2} |J(θ̃)|^{−1/2}.",
+        "The Gaussian integral with Σ = [J̃(θ̃)]⁻¹ is (2π)^{q/2} |J̃(θ̃)|^{−1/2}, the Hessian of "
+        "the augmented likelihood; eq. (9) and what follows use |J̃(θ̃)|.",
+        ("eq8-gaussian-integral-determinant",),
+    ),
+    Erratum(
+        "self-supervised-laplace",
+        "Corollary 1",
+        "Corollary 1 writes J̃(θ̃) = −ℓ̃''(θ̃)/n, with the 1/n factor that J̃ of eqs. (8)–(12) "
+        "does not carry.",
+        "Corollary 1 holds for the 1/n-normalised J̃, which is what is checked.",
         ("corollary1-rates",),
     ),
     Erratum(

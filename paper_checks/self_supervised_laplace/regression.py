@@ -13,10 +13,25 @@ inputs drawn from the input distribution.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, cached, claim
-from laplace_lab.theory import BayesianLinearRegression, divergences, fit_rate, ssla_predictive
+from laplace_lab.paper_checks.self_supervised_laplace import _audits, _mutants
+from laplace_lab.paper_checks.self_supervised_laplace._experiment import TV_CLOSE, rate_status
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    cached,
+    claim,
+    decisions,
+)
+from laplace_lab.theory import BayesianLinearRegression, divergences, ssla_predictive
+from laplace_lab.theory.rates import fit_rate
 from laplace_lab.theory.ssla_identities import (
     exact_log_evidence,
     gaussian_integral,
@@ -25,9 +40,14 @@ from laplace_lab.theory.ssla_identities import (
 from laplace_lab.theory.ssla_rates import PAPER_NS, paper_model
 
 PAPER = "self-supervised-laplace"
-#: "close to perfect" (§5): at most 5% of the probability mass misplaced, as for the other
-#: two conjugate models.
-TV_CLOSE = 0.05
+#: "Close to perfect" (§5) as a margin on the total variation, and where it comes from.
+CLOSE_MARGIN = (
+    f"δ = {TV_CLOSE} in total variation (5% of the probability mass misplaced): §5 gives no "
+    "number for 'close to perfect'; fixed before measuring, the same for the three conjugate "
+    "models"
+)
+#: Data sets drawn (replications) by mode.
+REPLICATIONS = {False: 5, True: 10}
 COEF = np.array([1.0, -0.5])
 
 
@@ -37,26 +57,30 @@ def _model() -> BayesianLinearRegression:
 
 @cached
 def _blr(seed: int, full: bool) -> dict:
-    """TV of SSLA and ASSLA (likelihood Hessian) to the analytic predictive, per n and x*."""
+    """TV of SSLA and ASSLA (likelihood Hessian) to the analytic predictive, per data set
+    (replication), n and x*: arrays (R, len(ns), m)."""
     rng = Context(seed=seed).rng("bayesian-linear-regression")
     ns = PAPER_NS if full else PAPER_NS[:2]
-    n_max, m = max(ns), (400 if full else 100)
-    X = np.c_[np.ones(n_max), rng.standard_normal(n_max)]
-    y = X @ COEF + rng.standard_normal(n_max)
-    x_star = np.c_[np.ones(m), rng.standard_normal(m)]
+    n_max, m, reps = max(ns), (400 if full else 100), REPLICATIONS[full]
     model = _model()
-    tv = {"SSLA": np.zeros((len(ns), m)), "ASSLA": np.zeros((len(ns), m))}
-    var = np.zeros((len(ns), m))
-    for i, n in enumerate(ns):
-        data = (X[:n], y[:n])
-        for j, xs in enumerate(x_star):
-            exact = model.predictive(data, xs)
-            for label, variant in (("SSLA", "refit"), ("ASSLA", "approx")):
-                approx = ssla_predictive(model, data, x_new=xs, variant=variant)
-                tv[label][i, j] = divergences(approx, exact).total_variation
-                if label == "ASSLA":
-                    var[i, j] = approx.var()
-    return {"ns": ns, "tv": tv, "assla_var": var, "x_star": x_star[:, 1]}
+    tv = {"SSLA": np.zeros((reps, len(ns), m)), "ASSLA": np.zeros((reps, len(ns), m))}
+    var = np.zeros((reps, len(ns), m))
+    xs_all = np.zeros((reps, m))
+    for r in range(reps):
+        X = np.c_[np.ones(n_max), rng.standard_normal(n_max)]
+        y = X @ COEF + rng.standard_normal(n_max)
+        x_star = np.c_[np.ones(m), rng.standard_normal(m)]
+        xs_all[r] = x_star[:, 1]
+        for i, n in enumerate(ns):
+            data = (X[:n], y[:n])
+            for j, xs in enumerate(x_star):
+                exact = model.predictive(data, xs)
+                for label, variant in (("SSLA", "refit"), ("ASSLA", "approx")):
+                    approx = ssla_predictive(model, data, x_new=xs, variant=variant)
+                    tv[label][r, i, j] = divergences(approx, exact).total_variation
+                    if label == "ASSLA":
+                        var[r, i, j] = approx.var()
+    return {"ns": ns, "tv": tv, "assla_var": var, "x_star": xs_all}
 
 
 def _exact_predictive(model, data, *, x_new=None, variant="refit", hessian="likelihood"):
@@ -70,8 +94,20 @@ def _exact_predictive(model, data, *, x_new=None, variant="refit", hessian="like
     location="§5 Experiments (conjugate Bayesian linear regression)",
     statement="SSLA and ASSLA recover the analytic posterior predictive of conjugate Bayesian "
     "linear regression close to perfect for n between 20 and 100 000.",
-    expected=Status.REFUTED,
+    expected=Status.INCONCLUSIVE,
+    kind=Kind.EQUIVALENCE,
+    setting=Setting.substitute(
+        "the set-up is ours: §5 names 'a conjugate Bayesian linear regression' without its "
+        "design, prior or noise (here y = 1 − 0.5x + N(0, 1), prior N(0, I), x ~ N(0, 1))"
+    ),
+    margin=CLOSE_MARGIN,
     mutants=(
+        Mutant(
+            "total-variation-twice-the-margin",
+            "every total variation set to 2δ, beyond the margin",
+            {divergences: _mutants.total_variation_twice_margin},
+            expect=Status.REFUTED,
+        ),
         Mutant(
             "analytic-instead-of-approximation",
             "the approximations replaced by the analytic predictive",
@@ -81,25 +117,53 @@ def _exact_predictive(model, data, *, x_new=None, variant="refit", hessian="like
     ),
 )
 def blr_recover(ctx: Context) -> Verdict:
+    """§5: "We compare three types of conjugate prior models: The normal-normal model, the
+    Poisson-gamma model, and a conjugate Bayesian linear regression. [...] SSLA and ASSLA are
+    able to recover the analytic PPD close to perfect for sample sizes between n = 20 and
+    n = 100000."
+
+    A statement about the methods. Per data set (replication), the largest over n and method
+    of the 95th percentile over test inputs x* of TV(approx, analytic); equivalence
+    (non-inferiority) against :data:`CLOSE_MARGIN`.
+    """
     res = _blr(ctx.seed, ctx.full)
     upto = [i for i, n in enumerate(res["ns"]) if n <= 100_000]
-    q95 = {k: np.quantile(v[upto], 0.95, axis=1) for k, v in res["tv"].items()}
-    worst = max(float(v.max()) for v in q95.values())
+    q95 = {k: np.quantile(v[:, upto], 0.95, axis=2) for k, v in res["tv"].items()}
+    per_rep = np.max([q.max(axis=1) for q in q95.values()], axis=0)
+    worst = float(per_rep.max())
+    dec = decisions.equivalence(
+        decisions.test(
+            "largest 95th percentile over x* of TV(approx, analytic), n = 20..10⁵",
+            per_rep,
+            side=-1,
+        ),
+        margin=TV_CLOSE,
+        source=CLOSE_MARGIN,
+        side=-1,
+        command="laplace-lab check --full --claim "
+        "self-supervised-laplace/blr-ssla-assla-recover-analytic-ppd",
+    )
     tv_a = res["tv"]["ASSLA"]
-    j = int(np.argmax(tv_a[0]))
+    j = int(np.argmax(tv_a[0, 0]))
     var_err = float(np.max(np.abs(res["assla_var"] - 1.0)))
     return Verdict(
-        Status.CONFIRMED if worst <= TV_CLOSE else Status.REFUTED,
+        dec.status,
         measured=round(worst, 4),
-        expected=f"≤ {TV_CLOSE}",
-        tolerance="95th percentile over test inputs x* ~ N(0, 1) of the total variation, at "
-        "every n in 20..10⁵",
+        expected=f"< {TV_CLOSE}",
+        tolerance="per data set, the 95th percentile over test inputs x* ~ N(0, 1) of the "
+        "total variation at every n in 20..10⁵, below the margin (non-inferiority)",
+        decision=dec,
+        summary=dec.summary,
         evidence=(
-            f"{tv_a.shape[1]} test inputs, n = {', '.join(f'{n:g}' for n in res['ns'])}. 95th "
-            "percentile of TV(approx, analytic) per n: "
-            + "; ".join(f"{k} " + ", ".join(f"{v:.2g}" for v in q) for k, q in q95.items())
-            + f". Worst ASSLA case at n = 20: x* = {res['x_star'][j]:+.2f}, TV "
-            f"{tv_a[0, j]:.3f}. ASSLA's variance is σ² = 1 at every x* and n (largest "
+            f"{tv_a.shape[0]} data sets × {tv_a.shape[2]} test inputs, n = "
+            f"{', '.join(f'{n:g}' for n in res['ns'])}. 95th percentile of TV(approx, "
+            "analytic) per n, mean over data sets: "
+            + "; ".join(
+                f"{k} " + ", ".join(f"{v:.2g}" for v in q.mean(axis=0)) for k, q in q95.items()
+            )
+            + f". Worst ASSLA case of the first data set at n = 20: x* = "
+            f"{res['x_star'][0, j]:+.2f}, TV {tv_a[0, 0, j]:.3f}. ASSLA's variance is σ² = 1 "
+            "at every x* and n (largest "
             f"deviation {var_err:.1e}): the determinant term of eq. (17) does not depend on ŷ, "
             "so ASSLA normalises to the plug-in N(x*ᵀθ̂, σ²) and drops the epistemic term "
             "x*ᵀS_n x*, which grows with the leverage of x*; SSLA keeps it (its TV is below "
@@ -125,6 +189,8 @@ def _corrected_eq8(J: np.ndarray, J_tilde: np.ndarray) -> float:
     location="§3, eq. (8)",
     statement="∫ exp[−½(θ − θ̃)ᵀ J̃(θ̃)(θ − θ̃)] dθ = (2π)^{q/2} |J(θ̃)|^{−1/2}.",
     expected=Status.REFUTED,
+    kind=Kind.ERRATUM,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "augmented-determinant",
@@ -135,6 +201,12 @@ def _corrected_eq8(J: np.ndarray, J_tilde: np.ndarray) -> float:
     ),
 )
 def eq8_determinant(ctx: Context) -> Verdict:
+    """§3, eq. (8): "∫ exp[−½(θ − θ̃)ᵀ J̃(θ̃)(θ − θ̃)] dθ = (2π)^{q/2} |Σ|^{1/2} ∫ φ_Σ(θ) dθ =
+    (2π)^{q/2} |J(θ̃)|^{−1/2}" with Σ := [J̃(θ̃)]⁻¹.
+
+    A slip of a symbol (J for J̃) that the next line, eq. (9), does not carry: an erratum of
+    the text (REFUTED: the text has it).
+    """
     rng = ctx.rng("eq8-gaussian-integral-determinant")
     model = _model()
     n = 20
@@ -150,6 +222,8 @@ def eq8_determinant(ctx: Context) -> Verdict:
     # quadrature error is ≤ 1e-12 relative at 401 nodes; 1e-8 leaves a wide margin
     return Verdict(
         Status.CONFIRMED if rel <= 1e-8 else Status.REFUTED,
+        summary=f"the Gaussian integral is (2π)^(q/2)|J̃|^(−1/2); eq. (8)'s |J| is off by "
+        f"{rel:.3g} (relative)",
         measured=round(rel, 6),
         expected=0.0,
         tolerance="|integral / printed − 1| ≤ 1e-8",
@@ -175,21 +249,52 @@ def _no_log_det(model, data):
     return float(np.squeeze(total)) + 0.5 * theta.size * np.log(2 * np.pi)
 
 
+def _exact_with_log_n_penalty(model, data, _true=exact_log_evidence):
+    """The reference evidence lowered by ½ log(n/20) (a BIC-like penalty, nil at the audited
+    n = 20): eq. (11)'s error then grows with n."""
+    n = len(data[1]) if isinstance(data, tuple) else np.size(data)
+    return _true(model, data) - 0.5 * np.log(n / PAPER_NS[0])
+
+
 @claim(
     paper=PAPER,
     name="eq11-evidence-approximation",
     location="§3, eq. (11) (Konishi & Kitagawa 2008, §9.1.3)",
     statement="log p(D) ≈ ℓ_D(θ̂) + (q/2) log 2π − ½ log|J(θ̂)| + log π(θ̂), θ̂ the MLE, with an "
     "error that vanishes as n grows.",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "without-log-determinant",
             "eq. (11) without the −½ log|J(θ̂)| term",
             {laplace_log_evidence: _no_log_det},
+            expect=Status.ERROR,
+        ),
+        Mutant(
+            "reference-with-log-n-penalty",
+            "the exact evidence the error is measured against lowered by ½ log(n/20), nil at "
+            "the audited n = 20, so only the rate sees it",
+            {(sys.modules[__name__], "exact_log_evidence"): _exact_with_log_n_penalty},
+            expect=Status.REFUTED,
+        ),
+        Mutant(
+            "rate-interval-by-z",
+            "the 95% interval of each fitted rate with the normal quantile in place of "
+            "Student's t (caught by the audit against scipy)",
+            {fit_rate: _mutants.rate_interval_by_z},
+            expect=Status.ERROR,
         ),
     ),
 )
 def eq11_evidence(ctx: Context) -> Verdict:
+    """§3, eq. (11): "log p(D) ≈ ℓ_D(θ̂) + (q/2) log 2π − ½ log|J(θ̂)| + log π(θ̂)" (Laplace's
+    method for the evidence, Konishi & Kitagawa 2008, §9.1.3); decided as a vanishing error.
+
+    Audited in the run: on the linear regression below (n = 20), eq. (11) and the exact
+    evidence must equal their terms and the marginal N(y; Xm₀, σ²I + XS₀Xᵀ) computed by scipy
+    (:func:`._audits.eq11_on_linear_model`).
+    """
     rng = ctx.rng("eq11-evidence-approximation")
     ns = PAPER_NS
     errors = {}
@@ -202,19 +307,29 @@ def eq11_evidence(ctx: Context) -> Verdict:
     model = _model()
     X = np.c_[np.ones(max(ns)), rng.standard_normal(max(ns))]
     y = X @ COEF + rng.standard_normal(max(ns))
+    audit = _audits.eq11_on_linear_model(
+        model,
+        X[: ns[0]],
+        y[: ns[0]],
+        laplace=laplace_log_evidence,
+        exact=exact_log_evidence,
+    )
     errors["linear regression"] = [
         abs(
             laplace_log_evidence(model, (X[:n], y[:n])) - exact_log_evidence(model, (X[:n], y[:n]))
         )
         for n in ns
     ]
-    fits = {k: fit_rate(ns, v) for k, v in errors.items()}
-    ok = all(f.ci_high < 0 for f in fits.values())
+    fits = {k: _audits.fit_rate(ns, v) for k, v in errors.items()}
     return Verdict(
-        Status.CONFIRMED if ok else Status.REFUTED,
+        rate_status(fits, 0.0, tol=0.0),
+        summary="|eq. (11) − exact log evidence| falls with slopes "
+        + ", ".join(f"{f.slope:.2f}" for f in fits.values())
+        + " in n",
         measured=max(f.slope for f in fits.values()),
         expected="< 0 (derived: −1)",
-        tolerance="95% CI of the log-log slope of |error| on n entirely below 0",
+        tolerance="95% CI of the log-log slope of |error| on n at or below 0 (wholly above "
+        "refutes)",
         evidence=(
             "|eq. (11) − exact log evidence| (exact by Bayes' rule at the posterior mean) at "
             f"n = {', '.join(f'{n:g}' for n in ns)}: "
@@ -223,6 +338,9 @@ def eq11_evidence(ctx: Context) -> Verdict:
             + "; ".join(
                 f"{k} {f.slope:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]" for k, f in fits.items()
             )
+            + f". Audit: eq. (11) and the exact evidence of the linear regression at n = "
+            f"{ns[0]} equal their terms and scipy's marginal N(y; Xm₀, σ²I + XS₀Xᵀ) to "
+            f"{audit:.1e}"
             + ". The error is O(1/n): the prior's curvature and the MLE-for-MAP substitution "
             "are what eq. (11) drops. SSLA (eq. 12) subtracts two such approximations, whose "
             "errors largely cancel."
