@@ -4,13 +4,15 @@ Every run is cached per (mode, base seed) so that the claims that read it share 
 mutant runner clears these caches around each mutant run.
 
 Decision rule, fixed before measuring: a method "beats" another when the mean over training
-seeds (or folds) of their paired difference exceeds one standard error of that mean — the
-paper's own reading of "better": "we bold the score with the highest mean as well as any
-scores whose standard-error bars overlap" (Cinquin et al., arXiv:2407.13711, §4.1).
+seeds (or folds) of their paired difference is significantly positive — a one-sided Student-t
+test at level 0.05 (:func:`laplace_lab.paper_checks.verification.decisions.superiority`); the
+reverse ordering significant refutes, and neither is INCONCLUSIVE. A recorded full-mode run is
+re-decided by the same rule from its stored values (:func:`redecided`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,7 +25,13 @@ from laplace_lab.paper_checks.fsp_laplace.experiments.mauna_loa import (
     mauna_loa_experiment,
 )
 from laplace_lab.paper_checks.fsp_laplace.experiments.uci import uci_fold
-from laplace_lab.paper_checks.verification import Context, Recorded, cached, load_recorded
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Decision,
+    Recorded,
+    cached,
+    load_recorded,
+)
 
 #: Training seeds of the Mauna Loa networks and their L-BFGS evaluations (quick, full).
 ML_SEEDS = {False: 3, True: 10}
@@ -41,22 +49,33 @@ FULL_RECORD = Path(__file__).parent / "recorded" / "real_data_full.json"
 REPLICATED_RECORD = Path(__file__).parent / "recorded" / "replicated_full.json"
 
 
-def full_mode_record(
-    claim: str, record: Path = FULL_RECORD
-) -> tuple[tuple[Recorded, ...], list[str]]:
-    """The recorded full-mode run and one evidence line with ``claim``'s verdict in it."""
+def recorded_claim(claim: str, record: Path = FULL_RECORD) -> tuple[Recorded, dict]:
+    """The recorded full-mode run and what it stored for ``claim`` (status under the rule
+    of its day, reason, details with the raw values per seed, fold or replicate)."""
     rec = load_recorded(record)
-    got = rec.data["claims"][claim]
-    return (rec,), [
-        f"Full mode (recorded {rec.date}, commit {rec.commit[:7]}): {got['status']} — "
-        f"{got['reason']}"
-    ]
+    return rec, rec.data["claims"][claim]
 
 
-def full_mode_verdict(claim: str, record: Path = REPLICATED_RECORD) -> str:
-    """The recorded full-mode verdict of ``claim`` (for the reason of a quick verdict that
-    its quick sizes leave undecided)."""
-    return str(load_recorded(record).data["claims"][claim]["status"])
+def redecided(
+    claim: str,
+    decide: Callable[[dict], Decision],
+    *,
+    record: Path = FULL_RECORD,
+    counts: bool = True,
+    why: str = "",
+) -> tuple[tuple[Recorded, ...], list[str], Decision]:
+    """The recorded full-mode run of ``claim`` re-decided under the current rules from its
+    stored raw values (``decide`` maps its stored ``details`` to a :class:`Decision`): the
+    record with its decision, one evidence line, and the decision."""
+    rec, got = recorded_claim(claim, record)
+    d = decide(got["details"])
+    line = (
+        f"Full mode (recorded {rec.date}, commit {rec.commit[:7]}), re-decided under the "
+        f"current rules from its stored values: {d.status.value} — {d.summary} (recorded "
+        f"under the rule of its day: {got['status']})"
+        + ("" if counts else f"; it does not count: {why}")
+    )
+    return (rec.decided(d, counts=counts, why=why),), [line], d
 
 
 class Difference(NamedTuple):
@@ -65,11 +84,6 @@ class Difference(NamedTuple):
     mean: float
     se: float
     values: tuple[float, ...]
-
-    @property
-    def positive(self) -> bool:
-        """Mean − one standard error > 0: a beats b under the paper's reading."""
-        return self.mean - self.se > 0
 
     def text(self, unit: str = "") -> str:
         """ "+m ± se" with the unit."""

@@ -22,7 +22,16 @@ import numpy as np
 from laplace_lab.numerics.fsp import fsp_laplace_from_factor, thin_svd
 from laplace_lab.numerics.krylov import lanczos_inverse_sqrt
 from laplace_lab.paper_checks.fsp_laplace import _synthetic as synthetic
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim, require
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+    require,
+)
 from laplace_lab.paper_checks.verification.timing import exponent_status
 from laplace_lab.theory.rates import fit_rate
 
@@ -79,6 +88,8 @@ def _exceedance(var: np.ndarray, prior: np.ndarray) -> tuple[float, float]:
         "the variances at the context points exceed the prior variances (they cannot in the "
         "linear-Gaussian model); truncating the smallest eigenvalues of D_A restores the bound."
     ),
+    kind=Kind.EXISTENCE,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "prior-precision-understated",
@@ -95,6 +106,10 @@ def _exceedance(var: np.ndarray, prior: np.ndarray) -> tuple[float, float]:
     ),
 )
 def _step9(ctx: Context) -> Verdict:
+    """§3.2: "Unfortunately, due to numerical imprecision, it is difficult to distinguish
+    between zero eigenvalues of A and those with small positive magnitudes. [...] this can
+    explode predictive variance" — remedied by truncating the smallest eigenvalues of D_A
+    (Algorithm 2, step 9)."""
     rows, stats = [], {}
     for name, family in CONFIGS:
         fsp = synthetic.fit_fsp(name, family, ctx.full, ctx.seed)
@@ -195,6 +210,8 @@ def _thin_svd_flops(p: int, r: int) -> float:
     timed=True,
     location="§3.2 ('…in O(pr²) time from a thin SVD of M')",
     statement="The eigendecomposition of M Mᵀ (M ∈ ℝ^{p×r}) costs O(p r²) via a thin SVD of M.",
+    kind=Kind.COST,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "linear-in-r",
@@ -204,6 +221,8 @@ def _thin_svd_flops(p: int, r: int) -> float:
     ),
 )
 def _thin_svd_cost(ctx: Context) -> Verdict:
+    """§3.2: "An eigendecomposition of MMᵀ = U_M D_M² U_Mᵀ can be computed in O(pr²) time
+    from a thin SVD of M"."""
     from threadpoolctl import threadpool_limits
 
     rng = ctx.rng("thin-svd-cost")

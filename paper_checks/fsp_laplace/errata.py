@@ -23,4 +23,15 @@ register_errata(
         "to 100 %.",
         ("lanczos-factor",),
     ),
+    Erratum(
+        "fsp-laplace",
+        "App. A.1, remark after Assumption A.2",
+        "Assumption A.2 holds if ℓ⁽ⁱ⁾(f⁽ⁱ⁾) > K(f⁽ⁱ⁾) + η‖f⁽ⁱ⁾‖² for all f⁽ⁱ⁾ and every η > 0; "
+        "'for instance, this is true for a Gaussian likelihood'.",
+        "The sign of η‖f‖² is that of Assumption A.2 flipped, and K(f⁽ⁱ⁾) stands for K(η): "
+        "as printed the condition fails for the Gaussian likelihood at every η ≥ 1/(2λ²) "
+        "(the infimum is −∞); with A.2's sign, ℓ(f) ≥ K(η) − η‖f‖², it holds, and "
+        "Propositions 1–2 are unaffected.",
+        ("assumption-a2-gaussian-example",),
+    ),
 )

@@ -18,7 +18,15 @@ import numpy as np
 
 from laplace_lab.numerics.fsp import fsp_laplace_from_factor, induced_weight_prior
 from laplace_lab.numerics.kernels import RBF, Matern12, Matern52
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+)
 
 PAPER = "fsp-laplace"
 #: Relative jitter of Σ(C, C) on both sides of the comparison.
@@ -125,6 +133,8 @@ def _gp_reference(K: np.ndarray, idx: np.ndarray, likelihood: str, f: np.ndarray
         "rank and the training inputs are context points, the FSP-Laplace posterior of f(C) "
         "is the GP posterior (regression) and the Laplace-approximated GP classifier (binary)."
     ),
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "likelihood-curvature-dropped",
@@ -134,6 +144,9 @@ def _gp_reference(K: np.ndarray, idx: np.ndarray, likelihood: str, f: np.ndarray
     ),
 )
 def _linearized_gp_posterior(ctx: Context) -> Verdict:
+    """§3.1: "the resulting expression is the Lebesgue density of the H_Σ-orthogonal projection
+    of the GP prior onto the finite-dimensional subspace spanned by the 'feature functions'
+    (J_w*)_i learned by the neural network"."""
     import torch
 
     from laplace_lab.numerics.network_fsp import network_fsp_laplace
@@ -198,6 +211,8 @@ EQ36_TOL = 1e-8
         "⟨J_i, J_j⟩_H, v_i = ⟨J_i, f(·, w*) − μ⟩_H, μ_w = w* − Σ_w v; Σ_w is positive "
         "semi-definite, and N(μ_w, Σ_w) is the projection of the GP prior onto span{J_i}."
     ),
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     mutants=(
         Mutant(
             "mean-sign-flipped",
@@ -207,6 +222,8 @@ EQ36_TOL = 1e-8
     ),
 )
 def _eq_3_6(ctx: Context) -> Verdict:
+    """§3.1, eq. (3.6): the linearised RKHS term ½‖f_lin(·, w) − μ‖²_H as a Gaussian density
+    in w with precision Σ_w† of entries ⟨J_i, J_j⟩_H."""
     rng = ctx.rng("eq-3-6-linearized-rkhs-term")
     rows, worst, worst_var = [], 0.0, -np.inf
     for kernel in (RBF(1.0, 0.5), Matern12(1.0, 0.5), Matern52(1.5, 0.4)):
@@ -285,6 +302,8 @@ def _lower_bound(eta: float, sign: int, y: np.ndarray, lam: float) -> float:
         "If ℓ⁽ⁱ⁾(f) > K + η‖f‖² for all f and every η > 0 (some K(η)), Assumption A.2 holds; "
         "'for instance, this is true for a Gaussian likelihood ℓ(f) = ‖y − f‖²/(2λ²)'."
     ),
+    kind=Kind.ERRATUM,
+    setting=Setting.paper(),
     expected=Status.REFUTED,
     mutants=(
         Mutant(
@@ -296,6 +315,11 @@ def _lower_bound(eta: float, sign: int, y: np.ndarray, lam: float) -> float:
     ),
 )
 def _assumption_a2(ctx: Context) -> Verdict:
+    """App. A.1, after Assumption A.2: "[...] there is K(η) ∈ ℝ such that ℓ⁽ⁱ⁾(f⁽ⁱ⁾) >
+    K(f⁽ⁱ⁾) + η‖f⁽ⁱ⁾‖² for all f⁽ⁱ⁾ ∈ ℝ^{d'}. For instance, this is true for a Gaussian
+    likelihood" — against Assumption A.2's own "Φ^Y(f) ≥ K(η) − η‖f‖²". An inconsistency of
+    the text (the sign of η‖f‖², and K(f⁽ⁱ⁾) for K(η)): REFUTED means the remark as printed
+    has the erratum; read with A.2's sign it holds (the mutant)."""
     sign = sys.modules[__name__].PRINTED_SIGN
     rng = ctx.rng("assumption-a2-gaussian-example")
     y, lam = rng.standard_normal(3), 0.5
@@ -308,6 +332,12 @@ def _assumption_a2(ctx: Context) -> Verdict:
         measured=f"no finite K(η) for η ∈ {failing}" if failing else "finite for all η",
         expected="a finite K(η) for every η > 0",
         tolerance="exact (closed-form infimum of a quadratic)",
+        summary=(
+            f"as printed (ℓ > K + η‖f‖²) the condition fails for the Gaussian likelihood at "
+            f"η ∈ {failing}: the text has a sign erratum"
+            if failing
+            else "the printed condition holds for the Gaussian likelihood at every η tried"
+        ),
         evidence=(
             f"Gaussian ℓ(f) = ‖y − f‖²/(2λ²) with λ = {lam}, y ∈ ℝ³. inf_f ℓ(f) "
             f"{'−' if sign > 0 else '+'} η‖f‖² by η: "

@@ -6,19 +6,27 @@ Set-up (:mod:`laplace_lab.paper_checks.fsp_laplace.experiments.uci`): Boston hou
 stopping (App. C; App. B.2 says 10 %), 2 × 50 tanh MLPs with a learned noise scale; FSP-Laplace
 with an RBF prior of marginal-likelihood hyperparameters and context points drawn uniformly from
 the widened box of App. B.2; Laplace with the full GGN and an evidence-optimised prior precision.
-Quick mode: three test folds of Boston; full mode: all five folds of both sets.
+Quick mode: three test folds of Boston; full mode: all five folds of both sets. Every fold
+audits, in the run, that the standardised training rows have mean 0 and standard deviation 1
+(the scaler fitted on them alone) and that the context box lies within the training inputs'
+widened box (validation and test inputs kept out of it), and that the evidence the Laplace's
+prior precision maximises is exact on a linear model; any failing gives ERROR
+(:mod:`laplace_lab.paper_checks.fsp_laplace.experiments.audits`).
 
-- ``uci-fsp-beats-laplace-ell``: "our method is noticeably more accurate than the Laplace"
-  (Table C.1: Boston −0.641 vs −0.733, concrete −0.352 vs −0.538 expected log-likelihood per
-  test point) — the mean over test folds of the paired difference beyond one standard error on
-  every data set (:mod:`._real_data`).
+- ``uci-fsp-beats-laplace-ell`` (superiority): "our method is noticeably more accurate than
+  the Laplace" (Table C.1: Boston −0.641 vs −0.733, concrete −0.352 vs −0.538 expected
+  log-likelihood per test point) — the mean over test folds of the paired difference, one-sided
+  t at level 0.05 on every data set (:mod:`._real_data`).
 
-- ``uci-fsp-ood-near-laplace``: "FSP-Laplace ... is almost as accurate as the Laplace
-  approximation" at out-of-distribution detection with a single threshold on the predictive
-  uncertainty — the mean paired accuracy difference at most 0.02 below on every data set,
-  decided on its t interval over test folds of repeated cross-validations
-  (:mod:`laplace_lab.paper_checks.verification.replicates`: looked at after the fold counts
-  of :data:`OOD_LOOKS` while the interval contains −0.02). The paper's out-of-distribution
+- ``uci-fsp-ood-near-laplace`` (equivalence, non-inferiority): "FSP-Laplace ... is almost as
+  accurate as the Laplace approximation" at out-of-distribution detection with a single
+  threshold on the predictive uncertainty — the mean paired accuracy difference at most 0.02
+  below on every data set, over test folds of repeated cross-validations drawn by the
+  sequential design of :mod:`laplace_lab.paper_checks.verification.replicates` (looked at
+  after the fold counts of :data:`OOD_LOOKS` while the interval contains −0.02) and decided by
+  the non-inferiority rule of
+  :func:`laplace_lab.paper_checks.verification.decisions.equivalence` at the level of one
+  look. The paper's out-of-distribution
   inputs (the song data set) are not shipped offline; the first d breast-cancer features
   stand in
   (:func:`laplace_lab.paper_checks.fsp_laplace.experiments.uci.ood_inputs`).
@@ -36,25 +44,38 @@ import sys
 
 import numpy as np
 
-from laplace_lab.networks.fsp_laplace import expected_log_likelihood
+from laplace_lab.networks.fsp_laplace import linearized_log_evidence
 from laplace_lab.paper_checks.fsp_laplace import _mutants as wrong
 from laplace_lab.paper_checks.fsp_laplace._real_data import (
     REPLICATED_RECORD,
     UCI_RUNS,
     difference,
-    full_mode_record,
-    full_mode_verdict,
+    redecided,
+    uci_fold_scores,
     uci_replicate,
     uci_scores,
 )
-from laplace_lab.paper_checks.fsp_laplace.experiments.uci import ood_inputs
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.fsp_laplace.experiments.uci import (
+    _standardise,
+    context_box,
+    ood_inputs,
+)
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+    decisions,
+)
 from laplace_lab.paper_checks.verification.replicates import (
-    LEVEL,
     Check,
     Result,
     conjunction,
     design_text,
+    look_level,
 )
 
 PAPER = "fsp-laplace"
@@ -135,6 +156,29 @@ def _per_fold(diff: dict) -> str:
     )
 
 
+def _command(name: str) -> str:
+    return f"laplace-lab check --full --claim {PAPER}/{name}"
+
+
+#: The ELL difference FSP − Laplace per test point that "noticeably more accurate" must
+#: exceed: any improvement, tested one-sided at level 0.05 (fixed before measuring).
+ELL_BETTER_BY = 0.0
+
+
+def ell_decision(diffs: dict[str, list[float]], *, command: str = "") -> decisions.Decision:
+    """``uci-fsp-beats-laplace-ell``: per data set, the paired ELL difference FSP − Laplace
+    over test folds (``diffs``: name → values) significantly above :data:`ELL_BETTER_BY`, on
+    every data set."""
+    by = sys.modules[__name__].ELL_BETTER_BY
+    return decisions.superiority(
+        [
+            decisions.test(f"{n}: ELL per test point FSP − Laplace", v, threshold=by)
+            for n, v in diffs.items()
+        ],
+        command=command,
+    )
+
+
 @claim(
     paper=PAPER,
     name="uci-fsp-beats-laplace-ell",
@@ -143,36 +187,72 @@ def _per_fold(diff: dict) -> str:
         "On UCI regression, FSP-Laplace is noticeably more accurate than the Laplace in "
         "expected log-likelihood (Boston −0.641 vs −0.733, concrete −0.352 vs −0.538)."
     ),
-    expected=Status.CONFIRMED,
+    kind=Kind.SUPERIORITY,
+    setting=Setting.substitute(
+        "two of the eleven Table C.1 sets (Boston, concrete; quick mode: three test folds of "
+        "Boston), full-GGN Laplace, 20 % of the training folds for early stopping"
+    ),
+    expected=Status.INCONCLUSIVE,
     mutants=(
         Mutant(
-            "ell-without-variance",
-            "the expected log-likelihood with its −Var f/(2σ²) term dropped (the MAP's "
-            "log-likelihood for every method)",
-            {expected_log_likelihood: wrong.ell_without_variance},
-            expect=Status.REFUTED,
+            "not-worse-read-as-better",
+            "'noticeably more accurate' read as 'not worse by more than 1 nat per test point' "
+            "(the FSP − Laplace ELL difference above −1)",
+            {(sys.modules[__name__], "ELL_BETTER_BY"): -1.0},
+            expect=Status.CONFIRMED,
+            reuses=(uci_fold_scores,),
+        ),
+        Mutant(
+            "scaler-fitted-on-all-rows",
+            "inputs and targets standardised with the mean and standard deviation of every "
+            "row, test rows included (the in-run audit must report it)",
+            {_standardise: wrong.standardise_on_all_rows},
+            expect=Status.ERROR,
+        ),
+        Mutant(
+            "context-box-over-all-splits",
+            "the context points drawn from the box of the training, validation and test "
+            "inputs together (the in-run audit must report it)",
+            {context_box: wrong.context_box_over_all_splits},
+            expect=Status.ERROR,
+        ),
+        Mutant(
+            "evidence-without-occam-factor",
+            "the Laplace baseline's prior precision chosen by an evidence without its "
+            "log-determinant terms (the in-run audit must report it)",
+            {linearized_log_evidence: wrong.evidence_without_log_determinant},
+            expect=Status.ERROR,
         ),
     ),
 )
 def _fsp_beats_laplace(ctx: Context) -> Verdict:
+    """App. C: "our method is noticeably more accurate than the Laplace" in expected
+    log-likelihood (Table C.1)."""
     names, folds = UCI_RUNS[ctx.full]
+    name = "uci-fsp-beats-laplace-ell"
     scores = {n: uci_scores(n, ctx.full, ctx.seed) for n in names}
     diff = {n: difference(s["FSP-Laplace"]["ell"], s["Laplace"]["ell"]) for n, s in scores.items()}
-    failing = [n for n, d in diff.items() if not d.positive]
-    recorded, full = full_mode_record("uci-fsp-beats-laplace-ell")
+    d = ell_decision({n: v.values for n, v in diff.items()}, command=_command(name))
+    recorded, full = (), []
+    if not ctx.full:
+        recorded, full, _ = redecided(
+            name,
+            lambda got: ell_decision({n: got[n]["diff"]["values"] for n in got}),
+            why="the paper-scale run: Boston and concrete, all 5 test folds",
+        )
     return Verdict(
-        Status.REFUTED if failing else Status.CONFIRMED,
-        measured={f"{n}: ELL FSP − Laplace": d.text() for n, d in diff.items()},
-        expected="FSP − Laplace ELL > 0 beyond one standard error on every data set",
-        tolerance="mean paired difference over test folds > its standard error",
+        d.status,
+        measured={f"{n}: ELL FSP − Laplace": v.text() for n, v in diff.items()},
+        expected="FSP − Laplace ELL > 0, one-sided t at level 0.05, on every data set",
+        tolerance="paired over test folds",
         summary="ELL per test point FSP − Laplace: "
-        + ", ".join(f"{n} {d.text()}" for n, d in diff.items())
-        + (f"; not better on {', '.join(failing)}" if failing else ""),
+        + ", ".join(f"{n} {v.text()}" for n, v in diff.items())
+        + ("" if d.status is Status.CONFIRMED else f": {d.status.value.lower()}"),
         evidence=[
             f"{', '.join(names)}; test folds {folds} of one 5-fold cross-validation; 20 % of "
             "the training folds stop Adam early (validation loss, every 25 steps, patience 4).",
-            "Decision fixed before measuring: mean paired difference over the test folds "
-            "beyond one standard error (the paper's bolding rule).",
+            "Decision fixed before measuring: one-sided Student-t test at level 0.05 of the "
+            "mean paired difference over the test folds, on every data set.",
             *(_row(n, s) for n, s in scores.items()),
             _per_fold(diff),
             "Out of distribution: the first d breast-cancer features (scikit-learn), each "
@@ -181,7 +261,8 @@ def _fsp_beats_laplace(ctx: Context) -> Verdict:
             *full,
         ],
         recorded=recorded,
-        details={n: {"diff": d._asdict(), "scores": scores[n]} for n, d in diff.items()},
+        details={n: {"diff": v._asdict(), "scores": scores[n]} for n, v in diff.items()},
+        decision=d,
     )
 
 
@@ -190,6 +271,36 @@ def ood_gap(name: str, full: bool, seed: int, i: int) -> float:
     i mod 5 of cross-validation repetition ⌊i / 5⌋)."""
     s = uci_replicate(name, full, seed, i)
     return s["FSP-Laplace"]["ood_accuracy"] - s["Laplace"]["ood_accuracy"]
+
+
+#: Where the margin of ``uci-fsp-ood-near-laplace`` comes from.
+OOD_SOURCE = (
+    "0.02 accuracy: the larger standard errors of the out-of-distribution columns of Table "
+    "C.1 (0.015–0.029 for FSP-Laplace and Laplace); fixed after a quick-mode Boston gap of "
+    "−0.043 ± 0.027 had been seen, so the verdict also states the margins at which it would "
+    "hold and fail"
+)
+
+
+def ood_alpha(full: bool) -> float:
+    """The one-sided level of one look of the sequential design of :data:`OOD_LOOKS`."""
+    return (1.0 - look_level(OOD_LOOKS[full])) / 2.0
+
+
+def ood_decision(
+    gaps: dict[str, tuple[float, ...]], *, margin: float, alpha: float, command: str = ""
+) -> decisions.Decision:
+    """``uci-fsp-ood-near-laplace``: non-inferiority of FSP-Laplace's out-of-distribution
+    accuracy against the Laplace's (``gaps``: label → per-fold FSP − Laplace), margin
+    ``margin``, on every data set."""
+    return decisions.equivalence(
+        [decisions.test(label, v, threshold=0.0) for label, v in gaps.items()],
+        margin=margin,
+        source=OOD_SOURCE,
+        alpha=alpha,
+        side=+1,
+        command=command,
+    )
 
 
 @claim(
@@ -201,7 +312,13 @@ def ood_gap(name: str, full: bool, seed: int, i: int) -> float:
         "single threshold on its predictive uncertainty almost as accurately as the Laplace "
         "(Table C.1: Boston 0.923 vs 0.913, concrete 0.914 vs 0.859)."
     ),
-    expected=Status.NOT_REPRODUCIBLE_HERE,
+    kind=Kind.EQUIVALENCE,
+    setting=Setting.substitute(
+        "breast-cancer features (scikit-learn) as the out-of-distribution inputs instead of "
+        "the song data set; two of the eleven Table C.1 sets (quick mode: Boston only)"
+    ),
+    margin=OOD_SOURCE,
+    expected=Status.INCONCLUSIVE,
     mutants=(
         Mutant(
             "ood-rows-not-standardised",
@@ -213,8 +330,11 @@ def ood_gap(name: str, full: bool, seed: int, i: int) -> float:
     ),
 )
 def _ood_near_laplace(ctx: Context) -> Verdict:
+    """App. C: FSP-Laplace "is almost as accurate as the Laplace approximation" at detecting
+    out-of-distribution inputs (Table C.1)."""
     names, _ = UCI_RUNS[ctx.full]
     margin = sys.modules[__name__].OOD_MARGIN
+    name = "uci-fsp-ood-near-laplace"
     checks = [
         Check(
             f"{n}: OOD accuracy FSP − Laplace",
@@ -224,12 +344,14 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
         )
         for n in names
     ]
-    outcome, results = conjunction(checks, looks=OOD_LOOKS[ctx.full])
-    status = {
-        "holds": Status.CONFIRMED,
-        "fails": Status.REFUTED,
-        "inconclusive": Status.NOT_REPRODUCIBLE_HERE,
-    }[outcome]
+    _, results = conjunction(checks, looks=OOD_LOOKS[ctx.full])
+    d = ood_decision(
+        {r.check.label: r.estimate.values for r in results},
+        margin=margin,
+        alpha=ood_alpha(ctx.full),
+        command=_command(name),
+    )
+    status = d.status
     refuted_below, confirmed_from = margin_range(results)
     n = max(r.estimate.n for r in results)
     scores = {
@@ -239,11 +361,44 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
         ]
         for r in results
     }
-    if status is Status.NOT_REPRODUCIBLE_HERE:
-        e = next(r.estimate for r in results if r.outcome == "inconclusive")
+    recorded, full = (), []
+    if not ctx.full:
+        replicated, full_rep, rep_d = redecided(
+            name,
+            lambda got: ood_decision(
+                {label: tuple(v["values"]) for label, v in got.items()},
+                margin=OOD_MARGIN,
+                alpha=ood_alpha(True),
+            ),
+            record=REPLICATED_RECORD,
+            why=(
+                "of the two recorded full-mode runs this one counts: the sequential design's "
+                "full looks drew 40 test folds of eight repeated cross-validations of Boston "
+                "(its gap decided before concrete was reached), against 5 folds of one "
+                "cross-validation per set in the real-data run"
+            ),
+        )
+        single, full_single, _ = redecided(
+            name,
+            lambda got: ood_decision(
+                {f"{n}: OOD accuracy FSP − Laplace": tuple(v["values"]) for n, v in got.items()},
+                margin=OOD_MARGIN,
+                alpha=decisions.ALPHA,
+            ),
+            counts=False,
+            why=(
+                "5 folds of one cross-validation per set (Boston, concrete), one look at level "
+                "0.05; the replicated run with 40 folds counts"
+            ),
+        )
+        recorded, full = (*replicated, *single), [*full_rep, *full_single]
+        note = f" (full mode, recorded: {rep_d.status.value})"
+    else:
+        note = ""
+    if status is Status.INCONCLUSIVE:
+        e = results[0].estimate
         summary = (
-            f"inconclusive at {n} test folds (full mode, recorded: "
-            f"{full_mode_verdict('uci-fsp-ood-near-laplace')}): OOD accuracy FSP − Laplace "
+            f"inconclusive at {n} test folds{note}: OOD accuracy FSP − Laplace "
             f"{e.mean:+.3g}, interval [{e.low:+.3g}, {e.high:+.3g}] contains −{margin:g}"
         )
     else:
@@ -252,14 +407,13 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
         )
         if status is Status.REFUTED:
             summary += f"; more than {margin} below"
-    recorded, full = full_mode_record("uci-fsp-ood-near-laplace", REPLICATED_RECORD)
     return Verdict(
         status,
         measured={r.check.label: r.estimate.text("+.3g") for r in results},
         expected=f"FSP − Laplace OOD accuracy ≥ −{margin}",
         tolerance=(
-            f"{100 * LEVEL:g}% t interval of the mean paired difference over test folds "
-            "(sequential, Bonferroni over looks)"
+            f"non-inferiority at the margin {margin}, one-sided t of the mean paired difference "
+            "over test folds at the level of one look of the sequential design"
         ),
         summary=summary,
         evidence=[
@@ -297,6 +451,7 @@ def _ood_near_laplace(ctx: Context) -> Verdict:
             },
             "margin_range": [refuted_below, confirmed_from],
         },
+        decision=d,
     )
 
 

@@ -287,9 +287,13 @@ class LaplaceSurrogate(_EvidencePrior):
         """Fit the noise variance, train the MAP, choose α by the evidence."""
         from laplace_lab.networks.fsp_laplace import LinearizedLaplaceModel
         from laplace_lab.networks.training import build_seeded
+        from laplace_lab.paper_checks.fsp_laplace.experiments.audits import (
+            require_evidence_exact_on_linear_model,
+        )
 
         X, y = _data(X, y)
         rng = as_generator(rng)
+        require_evidence_exact_on_linear_model()
         prior = self.prior(X, y, rng=rng)
         model = build_seeded(lambda: tanh_mlp(X.shape[1], self.width), rng=rng)
         fitted = LinearizedLaplaceModel.fit(

