@@ -14,9 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from laplace_lab.paper_checks.verification import Context, Status, Verdict
+from laplace_lab.paper_checks.verification import Context, Verdict, decisions, require
 
 PROPOSED = ("gradient_laplace", "greedy_laplace")
 BASELINES = ("subnet_diagonal", "last_k")
@@ -34,28 +33,10 @@ def _mean_se(diffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, diffs.std(axis=0, ddof=1) / np.sqrt(len(diffs))
 
 
-def ordering_verdict(
-    res: Any,
-    *,
-    label: str,
-    figures: tuple[str, ...] = (),
-    k_min: int = 200,
-    alpha: float = 0.05,
-) -> Verdict:
-    """Gradient/Greedy below Subnet-Diagonal/Last-k at every k ≥ ``k_min`` (paired seeds).
-
-    Per seed the difference (worse of Gradient/Greedy) − (better of Subnet-Diagonal/Last-k)
-    is formed at each k. Each k ≥ ``k_min`` gets two one-sided tests at level
-    ``alpha / n_k`` (Bonferroni over the n_k grid points, family-wise ``alpha``): the paired
-    Student-t test (mean beyond t_{1 − alpha/n_k, n − 1} standard errors) and, for the
-    settling direction only, the exact sign test (negative in all n seeds, p = 2⁻ⁿ). REFUTED
-    where the t-test shows the reverse ordering; CONFIRMED where every k is settled;
-    NOT_REPRODUCIBLE_HERE (inconclusive) otherwise.
-    """
+def ordering_tests(res: Any, *, k_min: int = 200, prefix: str = "") -> list[decisions.Test]:
+    """One paired test per k ≥ ``k_min``: W2(worse of Gradient/Greedy) − W2(better of
+    Subnet-Diagonal/Last k) per seed, claimed below 0 (all methods of a seed share its MAP)."""
     ks = np.asarray(res.seeds[0].ks)
-    m = res.w2_mean
-    ours = np.maximum(m[PROPOSED[0]], m[PROPOSED[1]])
-    base = np.minimum(m[BASELINES[0]], m[BASELINES[1]])
     sel = ks >= k_min
     if not np.any(sel):
         raise ValueError(f"the k-grid {ks.tolist()} has no k ≥ {k_min}")
@@ -66,13 +47,43 @@ def ordering_verdict(
             for r in res.seeds
         ]
     )
-    mean, se = _mean_se(diffs)
-    n, level = len(diffs), alpha / int(sel.sum())
-    crit = float(stats.t.ppf(1 - level, n - 1)) if n > 1 else np.inf
-    reversed_ = mean > crit * se
-    settled = (mean < -crit * se) | (np.all(diffs < 0, axis=0) & (0.5**n <= level))
-    fails = [int(k) for k in ks[sel & reversed_]]
-    unclear = [int(k) for k in ks[sel & ~settled & ~reversed_]]
+    return [
+        decisions.test(
+            f"{prefix}k = {int(k)}: W2 of the worse of Gradient/Greedy − W2 of the better of "
+            "Subnet-Diagonal/Last k",
+            diffs[:, j],
+            threshold=0.0,
+            side=-1,
+        )
+        for j, k in enumerate(ks)
+        if sel[j]
+    ]
+
+
+def ordering_verdict(
+    res: Any,
+    *,
+    label: str,
+    figures: tuple[str, ...] = (),
+    k_min: int = 200,
+    command: str = "",
+    tests: list[decisions.Test] | None = None,
+) -> Verdict:
+    """Gradient/Greedy below Subnet-Diagonal/Last-k at every k ≥ ``k_min`` (paired seeds).
+
+    Per seed the difference (worse of Gradient/Greedy) − (better of Subnet-Diagonal/Last-k)
+    is formed at each k (:func:`ordering_tests`); "at every k" is decided by the superiority
+    rule of :mod:`~laplace_lab.paper_checks.verification.decisions` (one-sided paired t per
+    k, intersection–union; a reverse ordering significant at α/m refutes; else
+    INCONCLUSIVE). ``tests`` replaces the tests of ``res`` (several results decided as one).
+    """
+    ks = np.asarray(res.seeds[0].ks)
+    m = res.w2_mean
+    ours = np.maximum(m[PROPOSED[0]], m[PROPOSED[1]])
+    base = np.minimum(m[BASELINES[0]], m[BASELINES[1]])
+    sel = ks >= k_min
+    tests = ordering_tests(res, k_min=k_min) if tests is None else tests
+    d = decisions.superiority(tests, command=command)
     ratio = float(np.max(ours[sel] / base[sel]))
     ev = (
         f"{label}; mean W2 per k: "
@@ -80,30 +91,20 @@ def ordering_verdict(
         + f" at k = {ks.tolist()}. Max ratio (worse of Grad/Greedy)/(better of "
         f"SubnetDiag/Last-k) over k ≥ {k_min}: {ratio:.3f}."
     )
-    sign = "allowed" if 0.5**n <= level else "too few seeds"
-    ev += (
-        f" Paired one-sided tests over {n} seeds at level {alpha:g}/{int(sel.sum())} per k: "
-        f"t critical value {crit:.2f}; sign test {sign}."
-    )
-    if fails:
-        ev += f" Ordering reversed (t-test) at k = {fails}."
-    if unclear:
-        ev += f" Neither direction significant (inconclusive) at k = {unclear}."
     details: dict[str, Any] = {name: [float(v) for v in vals] for name, vals in m.items()}
     details["se"] = {name: [float(v) for v in vals] for name, vals in res.w2_se.items()}
     details["ks"] = ks.tolist()
-    details["paired_difference_mean"] = mean.tolist()
-    status = (
-        Status.REFUTED if fails else Status.NOT_REPRODUCIBLE_HERE if unclear else Status.CONFIRMED
-    )
+    details["paired_difference_mean"] = [t.mean for t in tests]
     return Verdict(
-        status,
+        d.status,
         measured=ratio,
         expected=f"< 1 at every k ≥ {k_min}",
-        tolerance=f"paired one-sided t / sign tests, family-wise level {alpha:g} over k ≥ {k_min}",
+        tolerance=d.rule,
         evidence=ev,
         details=details,
         figures=figures,
+        summary=d.summary,
+        decision=d,
     )
 
 
@@ -152,40 +153,80 @@ def _at_k(ks: np.ndarray, curve: np.ndarray, k: float) -> float:
     return float(np.interp(np.log(k), np.log(ks), curve))
 
 
-def neural_linear_paired(res: Any, *, alpha: float = 0.05) -> dict[str, Any]:
-    """Per seed, min(Gradient, Greedy) W2 at NeuralLinear's k minus NeuralLinear's W2.
+#: "Matched or surpassed": the better proposed method's W2 at NeuralLinear's k is at most
+#: this fraction of NeuralLinear's W2 above it (non-inferiority margin, fixed before
+#: measuring). From the paper's own reading of its figures: App. C.4 (Fig. 4) calls a gap of
+#: "roughly an order of magnitude" (a W2 ratio of about 10) "substantially closer", and
+#: Greedy's advantage over Gradient-Laplace on ResNet-20 "essentially zero ... within seed
+#: noise"; a tenth of NeuralLinear's W2 is a hundred times smaller than the gap the paper
+#: reads as a difference between methods.
+MATCH_MARGIN = 0.1
+MATCH_SOURCE = (
+    "a tenth of NeuralLinear's W2: App. C.4 (Fig. 4) reads W2 ratios of about 10 as "
+    "'substantially closer', so a 10% difference is two orders below a difference the paper "
+    "reads between methods"
+)
 
-    Each seed's better proposed curve is interpolated linearly in log k at k_NL (all methods
-    of a seed share its MAP, so the differences are paired). Two readings of "matched or
-    surpassed", each a one-sided paired Student-t test at level ``alpha``: *surpassed* — the
-    mean difference is significantly below 0; *not worse* — it is not significantly above
-    0. ``inside`` is False (and no test is made) when k_NL lies outside the k-grid.
+
+def relative_differences(values: np.ndarray) -> np.ndarray:
+    """Per seed, (W2 of the better proposed method − W2 of NeuralLinear) / W2 of NeuralLinear;
+    the identity (a hook for the mutants that move the effect)."""
+    return values
+
+
+def neural_linear_paired(res: Any, *, k: float | None = None) -> dict[str, Any]:
+    """Per seed, min(Gradient, Greedy) W2 at ``k`` (NeuralLinear's k by default) relative to
+    NeuralLinear's W2: (W2_best(k) − W2_NL) / W2_NL.
+
+    Each seed's better proposed curve is interpolated linearly in log k (all methods of a
+    seed share its MAP, so the differences are paired). ``inside`` is False (and nothing is
+    compared) when ``k`` lies outside the k-grid.
     """
     ks = np.asarray(res.seeds[0].ks, dtype=float)
     k_nl = float(res.seeds[0].reference["neural_linear"]["k"])
-    if not ks.min() <= k_nl <= ks.max():
-        return {"inside": False, "k_neural_linear": k_nl}
-    d = np.array(
-        [
-            _at_k(ks, np.minimum(r.w2[PROPOSED[0]], r.w2[PROPOSED[1]]), k_nl)
-            - r.reference["neural_linear"]["w2"]
-            for r in res.seeds
-        ]
+    at = k_nl if k is None else float(k)
+    if not ks.min() <= at <= ks.max():
+        return {"inside": False, "k_neural_linear": k_nl, "k": at}
+    best = np.array(
+        [_at_k(ks, np.minimum(r.w2[PROPOSED[0]], r.w2[PROPOSED[1]]), at) for r in res.seeds]
     )
-    n = d.size
-    mean, se = float(d.mean()), (float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else np.inf)
-    crit = float(stats.t.ppf(1 - alpha, n - 1)) if n > 1 else np.inf
+    nl = np.array([r.reference["neural_linear"]["w2"] for r in res.seeds])
+    require(
+        bool(np.all(np.isfinite(best)) and np.all(np.isfinite(nl)) and np.all(nl > 0)),
+        f"W2 values not finite and positive: proposed {best.tolist()}, NeuralLinear {nl.tolist()}",
+    )
+    rel = relative_differences((best - nl) / nl)
     return {
         "inside": True,
         "k_neural_linear": k_nl,
-        "differences": d.tolist(),
-        "mean": mean,
-        "se": se,
-        "critical": crit,
-        "seeds_better": int(np.sum(d < 0)),
-        "surpassed": bool(mean < -crit * se),
-        "not_worse": bool(not mean > crit * se),
+        "k": at,
+        "absolute_differences": (best - nl).tolist(),
+        "relative_differences": [float(v) for v in rel],
+        "seeds_better": int(np.sum(best < nl)),
     }
+
+
+def neural_linear_decision(nl: dict[str, Any], *, command: str = "") -> decisions.Decision:
+    """ "Matched or surpassed" as non-inferiority (lower W2 is better): the mean relative
+    difference below :data:`MATCH_MARGIN`, by
+    :func:`~laplace_lab.paper_checks.verification.decisions.equivalence` with ``side=-1``."""
+    t = decisions.test(
+        f"(W2 of the better of Gradient/Greedy at k = {nl['k']:.0f} − W2 of NeuralLinear) / "
+        "W2 of NeuralLinear",
+        nl["relative_differences"],
+        threshold=0.0,
+        side=-1,
+    )
+    return decisions.equivalence(
+        t, margin=MATCH_MARGIN, source=MATCH_SOURCE, side=-1, command=command
+    )
+
+
+def at_margin(values: np.ndarray, _true=relative_differences) -> np.ndarray:
+    """The relative differences moved so that their mean sits on the margin (their spread
+    kept): the effect at the margin, which non-inferiority must not confirm."""
+    v = np.asarray(_true(values), dtype=float)
+    return v - v.mean() + MATCH_MARGIN
 
 
 def w2_figure(ctx: Context, panels: dict[str, Any], filename: str) -> tuple[str, ...]:

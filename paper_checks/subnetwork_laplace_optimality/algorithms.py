@@ -18,7 +18,16 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
     GREEDY_TOP_K_DIAGONAL,
     GREEDY_WITHOUT_SCHUR,
 )
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim, require
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+    require,
+)
 
 PAPER = "subnetwork-laplace-optimality"
 
@@ -99,6 +108,8 @@ def _random_ggn(rng: np.random.Generator, n: int, p: int) -> GGN:
 @claim(
     paper=PAPER,
     name="greedy-iterate-dimension",
+    kind=Kind.ERRATUM,
+    setting=Setting.paper(),
     location="§3, Greedy-Laplace paragraph before Alg. 2",
     statement=(
         "At iteration i, after the Schur-complement update, the resulting matrix Ω^(i+1) "
@@ -116,6 +127,8 @@ def _random_ggn(rng: np.random.Generator, n: int, p: int) -> GGN:
     ),
 )
 def greedy_iterate_dimension(ctx: Context) -> Verdict:
+    """§3: "The resulting matrix Ω^(i+1) has dimension (2k − i + 1) × (2k − i + 1)." An erratum
+    check: REFUTED means the text has the erratum."""
     rng = ctx.rng("greedy-iterate-dimension")
     k = 6
     ggn = _random_ggn(rng, 10, 2 * k)
@@ -141,6 +154,8 @@ def greedy_iterate_dimension(ctx: Context) -> Verdict:
 @claim(
     paper=PAPER,
     name="greedy-retains-greatest-variability",
+    kind=Kind.ERRATUM,
+    setting=Setting.paper(),
     location="§3, Greedy-Laplace paragraph vs Alg. 2 step 1",
     statement=(
         "Greedy-Laplace retains, step by step, the coordinates exhibiting the greatest "
@@ -163,6 +178,9 @@ def greedy_iterate_dimension(ctx: Context) -> Verdict:
     ),
 )
 def greedy_retains_greatest_variability(ctx: Context) -> Verdict:
+    """§3: "we construct a subset of k parameters in a sequential, greedy fashion so as to
+    retain those coordinates exhibiting the greatest variability." Held against Alg. 2 step
+    1 (an erratum check)."""
     rng = ctx.rng("greedy-retains-greatest-variability")
     k = 20
     ggn = _random_ggn(rng, 15, 2 * k)

@@ -48,7 +48,9 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality.studies.wheel_bandit
 )
 from laplace_lab.paper_checks.verification import (
     Context,
+    Kind,
     Recorded,
+    Setting,
     Status,
     Verdict,
     claim,
@@ -221,6 +223,8 @@ def _line(reading: str, v: dict) -> str:
 @claim(
     paper=PAPER,
     name="wheel-bandit-readings",
+    kind=Kind.EXISTENCE,
+    setting=Setting.paper(),
     location="§5.2, App. D, Table 1",
     statement="Under the set-up of App. D (δ = 0.95, T = 16,000), Gradient- and Greedy-Laplace "
     "(k = 500) have lower final regret than MAP, NeuralLinear and Last-k-500, at Table 1's "
@@ -229,6 +233,9 @@ def _line(reading: str, v: dict) -> str:
     mutants=(WHEEL_PAYS_INNER_DISK,),
 )
 def _readings(ctx: Context) -> Verdict:
+    """§5.2 and App. D: "We use a horizon of T = 16,000 rounds and report final cumulative
+    regret averaged over 25 random seeds" (Table 1). Does some reading of the details App. D
+    leaves open give Table 1's ordering and scale?"""
     geometry = require_wheel_geometry(DELTA, ctx.rng("wheel-readings-geometry"))
     seconds, regret = _probe(ctx.rng("wheel-readings-probe"))
     require(0.0 <= regret <= 50.0 * PROBE_T, f"probe regret {regret} outside [0, 50·T]")

@@ -26,7 +26,16 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality._scaling import (
     gram_macs,
     literal_greedy_macs,
 )
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim, require
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+    require,
+)
 from laplace_lab.paper_checks.verification.timing import (
     MAX_EXPONENT_CI,
     StageClock,
@@ -381,6 +390,8 @@ _MODULE = sys.modules[__name__]
 @claim(
     paper=PAPER,
     name="gradient-laplace-complexity",
+    kind=Kind.COST,
+    setting=Setting.paper(),
     timed=True,
     location="§3, Computational Complexity after Alg. 1",
     statement=(
@@ -395,6 +406,8 @@ _MODULE = sys.modules[__name__]
     ),
 )
 def gradient_laplace_complexity(ctx: Context) -> Verdict:
+    """§3: "the total computational complexity of this approach is O(max{|D|p, p log p,
+    Nk²})"."""
     rng = ctx.rng("gradient-laplace-complexity")
     full = ctx.full
     ks = _sizes(120 if full else 240, full)  # k ≤ 1920: Ω_SS below 32 MiB (see MEMORY)
@@ -436,6 +449,8 @@ LOOP, GRAM2 = "greedy loop", "Ω⁽¹⁾ = Ω_KK"
 @claim(
     paper=PAPER,
     name="greedy-complexity",
+    kind=Kind.COST,
+    setting=Setting.paper(),
     timed=True,
     location="§3, Computational Complexity after Alg. 2",
     statement=(
@@ -452,6 +467,8 @@ LOOP, GRAM2 = "greedy loop", "Ω⁽¹⁾ = Ω_KK"
     ),
 )
 def greedy_complexity(ctx: Context) -> Verdict:
+    """§3: "the overall computational complexity of the *Greedy–Laplace* method is therefore
+    O(max{Np, p log p, Nk², k³})"."""
     self_check = require_literal_greedy(ctx.rng("greedy-self-check"))
     rng = ctx.rng("greedy-complexity")
     full = ctx.full

@@ -20,7 +20,15 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
     COUNT_WITHOUT_VECTORS,
     NEURAL_LINEAR_PENULTIMATE,
 )
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+)
 
 PAPER = "subnetwork-laplace-optimality"
 #: A count must equal the stated p exactly (relative tolerance 0): parameters are integers.
@@ -111,9 +119,13 @@ def _resnet_claim(
         location=location,
         statement=statement,
         expected=expected,
+        kind=Kind.ERRATUM,
+        setting=Setting.paper(),
         mutants=mutants,
     )
     def _check(ctx: Context) -> Verdict:
+        """The stated p against the architecture the text describes (a consistency check of
+        the text: REFUTED means the text's count is an erratum)."""
         r = _resnet_readings(depth, outputs)
         faithful = [f"projection, {outputs}-output head", f"identity, {outputs}-output head"]
         return _verdict_count(stated, r, faithful, f"ResNet-{depth}, {head} head")
@@ -218,12 +230,17 @@ _resnet_claim(
 @claim(
     paper=PAPER,
     name="mlp-parameter-counts",
+    kind=Kind.ERRATUM,
+    setting=Setting.paper(),
     location="§5.1 Setup A, App. C.1, C.6, D.2",
     statement="3×200 ReLU MLP on 90 inputs: p = 98,801; bandit net 7→100→100→1: p = 11,001; "
     "Setup D: p = 50d + 2,651 (2×50) and 200d + 80,801 (3×200).",
     mutants=(COUNT_WITHOUT_VECTORS,),
 )
 def _mlp_counts(ctx: Context) -> Verdict:
+    """§5.1: "This model has p = 98,801 trainable parameters"; §5.2: "total parameter count p =
+    11,001"; App. C.6: "p = 50d + 2,651" and "p = 200d + 80,801" (an erratum check of the
+    text's counts)."""
     got = {
         "3x200 on 90 inputs": _count("mlp", d_in=90, widths=[200, 200, 200]),
         "bandit 7-100-100-1": _count("mlp", d_in=7, widths=[100, 100]),
@@ -249,12 +266,17 @@ def _mlp_counts(ctx: Context) -> Verdict:
 @claim(
     paper=PAPER,
     name="neural-linear-head-sizes",
+    kind=Kind.ERRATUM,
+    setting=Setting.paper(),
     location="§5.1, App. C.3, Fig. 5",
     statement="NeuralLinear's last layer has k = 201 (YEAR MLP), 65 (binary ResNet head) "
     "and 650 (ten-class head) parameters.",
     mutants=(NEURAL_LINEAR_PENULTIMATE,),
 )
 def _neural_linear(ctx: Context) -> Verdict:
+    """App. C.3: NeuralLinear "(k = 201 for the YEAR MLP head and k = 65 for the binary
+    CIFAR-10 head)"; App. C.5: "*NeuralLinear* sits at k = 650 (the ten-output head)" (an
+    erratum check)."""
     from laplace_lab.numerics.jacobians import parameter_layout
 
     nets = {

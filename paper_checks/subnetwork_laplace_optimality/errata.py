@@ -84,4 +84,13 @@ register_errata(
         "needs O_P and a constant in the separation (A6).",
         ("score-concentration-rate",),
     ),
+    Erratum(
+        "subnetwork-laplace-optimality",
+        "§4, before Theorem 2",
+        "'the maximum likelihood estimator (MLE) θ̂_MAP'.",
+        "θ̂_MAP maximises the posterior (likelihood times the N(0, α⁻¹I) prior), not the "
+        "likelihood; the two differ by O(1/N) and share their limit, so the convergence §4 "
+        "assumes is unaffected: the label 'MLE' is the slip.",
+        ("mle-named-map",),
+    ),
 )

@@ -12,7 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from laplace_lab.paper_checks.subnetwork_laplace_optimality.studies import ipv_vs_pv
-from laplace_lab.paper_checks.verification import Context, Mutant, Status, Verdict, claim
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Kind,
+    Mutant,
+    Setting,
+    Status,
+    Verdict,
+    claim,
+)
 from laplace_lab.studies.runner import replicate
 from laplace_lab.theory import fit_rate
 
@@ -63,6 +71,8 @@ def relative_reading(
 @claim(
     paper=PAPER,
     name="ipv-approximates-expected-pv",
+    kind=Kind.EXACT,
+    setting=Setting.paper(),
     location="App. A.1, final display",
     statement=(
         "|E_x*[PV(S)] − IPV(S)| = O_P(√(k³ log p / N)) uniformly over |S| = k, so IPV "
@@ -82,6 +92,9 @@ def relative_reading(
     ),
 )
 def ipv_approximates_expected_pv(ctx: Context) -> Verdict:
+    """App. A.1, final display: |E_x*[PV(S)] − IPV(S)| = O_P(√(k³ log p / N)) uniformly over
+    |S| = k, IPV being the "idealized/population version of the predictive variance metric
+    PV(S)" (§4)."""
     ns = [30, 100, 300, 1000, 3000] + ([10_000, 30_000] if ctx.full else [])
     reps = 200 if ctx.full else 40
     inside, total, slack = 0, 0, np.inf

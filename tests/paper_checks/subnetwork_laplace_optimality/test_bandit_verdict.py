@@ -31,7 +31,7 @@ def _table2_final(k500: float, baseline: float) -> dict[str, list[float]]:
     [
         (1000.0, 5000.0, bandit.PAPER_T, Status.CONFIRMED),  # stated ordering, significant
         (5000.0, 1000.0, bandit.PAPER_T, Status.REFUTED),  # reversed, significant
-        (5000.0, 5005.0, bandit.PAPER_T, Status.NOT_REPRODUCIBLE_HERE),  # not separated
+        (5000.0, 5005.0, bandit.PAPER_T, Status.INCONCLUSIVE),  # ran; neither significant
         (5000.0, 1000.0, 4000, Status.NOT_REPRODUCIBLE_HERE),  # short horizon cannot refute
     ],
 )
@@ -39,86 +39,107 @@ def test_table_verdicts(monkeypatch, k500, baseline, horizon, status):
     monkeypatch.setattr(bandit, "_runs", _fake_runs(_table2_final(k500, baseline), horizon))
     v = bandit._verdict(Context(full=True), 0.9, "Table 2")
     assert v.status is status
-    if status is Status.REFUTED:
-        assert "subnet_diagonal-k500" in v.evidence and "reversed" in v.evidence
+    if status in (Status.CONFIRMED, Status.REFUTED, Status.INCONCLUSIVE):
+        assert v.decision is not None and v.decision.status is status
+        assert v.decision.audit() is None
+    if status is Status.INCONCLUSIVE:
+        assert "--claim wheel-bandit-table2-ordering" in " ".join(v.decision.points)
 
 
-def test_ordering_outcome_on_intervals():
-    # Table 2 pairs: (worse, better); half-widths are 1.96 s.e.
-    stats = {
-        "subnet_diagonal-k500": (100.0, 10.0),
-        "gradient_laplace-k500": (50.0, 10.0),  # holds: 60 < 90
-        "last_k-k500": (55.0, 10.0),  # overlaps gradient (60 ≥ 45): neither way
-        "greedy_laplace-k500": (80.0, 5.0),  # reversed against last_k: 65 < 75
+def test_welch_tests_agree_with_scipy():
+    """The ordering tests are Welch's two-sample t (each agent's seeds drawn apart)."""
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    per_seed = {
+        a: list(rng.normal(m, s, size=n))
+        for a, m, s, n in (
+            ("subnet_diagonal-k500", 6000, 900, 25),
+            ("gradient_laplace-k500", 5500, 400, 25),
+            ("last_k-k500", 4000, 700, 25),
+            ("greedy_laplace-k500", 5600, 600, 25),
+            ("map", 5000, 2000, 25),
+        )
     }
-    checked, reversed_, missing = bandit.ordering_outcome(stats, 0.9)
-    assert checked["gradient_laplace-k500 < subnet_diagonal-k500"] is True
-    assert checked["gradient_laplace-k500 < last_k-k500"] is False
-    assert reversed_ == ["last_k-k500 (55 ± 10) < greedy_laplace-k500 (80 ± 5)"]
-    assert missing == ["greedy_laplace-k500 < map", "gradient_laplace-k500 < map"]
+    for (worse, better), t in zip(
+        bandit._ORDERINGS[0.9], bandit.ordering_tests(per_seed, 0.9), strict=True
+    ):
+        ref = stats.ttest_ind(per_seed[worse], per_seed[better], equal_var=False)
+        assert t.mean / t.se == pytest.approx(ref.statistic, rel=1e-10)
+        assert t.df == pytest.approx(ref.df, rel=1e-10)
 
 
-def _record(horizon: int, final: dict[str, list[float]]) -> bandit.Recorded:
+def _record(horizon: int, final: dict[str, list[float]], per_seed=None) -> bandit.Recorded:
     data = {"horizon": horizon, "delta": 0.95, "seeds": 3, "final_regret": final}
+    if per_seed is not None:
+        data |= {"per_seed": per_seed, "seeds": len(next(iter(per_seed.values())))}
     return bandit.Recorded("cmd", "0" * 40, "2026-01-01", "a run", data)
 
 
-def test_recorded_reversal_at_the_paper_horizon_refutes_and_a_short_one_is_context():
+def test_a_record_counts_only_at_the_paper_horizon_with_its_seeds_and_raw_values():
     final = {"last_k-k500": [4083, 753], "gradient_laplace-k500": [5749, 863]}
-    status, line = bandit._implication(_record(bandit.PAPER_T, final), 0.95)
-    assert status == "REFUTED" and "last_k-k500 (4083 ± 753) < gradient_laplace" in line
-    status, line = bandit._implication(_record(4000, final), 0.95)
-    assert status == "" and "shorter horizon" in line
+    short = bandit.decided_record(_record(4000, final), 0.95)
+    few = bandit.decided_record(_record(bandit.PAPER_T, final), 0.95)
+    assert not short.counts and not few.counts
+    assert "context only" in few.why and "no per-seed values" in few.why
+    assert len(few.decision.tests) == 1  # the only ordering with both agents recorded
+    rng = np.random.default_rng(1)
+    per_seed = {a: list(rng.normal(m, 300, size=25)) for a, (m, _) in final.items()}
+    partial = bandit.decided_record(_record(bandit.PAPER_T, final, per_seed), 0.95)
+    assert not partial.counts and "an agent not run" in partial.why
+    agents = {a for pair in bandit._ORDERINGS[0.95] for a in pair}
+    per_seed = {
+        a: list(rng.normal(4083 if a == "last_k-k500" else 5749, 300, size=25)) for a in agents
+    }
+    paper = bandit.decided_record(_record(bandit.PAPER_T, final, per_seed), 0.95)
+    assert paper.counts and paper.decision.status is Status.REFUTED
 
 
-def test_the_recorded_paper_horizon_runs_reverse_table1():
-    """The stored T = 16,000 runs: at 25 seeds (all ten agents) MAP's and Last-k-500's
-    intervals lie below Gradient- and Greedy-Laplace-500's and no stated ordering holds; at
-    3 seeds Last-k-500's below Gradient-500's."""
-    paper_seeds, three_seeds, *_ = bandit.bandit_records(0.95)
+def test_the_recorded_paper_horizon_runs_refute_table1():
+    """The stored T = 16,000 runs at δ = 0.95: at 25 seeds (all ten agents, per-seed regrets)
+    MAP and Last-k-500 lie significantly below Gradient- and Greedy-Laplace-500, a stated
+    ordering reversed at α/9: REFUTED, and that record counts; the 3-seed run (means and
+    standard errors only) is context and cannot decide."""
+    paper_seeds, three_seeds, short = (
+        bandit.decided_record(r, 0.95) for r in bandit.bandit_records(0.95)
+    )
     assert (paper_seeds.data["horizon"], paper_seeds.data["seeds"]) == (bandit.PAPER_T, 25)
     assert paper_seeds.commit.startswith("0a82622")
-    final = paper_seeds.data["final_regret"]
-    hi_map = final["map"][0] + final["map"][1]
-    hi_last = final["last_k-k500"][0] + final["last_k-k500"][1]
-    for agent in ("gradient_laplace-k500", "greedy_laplace-k500"):
-        assert hi_map < final[agent][0] - final[agent][1]  # 5291 < 5392 (Greedy), 5668
-        assert hi_last < final[agent][0] - final[agent][1]  # 4295
-    assert bandit._implication(paper_seeds, 0.95)[0] == "REFUTED"
-    assert len(final) == 10 and all(len(v) == 25 for v in paper_seeds.data["per_seed"].values())
-    checked, reversed_, missing = bandit.ordering_outcome(
-        {a: tuple(v) for a, v in final.items()}, 0.95
-    )
-    assert (len(checked), sum(checked.values()), len(reversed_), missing) == (9, 0, 4, [])
-    assert list(final)[-2:] == ["greedy_laplace-k500", "gradient_laplace-k500"]  # last: 5992, 6019
-    assert (three_seeds.data["horizon"], three_seeds.data["seeds"]) == (bandit.PAPER_T, 3)
-    assert three_seeds.commit.startswith("e14eb25")
-    lo_grad = three_seeds.data["final_regret"]["gradient_laplace-k500"]
-    hi_last = three_seeds.data["final_regret"]["last_k-k500"]
-    assert hi_last[0] + hi_last[1] < lo_grad[0] - lo_grad[1]  # 4836 < 4886
-    assert bandit._implication(three_seeds, 0.95)[0] == "REFUTED"
+    assert len(paper_seeds.data["per_seed"]) == 10
+    assert all(len(v) == 25 for v in paper_seeds.data["per_seed"].values())
+    d = paper_seeds.decision
+    assert paper_seeds.counts and d.status is Status.REFUTED and d.audit() is None
+    m = len(d.tests)
+    reversed_ = {t.label for t in d.tests if t.significant(d.alpha / m, direction=-t.side)}
+    assert any("last_k-k500 − of gradient_laplace-k500" in r for r in reversed_)
+    assert any("map − of greedy_laplace-k500" in r for r in reversed_)
+    held = [t for t in d.tests if t.significant(d.alpha, direction=t.side)]
+    assert [t.label.split(" (")[0] for t in held] == [
+        "final regret of subnet_diagonal-k100 − of greedy_laplace-k100"
+    ]
+    assert (three_seeds.data["seeds"], three_seeds.counts) == (3, False)
+    assert three_seeds.decision.status is Status.INCONCLUSIVE
+    assert (short.data["horizon"], short.counts) == (4000, False)
 
 
-def test_the_recorded_table2_runs_reverse_last_k_against_gradient_laplace():
-    """δ = 0.9 at T = 16,000 and 25 seeds, all five compared agents: none of the six stated
-    orderings holds, and Last-k-500's interval lies below Gradient-Laplace-500's (5796 <
-    5891), a stated ordering reversed."""
+def test_the_recorded_table2_runs_refute_last_k_against_gradient_laplace():
+    """δ = 0.9 at T = 16,000 and 25 seeds, all five compared agents: Last-k-500 lies
+    significantly below Gradient-Laplace-500 (a stated ordering reversed at α/6): REFUTED."""
     (record,) = bandit.bandit_records(0.9)
     assert (record.data["horizon"], record.data["seeds"]) == (bandit.PAPER_T, 25)
     assert record.commit.startswith("067b93b")
-    final = record.data["final_regret"]
-    last, grad = final["last_k-k500"], final["gradient_laplace-k500"]
-    assert last[0] + last[1] < grad[0] - grad[1]
-    assert len(final) == 5 and all(len(v) == 25 for v in record.data["per_seed"].values())
-    checked, reversed_, missing = bandit.ordering_outcome(
-        {a: tuple(v) for a, v in final.items()}, 0.9
-    )
-    assert (len(checked), sum(checked.values()), len(reversed_), missing) == (6, 0, 1, [])
-    assert bandit._implication(record, 0.9)[0] == "REFUTED"
-    assert list(final)[:2] == ["last_k-k500", "greedy_laplace-k500"]  # 4700, 6070
+    decided = bandit.decided_record(record, 0.9)
+    d = decided.decision
+    assert decided.counts and d.status is Status.REFUTED and d.audit() is None
+    strict = d.alpha / len(d.tests)
+    reversed_ = [t.label for t in d.tests if t.significant(strict, direction=-t.side)]
+    assert reversed_ == ["final regret of last_k-k500 − of gradient_laplace-k500 (Welch)"]
+    assert not any(t.significant(d.alpha, direction=t.side) for t in d.tests)
 
 
-def test_quick_mode_is_not_reproducible_shows_the_record_and_no_one_seed_interval(monkeypatch):
+def test_quick_mode_is_not_reproducible_and_the_counting_record_is_the_headline(monkeypatch):
+    from laplace_lab.paper_checks.verification.report import Outcome
+
     def one_seed(delta: float, full: bool, seed: int) -> dict[str, object]:
         final = {"map": [700.0], "gradient_laplace-k100": [650.0]}
         traces = {a: np.linspace(0.0, v[0], 10) for a, v in final.items()}
@@ -128,5 +149,10 @@ def test_quick_mode_is_not_reproducible_shows_the_record_and_no_one_seed_interva
     v = bandit._verdict(Context(full=False), 0.95, "Table 1")
     assert v.status is Status.NOT_REPRODUCIBLE_HERE
     assert "± 0" not in v.evidence and "650" not in v.evidence
-    assert "recorded T = 16,000" in v.evidence and "REFUTES" in v.evidence
+    assert "recorded T = 16,000" in v.evidence and "REFUTED" in v.evidence
     assert [r.data["horizon"] for r in v.recorded] == [16000, 16000, 4000]
+    assert [r.counts for r in v.recorded] == [True, False, False]
+    from laplace_lab.papers import claims
+
+    (item,) = [c for c in claims(bandit.PAPER) if c.name == "wheel-bandit-table1-ordering"]
+    assert Outcome(item, v, 0.0).status is Status.REFUTED

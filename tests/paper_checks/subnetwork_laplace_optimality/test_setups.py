@@ -41,12 +41,16 @@ def test_setup_c_configuration_is_app_c5_on_digits():
         assert 650 <= max(c.ks) and seeds >= 3  # NeuralLinear's k = 650 inside the grid
 
 
-def test_combine_reports_the_worst_backbone():
+def test_combine_decides_every_backbone_at_once():
+    from laplace_lab.paper_checks.verification import decisions
+
     ok = Verdict(Status.CONFIRMED, measured=0.5, evidence="a")
-    unclear = Verdict(Status.NOT_REPRODUCIBLE_HERE, measured=0.9, evidence="b")
-    bad = Verdict(Status.REFUTED, measured=1.2, evidence="c")
-    assert setups._combine({"s": ok, "l": ok}, ()).status is Status.CONFIRMED
-    v = setups._combine({"s": ok, "l": unclear}, ())
-    assert v.status is Status.NOT_REPRODUCIBLE_HERE and v.measured == 0.9
-    assert setups._combine({"s": unclear, "l": bad}, ()).status is Status.REFUTED
+    other = Verdict(Status.CONFIRMED, measured=0.9, evidence="b")
+    below = decisions.test("[s] k = 200", [-1.0, -1.1, -0.9], side=-1)
+    unclear = decisions.test("[l] k = 200", [-1.0, 1.0, 0.1], side=-1)
+    v = setups._combine({"s": ok, "l": other}, (), decisions.superiority([below, unclear]))
+    assert v.status is Status.INCONCLUSIVE and v.measured == 0.9
+    assert v.decision.status is Status.INCONCLUSIVE
     assert "[s] a | [l] b" in v.evidence
+    both = decisions.superiority([below, below])
+    assert setups._combine({"s": ok, "l": ok}, (), both).status is Status.CONFIRMED
