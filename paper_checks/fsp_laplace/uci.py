@@ -56,9 +56,9 @@ from laplace_lab.paper_checks.fsp_laplace._real_data import (
     uci_scores,
 )
 from laplace_lab.paper_checks.fsp_laplace.experiments.uci import (
-    _standardise,
     context_box,
     ood_inputs,
+    standardise_split,
 )
 from laplace_lab.paper_checks.verification import (
     Context,
@@ -206,7 +206,7 @@ def ell_decision(diffs: dict[str, list[float]], *, command: str = "") -> decisio
             "scaler-fitted-on-all-rows",
             "inputs and targets standardised with the mean and standard deviation of every "
             "row, test rows included (the in-run audit must report it)",
-            {_standardise: wrong.standardise_on_all_rows},
+            {standardise_split: wrong.standardise_on_all_rows},
             expect=Status.ERROR,
         ),
         Mutant(

@@ -235,7 +235,6 @@ class Claim:
 
 
 _REGISTRY: dict[str, Claim] = {}
-_STRICT = False
 
 
 def claim(
@@ -284,8 +283,6 @@ def claim(
         numbers. Required for that kind.
     """
     where = f"{paper}/{name}"
-    if kind is None and not _STRICT:
-        kind, setting = Kind.EXACT, setting or Setting.paper()
     if kind is None:
         raise ValueError(f"claim {where} must declare its kind (one of {[k.value for k in Kind]})")
     kind = Kind(kind)

@@ -54,7 +54,15 @@ from laplace_lab.paper_checks.fsp_laplace.experiments.scores import (
     threshold_accuracy,
 )
 
-__all__ = ["METHODS", "UCI_SETS", "context_box", "load_uci", "ood_inputs", "uci_fold"]
+__all__ = [
+    "METHODS",
+    "UCI_SETS",
+    "context_box",
+    "load_uci",
+    "ood_inputs",
+    "standardise_split",
+    "uci_fold",
+]
 
 METHODS = ("FSP-Laplace", "Laplace", "MAP", "GP")
 #: The Table C.1 data sets shipped offline: (R package, item, target column).
@@ -79,7 +87,7 @@ def ood_inputs(d: int, n: int, *, rng: Any) -> np.ndarray:
     return X[np.sort(as_generator(rng).choice(X.shape[0], size=n, replace=False))]
 
 
-def _standardise(
+def standardise_split(
     X: np.ndarray, y: np.ndarray, train: np.ndarray, parts: dict[str, np.ndarray]
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     xm, xs = X[train].mean(0), X[train].std(0)
@@ -164,7 +172,7 @@ def uci_fold(
     rest = r_split.permutation(np.concatenate(folds[:fold] + folds[fold + 1 :]))
     n_val = max(1, round(f * rest.size))
     val, train = rest[:n_val], rest[n_val:]
-    data = _standardise(X, y, train, {"train": train, "val": val, "test": folds[fold]})
+    data = standardise_split(X, y, train, {"train": train, "val": val, "test": folds[fold]})
     (Xtr, ytr), (Xva, yva), (Xte, yte) = data["train"], data["val"], data["test"]
     require_standardised(Xtr, ytr, what=f"{name} fold {fold} training rows")
     if "Laplace" in methods or "MAP" in methods:

@@ -63,7 +63,7 @@ def test_bo_audit_passes_on_the_true_code():
 def test_uci_scaler_fitted_on_all_rows_is_an_error(monkeypatch):
     from laplace_lab.paper_checks.fsp_laplace.experiments import uci
 
-    monkeypatch.setattr(uci, "_standardise", wrong.standardise_on_all_rows)
+    monkeypatch.setattr(uci, "standardise_split", wrong.standardise_on_all_rows)
     v = run_claim(_claim("uci-fsp-beats-laplace-ell"), Context())
     assert v.status is Status.ERROR
     assert "the scaler was not fitted on the training rows alone" in v.reason

@@ -190,10 +190,7 @@ def test_a_table_number_cannot_be_refuted_on_a_substitute():
     )
 
 
-def test_the_registry_refuses_a_claim_without_its_kind_setting_or_margin(monkeypatch):
-    from laplace_lab.paper_checks.verification import registry
-
-    monkeypatch.setattr(registry, "_STRICT", True)
+def test_the_registry_refuses_a_claim_without_its_kind_setting_or_margin():
     common = dict(paper="toy", name="c", location="eq. (1)", statement="It holds.")
     with pytest.raises(ValueError, match="kind"):
         claim(**common, setting=Setting.paper())

@@ -9,6 +9,7 @@ import pytest
 
 from laplace_lab.numerics import GGN, SubnetProblem, select
 from laplace_lab.numerics import selection as selection_module
+from laplace_lab.paper_checks.verification.kinds import Setting
 from laplace_lab.paper_checks.verification.mutants import Mutant, applied, clear_caches
 from laplace_lab.paper_checks.verification.registry import (
     Claim,
@@ -105,7 +106,15 @@ def test_run_mutant_measures_power_and_clears_caches():
 def test_declaring_mutants_is_validated_and_implementation_failures_are_errors():
     m = Mutant("x", "y", {(Status, "CONFIRMED"): 2}, expect=Status.CONFIRMED)
     with pytest.raises(ValueError, match="another verdict"):
-        claim(paper="toy", name="t", location="l", statement="s", mutants=(m,))(lambda c: None)
+        claim(
+            paper="toy",
+            name="t",
+            location="l",
+            statement="s",
+            kind="exact",
+            setting=Setting.paper(),
+            mutants=(m,),
+        )(lambda c: None)
     with pytest.raises(ValueError, match="at least one"):
         Mutant("empty", "nothing replaced", {})
 
