@@ -3,7 +3,10 @@
 The repository keeps one top-level folder per layer; each installs under the ``laplace_lab``
 namespace, so that a user's own ``theory.py`` cannot shadow it. Every folder with an
 ``__init__.py`` below a layer folder is a package (a new paper folder needs no edit here),
-and every ``recorded/*.json`` and ``RESULTS.md`` beside a package's modules is its data.
+and every ``RESULTS.md`` and ``check_seconds.json`` beside a package's modules is its data.
+A data folder below a package (``recorded/``, no ``__init__.py``) is listed as a package of its
+own, with its ``*.json`` as data: setuptools installs the files of an importable folder only
+when it is listed, and warns about it otherwise.
 """
 
 from pathlib import Path
@@ -22,6 +25,8 @@ LAYERS = {
     "laplace_lab.benchmarks": "benchmarks",
     "laplace_lab.conformance": "conformance",
 }
+#: Data folders (no ``__init__.py``) below a package, each listed as a package of its own.
+DATA_FOLDERS = ("recorded",)
 
 
 def packages() -> list[str]:
@@ -30,13 +35,22 @@ def packages() -> list[str]:
     for package, folder in LAYERS.items():
         for init in sorted((HERE / folder).rglob("__init__.py")):
             rel = init.parent.relative_to(HERE / folder)
-            found.append(".".join([package, *rel.parts]))
+            name = ".".join([package, *rel.parts])
+            found.append(name)
+            found += [f"{name}.{d}" for d in DATA_FOLDERS if (init.parent / d).is_dir()]
     return found
+
+
+def package_data() -> dict[str, list[str]]:
+    """The data files of every package: its RESULTS.md and costs, a data folder's JSON."""
+    data = {"": ["RESULTS.md", "check_seconds.json"]}
+    data.update({p: ["*.json"] for p in packages() if p.rsplit(".", 1)[-1] in DATA_FOLDERS})
+    return data
 
 
 if __name__ == "__main__":
     setup(
         packages=packages(),
         package_dir=LAYERS,
-        package_data={"": ["recorded/*.json", "RESULTS.md"]},
+        package_data=package_data(),
     )

@@ -12,14 +12,18 @@ registered conformance cases on it, writes ``index.html``, ``report.md`` and
 installed is one line saying how to install it (exit 2). ``--scoreboard`` runs every
 installed library and writes the scoreboard (:mod:`laplace_lab.conformance.scoreboard`):
 it exits 0 once written, the libraries' failures being its content. ``--list`` prints the
-cases; ``--plugin`` imports a module that registers more. Building the parser imports
-nothing of the suite and no torch.
+cases; ``--plugin`` imports a module that registers more. An unknown ``--case`` (with the
+closest names) and a target that cannot take the contract's arguments are refused in one
+line before any case runs. Building the parser imports nothing of the suite and no torch.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import inspect
 import sys
+from typing import Any
 
 __all__ = ["add_validate_parser"]
 
@@ -27,7 +31,7 @@ __all__ = ["add_validate_parser"]
 def _validate(args: argparse.Namespace) -> int:
     from laplace_lab._paths import writable_folder
     from laplace_lab._plugins import load_plugin
-    from laplace_lab.conformance import cases, validate, write_validation_report
+    from laplace_lab.conformance import cases, load_target, validate, write_validation_report
     from laplace_lab.conformance.libraries import target_spec
 
     for module in args.plugin or ():
@@ -40,8 +44,11 @@ def _validate(args: argparse.Namespace) -> int:
         return _scoreboard(args)
     if not args.target:
         raise ValueError("validate needs --target LIBRARY or MODULE:CALLABLE (or --scoreboard)")
-    target = target_spec(args.target)  # a library not installed is refused here
+    spec = target_spec(args.target)  # a library not installed is refused here
+    _known_cases(args.case, list(cases()))
     out = writable_folder(args.out or "validation")  # refused now, not after every case
+    target = load_target(spec)
+    _contract_signature(target)
 
     def progress(result) -> None:
         print(
@@ -61,10 +68,12 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _scoreboard(args: argparse.Namespace) -> int:
     from laplace_lab._paths import writable_folder
+    from laplace_lab.conformance import cases
     from laplace_lab.conformance.scoreboard import run_scoreboard, write_scoreboard
 
     if args.target:
         raise ValueError("--scoreboard runs every installed library; drop --target")
+    _known_cases(args.case, list(cases()))
     out = writable_folder(args.out or "scoreboard")
 
     def progress(library: str, result) -> None:
@@ -81,6 +90,44 @@ def _scoreboard(args: argparse.Namespace) -> int:
         f"{len(paths['reproducers'])} reproducers"
     )
     return 0
+
+
+def _known_cases(names: list[str] | None, known: list[str]) -> None:
+    """Refuse a ``--case`` that is neither a case nor a prefix of one, naming the closest."""
+    for name in names or ():
+        if any(case.startswith(name) for case in known):
+            continue
+        close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ValueError(
+            f"--case {name!r} is no case and no prefix of one{hint} (all {len(known)} cases: "
+            "laplace-lab validate --list)"
+        )
+
+
+#: The arguments every case passes to the target (the contract's required function).
+_CONTRACT = (
+    "predictive_variance(model, X_train, y_train, X_test, *, likelihood, "
+    "prior_precision, noise_var, subset=None)"
+)
+
+
+def _contract_signature(target: Any) -> None:
+    """Refuse a target whose function cannot take the arguments of the contract
+    (:mod:`laplace_lab.conformance.contract`); one without a readable signature passes."""
+    try:
+        signature = inspect.signature(target.predictive_variance)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(
+            None, None, None, None, likelihood=None, prior_precision=None, noise_var=None
+        )
+    except TypeError as err:
+        raise TypeError(
+            f"--target {target.name!r} must be a callable {_CONTRACT} (docs/validation.md); "
+            f"its signature {signature} cannot take these arguments ({err})"
+        ) from None
 
 
 def add_validate_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -14,7 +14,8 @@ One convention for every subcommand: a handler returns an exit status or raises,
 - a mistake in the arguments or the inputs (argparse, ``ValueError``, ``TypeError``, a
   refused store, a plugin that does not import) exits with 2;
 - a file that cannot be written or read (``OSError``) and any other failure exit with 1;
-- Ctrl-C exits with 130; a closed output pipe (``laplace-lab study status … | head``) ends
+- Ctrl-C exits with 130 (``study run`` adds the replications stored and the command that
+  resumes); a closed output pipe (``laplace-lab study status … | head``) ends
   quietly with 141, as a command killed by SIGPIPE does.
 """
 
@@ -63,6 +64,18 @@ def _paper_folder(paper: str) -> Path:
     return paper_folder(paper)
 
 
+def _paper_names() -> list[str]:
+    from laplace_lab.papers import papers
+
+    return list(papers())
+
+
+def _claim_keys() -> list[str]:
+    from laplace_lab.papers import claim_index
+
+    return list(claim_index())
+
+
 def _studies() -> None:
     from laplace_lab.papers import load_studies
 
@@ -84,7 +97,13 @@ def _parser() -> argparse.ArgumentParser:
         "--traceback", action="store_true", help="on an error, show the full Python traceback"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    add_check_parser(sub, catalog=_claims, results_folder=_paper_folder)
+    add_check_parser(
+        sub,
+        catalog=_claims,
+        results_folder=_paper_folder,
+        papers=_paper_names,
+        claim_keys=_claim_keys,
+    )
     add_study_parser(sub, catalog=_studies)
     add_bench_parser(sub, catalog=_benchmarks)
     add_validate_parser(sub)
@@ -119,7 +138,10 @@ def _silence_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``laplace-lab`` console script; returns the exit status."""
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or the one line of a mistake in the arguments
+        return exc.code
     name = " ".join(
         p for p in ("laplace-lab", args.command, getattr(args, "study_command", None)) if p
     )
@@ -133,8 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return BROKEN_PIPE
-    except KeyboardInterrupt:
-        print(f"{name}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a handler may say what was kept and how to go on
+        said = f": {_one_line(exc)}" if str(exc) else ""
+        print(f"{name}: interrupted{said}", file=sys.stderr)
         return INTERRUPTED
     except Exception as exc:
         if args.traceback:

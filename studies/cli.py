@@ -11,7 +11,8 @@
     laplace-lab study export NAME [--store PATH] [--out FILE.csv | --out -] [--summary]
 
 ``run`` resumes: running the same command again after a crash completes the missing
-replications only. ``--plugin MODULE`` imports a module that registers extra studies. The
+replications only (on Ctrl-C, ``run`` says how many replications are stored and prints that
+command). ``--plugin MODULE`` imports a module that registers extra studies. The
 command line that adds this command passes ``catalog``, which registers the shipped studies
 (the papers'; this engine imports none).
 """
@@ -19,6 +20,7 @@ command line that adds this command passes ``catalog``, which registers the ship
 from __future__ import annotations
 
 import argparse
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -75,24 +77,55 @@ def _run(args: argparse.Namespace) -> int:
     study = _study(args)
     grid = parse_grid_overrides(study.grid_for(full=args.full), args.grid or [])
     executor = args.executor or ("dask" if args.scheduler else "serial")
-    report = run_study(
-        study,
-        store=_store_path(args, study),
-        grid=grid,
-        replications=args.reps,
-        full=args.full,
-        executor=executor,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        seed=args.seed,
-        progress=not args.no_progress,
-    )
+    store = _store_path(args, study)
+    try:
+        report = run_study(
+            study,
+            store=store,
+            grid=grid,
+            replications=args.reps,
+            full=args.full,
+            executor=executor,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            seed=args.seed,
+            progress=not args.no_progress,
+        )
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(
+            f"{_stored(study, store)} replications stored in {store}; resume with: "
+            f"{_resume_command(args, store)}"
+        ) from None
     print(
         f"{study.name}: {report.ran} replications run, {report.already_done} already in "
         f"{report.store} ({report.planned} planned) in {report.seconds:.1f} s"
     )
     print(report.table())
     return 0
+
+
+def _stored(study: Study, store: Path) -> int:
+    """The number of replications in ``store`` (none when the run left no store)."""
+    if not store.is_file():
+        return 0
+    with Store(store, study=study.name, create=False) as db:
+        return len(db)
+
+
+def _resume_command(args: argparse.Namespace, store: Path) -> str:
+    """The ``study run`` command line that resumes this run (its store given explicitly)."""
+    parts = ["laplace-lab", "study", "run", args.name, "--store", str(store)]
+    parts += ["--full"] if args.full else []
+    parts += ["--reps", str(args.reps)] if args.reps is not None else []
+    parts += ["--grid", *args.grid] if args.grid else []
+    for option in ("executor", "workers", "scheduler"):
+        value = getattr(args, option)
+        parts += [f"--{option}", str(value)] if value is not None else []
+    parts += ["--seed", str(args.seed)] if args.seed else []
+    for module in args.plugin or ():
+        parts += ["--plugin", module]
+    parts += ["--no-progress"] if args.no_progress else []
+    return shlex.join(parts)
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -179,6 +181,32 @@ def _process(tasks: Sequence[Task], workers: int) -> Iterator[Result]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+#: Seconds to wait for a Dask scheduler to answer before the run is refused.
+SCHEDULER_TIMEOUT = 3
+
+
+def _reachable(scheduler: str) -> None:
+    """Refuse, in one line, a ``tcp://host:port`` (or ``host:port``) scheduler that accepts
+    no connection within :data:`SCHEDULER_TIMEOUT` seconds (other protocols are left to
+    Dask)."""
+    address = urllib.parse.urlsplit(scheduler if "://" in scheduler else f"tcp://{scheduler}")
+    if address.scheme != "tcp":
+        return
+    try:
+        port = address.port
+    except ValueError:
+        port = None
+    if not address.hostname or port is None:
+        raise ValueError(f"scheduler must be tcp://host:port; got scheduler={scheduler!r}")
+    try:
+        socket.create_connection((address.hostname, port), timeout=SCHEDULER_TIMEOUT).close()
+    except OSError as exc:
+        raise OSError(
+            f"scheduler {scheduler!r}: no Dask scheduler answered within {SCHEDULER_TIMEOUT} s "
+            f"({exc.strerror or exc}; is `dask scheduler` running there?)"
+        ) from None
+
+
 def _dask(tasks: Sequence[Task], workers: int, scheduler: str | None) -> Iterator[Result]:
     try:
         from distributed import Client, LocalCluster, as_completed
@@ -197,7 +225,7 @@ def _dask(tasks: Sequence[Task], workers: int, scheduler: str | None) -> Iterato
         )
         client = Client(cluster)
     else:
-        client = Client(scheduler, timeout=30)
+        client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
     try:
         futures = client.map(run_task, list(tasks), pure=False)
         for future in as_completed(futures):
@@ -213,6 +241,8 @@ def check_executor(executor: str, workers: int | None, scheduler: str | None) ->
     one_of(executor, "executor", EXECUTORS)
     if scheduler is not None and executor != "dask":
         raise ValueError(f"scheduler is only used with executor='dask'; got {executor!r}")
+    if scheduler is not None:
+        _reachable(scheduler)
     if workers is None:
         return max(1, multiprocessing.cpu_count())
     return positive_int(workers, "workers")

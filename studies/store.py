@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping
@@ -66,6 +67,13 @@ def _encode_metrics(metrics: Mapping[str, float]) -> str:
         if math.isnan(clean[name]):
             raise ValueError(f"metric {name!r} is NaN; run_one must not return NaN")
     return json.dumps(clean, sort_keys=True)
+
+
+def _first_problem(check: list[tuple[str]], width: int = 80) -> str:
+    """The first problem that ``PRAGMA quick_check`` reports, cut to ``width`` characters."""
+    lines = (line.strip() for row in check for line in str(row[0]).splitlines())
+    first = next((line for line in lines if line and not line.startswith("***")), "failed")
+    return first if len(first) <= width else first[: width - 3] + "..."
 
 
 class Store:
@@ -153,20 +161,23 @@ class Store:
                 )
             check = db.execute("PRAGMA quick_check").fetchall()
             if check != [("ok",)]:
-                raise StoreError(
-                    f"{self.path} is corrupt (sqlite quick_check: "
-                    f"{'; '.join(str(r[0]) for r in check[:3])}); refusing to reuse it"
-                )
+                raise self._corrupt(f"corrupt: sqlite quick_check says {_first_problem(check)}")
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             db.execute("PRAGMA journal_mode=WAL")
             # WAL + NORMAL: a committed row survives the death of the process (SIGKILL).
             db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"{self.path} is not a usable study store (corrupt or not SQLite): {exc}"
-            ) from exc
+            raise self._corrupt(f"corrupt or not SQLite: {exc}") from exc
         self._check(meta, study, code_version, seed)
         return meta
+
+    def _corrupt(self, why: str) -> StoreError:
+        """The error for a store file that cannot be read, with the way to start afresh."""
+        path = shlex.quote(str(self.path))
+        return StoreError(
+            f"store {self.path} is not usable ({why}); move it aside (mv {path} "
+            f"{path}.corrupt) and rerun to start a new store"
+        )
 
     def _check(
         self, meta: dict[str, str], study: str, code_version: str | None, seed: int | None

@@ -10,6 +10,7 @@ verdict).
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -24,29 +25,37 @@ def _check(args: argparse.Namespace) -> int:
     import datetime
     from collections import Counter
 
-    from laplace_lab._checks import integer
     from laplace_lab._paths import writable_folder
     from laplace_lab._plugins import load_plugin
     from laplace_lab.paper_checks.verification.costs import work_cost, write_costs
     from laplace_lab.paper_checks.verification.registry import Context, Status, all_claims
+    from laplace_lab.paper_checks.verification.registry import papers as registered_papers
     from laplace_lab.paper_checks.verification.report import write_report
     from laplace_lab.paper_checks.verification.run_info import run_metadata, usable_cpus
     from laplace_lab.paper_checks.verification.runs import Plan, run_claims
 
     started = datetime.datetime.now(datetime.UTC)
     clock = time.perf_counter()
+    shipped = list(args.papers())
+    args.paper = _paper(args.paper, shipped)
     args.catalog(args.paper, tuple(args.claim or ()))
     for module in args.plugin or ():
         load_plugin(module, "claim plugin")
-    claims = _selected(all_claims(args.paper), args.claim)
+    known = sorted({*shipped, *registered_papers()})
+    args.paper = _paper(args.paper, known)
+    if args.paper is not None and args.paper not in known:
+        raise ValueError(
+            f"paper must be one of {', '.join(known)} (or the folder name, e.g. "
+            f"{known[0].replace('-', '_')}); got --paper={args.paper!r}"
+        )
+    claims = _selected(all_claims(args.paper), args.claim, args.claim_keys)
     out_dir = writable_folder(args.out)  # refused now, not after the claims have run
     ctx = Context(full=args.full, seed=args.seed, figure_dir=out_dir / "figures")
-    jobs = integer(args.jobs, "--jobs", low=0) or usable_cpus()
+    jobs = args.jobs or usable_cpus()
     plan = Plan(ctx, args.mutants, args.catalog, tuple(args.plugin or ()))
     outcomes = run_claims(claims, plan, jobs=jobs, cost=work_cost(args.results_folder))
-    seeds = integer(args.seeds, "--seeds", low=1)
-    if seeds > 1:
-        outcomes = _at_other_seeds(outcomes, plan, seeds, jobs)
+    if args.seeds > 1:
+        outcomes = _at_other_seeds(outcomes, plan, args.seeds, jobs)
     meta = run_metadata(
         full=args.full,
         seed=args.seed,
@@ -112,15 +121,29 @@ def _at_other_seeds(outcomes: list, plan: Any, seeds: int, jobs: int) -> list:
     return done
 
 
-def _selected(claims: list, names: list[str] | None) -> list:
-    """The claims named by ``--claim`` (a name or a ``paper/name`` key), in registry order."""
+def _paper(name: str | None, known: Sequence[str]) -> str | None:
+    """The paper ``name``: a folder name (``fsp_laplace``) is an alias of its paper
+    (``fsp-laplace``); any other name as given."""
+    if name is None or name in known:
+        return name
+    alias = name.replace("_", "-")
+    return alias if alias in known else name
+
+
+def _selected(claims: list, names: list[str] | None, shipped: Callable[[], Sequence[str]]) -> list:
+    """The claims named by ``--claim`` (a name or a ``paper/name`` key), in registry order;
+    an unknown name is refused with the closest of the registered and ``shipped()`` keys."""
     if not names:
         return claims
     unknown = [n for n in names if not any(n in (c.name, c.key) for c in claims)]
     if unknown:
+        keys = {*shipped(), *(c.key for c in claims)}
+        choices = keys | {k.split("/", 1)[-1] for k in keys}
+        close = difflib.get_close_matches(unknown[0], sorted(choices), n=5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise ValueError(
-            f"claim must name a registered claim (see the report, or --paper); got "
-            f"claim={unknown[0]!r}"
+            f"--claim must name a registered claim (a name or a paper/name key, "
+            f"{len(keys)} known); got --claim={unknown[0]!r}{hint}"
         )
     return [c for c in claims if c.name in names or c.key in names]
 
@@ -142,6 +165,26 @@ def _nothing(paper: str | None, names: Sequence[str]) -> None:
     return None
 
 
+def _none() -> tuple[str, ...]:
+    return ()
+
+
+def _count(low: int) -> Callable[[str], int]:
+    """An argparse ``type``: the integer of the text, at least ``low`` (0 or 1)."""
+    what = "a positive integer" if low == 1 else "a non-negative integer"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {what}; got {value}")
+        return value
+
+    return parse
+
+
 def _no_folder(paper: str) -> Path:
     raise ValueError(f"--write-results: no folder is known for the paper {paper!r}")
 
@@ -151,17 +194,25 @@ def add_check_parser(
     *,
     catalog: Callable[[str | None, Sequence[str]], None] = _nothing,
     results_folder: Callable[[str], Path] = _no_folder,
+    papers: Callable[[], Sequence[str]] = _none,
+    claim_keys: Callable[[], Sequence[str]] = _none,
 ) -> argparse.ArgumentParser:
     """Add the ``check`` command to ``subparsers``.
 
     ``catalog(paper, names)`` registers the claims (of ``paper``, or all; ``names`` are the
-    ``--claim`` values, so that it may import less) when the command runs, and
-    ``results_folder(paper)`` is where ``--write-results`` writes a paper's RESULTS.md; this
-    package imports no paper.
+    ``--claim`` values, so that it may import less) when the command runs,
+    ``results_folder(paper)`` is where ``--write-results`` writes a paper's RESULTS.md, and
+    ``papers()`` and ``claim_keys()`` are the names of the shipped papers and the
+    ``paper/name`` keys of their claims, which an unknown ``--paper`` or ``--claim`` is
+    refused with; this package imports no paper.
     """
     check = subparsers.add_parser("check", help="run the paper claims and write the report")
-    check.set_defaults(catalog=catalog, results_folder=results_folder)
-    check.add_argument("--paper", help="only the claims of this paper (e.g. fsp-laplace)")
+    check.set_defaults(
+        catalog=catalog, results_folder=results_folder, papers=papers, claim_keys=claim_keys
+    )
+    check.add_argument(
+        "--paper", help="only the claims of this paper (e.g. fsp-laplace, or fsp_laplace)"
+    )
     check.add_argument(
         "--claim",
         action="append",
@@ -175,14 +226,14 @@ def add_check_parser(
     check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
     check.add_argument(
         "--seeds",
-        type=int,
+        type=_count(1),
         default=1,
         help="also run every claim at the next N-1 base seeds and mark the claims whose "
         "verdict changes (default: 1)",
     )
     check.add_argument(
         "--jobs",
-        type=int,
+        type=_count(0),
         default=0,
         help="worker processes, each running units of work (default 0: one per usable CPU; "
         "1: this process)",
