@@ -150,6 +150,26 @@ IPV_POSTERIOR_VARIANCE = Mutant(
         (exhaustive, "_batched_ipv"): _posterior_batched,
     },
 )
+
+
+def _cpi_without_off_diagonals(Lam: object, *, rtol: float = 1e-10, atol=None):
+    """is_cpi that reads b as the mean off-diagonal without checking that all are equal."""
+    L = np.asarray(Lam, dtype=float)
+    p = L.shape[0]
+    off = L[~np.eye(p, dtype=bool)]
+    b = float(off.mean()) if off.size else 0.0
+    a = max(0.0, -p * b)
+    d = np.diag(L) - a - b
+    return None if np.any(d <= 0) else classes.CPIDecomposition(d, a, b)
+
+
+CPI_WITHOUT_OFF_DIAGONALS = Mutant(
+    "cpi-without-off-diagonals",
+    "the C_PI premise test without its check that every off-diagonal entry is equal (caught "
+    "by the near-miss twins: ERROR)",
+    {(theory_theorems, "is_cpi"): _cpi_without_off_diagonals},
+    expect="ERROR",
+)
 GREEDY_TOP_K_DIAGONAL = Mutant(
     "greedy-top-k-diagonal",
     "Greedy-Laplace replaced by the k largest diagonal entries of Ω (our implementation "

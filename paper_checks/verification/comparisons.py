@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ALPHA", "POWER", "Test", "t_quantile", "test"]
+__all__ = ["ALPHA", "POWER", "Test", "proportion", "t_quantile", "test"]
 
 #: The level of every one-sided test, fixed before measuring.
 ALPHA = 0.05
@@ -122,6 +122,28 @@ class Test:
             f"{self.label} {self.mean:{fmt}} [{lo:{fmt}}, {hi:{fmt}}] ({n}), "
             f"needed {rel} {self.threshold:{fmt}}"
         )
+
+
+def proportion(label: str, successes: int, n: int, *, threshold: float, side: int = +1) -> Test:
+    """A :class:`Test` of a probability from ``successes`` of ``n`` independent trials: the
+    score test, whose standard error sqrt(p₀(1 − p₀)/n) is taken at the threshold p₀.
+
+    Indicators averaged by a t test have a standard error of 0 when every trial succeeds (or
+    none does), which would make any number of trials certain; the score test's does not.
+
+    References
+    ----------
+    .. [1] A. Agresti and B. A. Coull, "Approximate is better than 'exact' for interval
+       estimation of binomial proportions", The American Statistician 52(2), 1998.
+    """
+    if not (isinstance(n, int | np.integer) and n >= 1):
+        raise ValueError(f"n must be a positive integer; got n={n!r}")
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must lie in [0, {n}]; got successes={successes!r}")
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be a probability in (0, 1]; got {threshold!r}")
+    se = math.sqrt(threshold * (1.0 - threshold) / n)
+    return test(label, threshold=threshold, side=side, mean=successes / n, se=se)
 
 
 def test(

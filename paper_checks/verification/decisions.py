@@ -46,7 +46,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from laplace_lab.paper_checks.verification.comparisons import ALPHA, POWER, Test, test
+from laplace_lab.paper_checks.verification.comparisons import (
+    ALPHA,
+    POWER,
+    Test,
+    proportion,
+    test,
+)
 from laplace_lab.paper_checks.verification.kinds import Kind, Status
 
 __all__ = [
@@ -54,11 +60,11 @@ __all__ = [
     "POWER",
     "Decision",
     "Test",
-    "cost",
     "counterexample",
     "equivalence",
     "exact",
     "existence",
+    "proportion",
     "superiority",
     "test",
     "tie",
@@ -114,6 +120,47 @@ class Decision:
             for t in self.tests
         ]
         return out
+
+    def at_the_boundary(self) -> Decision:
+        """The same rule on the same data moved to the boundary of the claim: each estimate
+        at its threshold (superiority), or at the margin on the claimed side (equivalence),
+        the spread kept. A rule with measured power answers INCONCLUSIVE there (a CONFIRMED
+        or REFUTED at the boundary means a rule that decides without evidence, e.g. a
+        standard error of 0); the walk of the recorded runs applies it to every stored
+        decision."""
+        if self.kind not in (Kind.SUPERIORITY, Kind.EQUIVALENCE) or not self.tests:
+            raise ValueError(f"no boundary for a {self.kind.value} decision without tests")
+        side = self.details.get("side")
+        moved = []
+        for t in self.tests:
+            if self.kind is Kind.SUPERIORITY:
+                at = t.threshold
+            else:
+                at = t.threshold + (self.margin or 0.0) * (-side if side else 1)
+            if t.n:
+                moved.append(
+                    test(
+                        t.label,
+                        [v - t.mean + at for v in t.values],
+                        threshold=t.threshold,
+                        side=t.side,
+                    )
+                )
+            else:
+                moved.append(
+                    test(t.label, mean=at, se=t.se, df=t.df, threshold=t.threshold, side=t.side)
+                )
+        if self.kind is Kind.SUPERIORITY:
+            return superiority(
+                moved, alpha=self.alpha, quantifier=self.quantifier, of=self.details.get("of")
+            )
+        return equivalence(
+            moved,
+            margin=float(self.margin or 0.0),
+            source=self.margin_source or "the claim's margin",
+            alpha=self.alpha,
+            side=side,
+        )
 
     def audit(self) -> str | None:
         """Check the decision on its own data; a message when it is inconsistent, else None.
@@ -196,7 +243,7 @@ class Decision:
                 return 0.0 if direction * (test.mean - at) > 0 else 1.0
             return float(student.sf(direction * (test.mean - at) / test.se, test.df))
 
-        m = len(self.tests)
+        m = int(self.details.get("of", len(self.tests)))
         a, strict = self.alpha, self.alpha / m
         if self.kind is Kind.SUPERIORITY:
             if self.quantifier == "all":
@@ -253,6 +300,7 @@ def superiority(
     alpha: float = ALPHA,
     quantifier: str = "all",
     command: str = "",
+    of: int | None = None,
 ) -> Decision:
     """Decide "A beats B" (module docstring) from one or several one-sided tests.
 
@@ -267,13 +315,19 @@ def superiority(
         "on some task" (one at alpha/m confirms; every reverse at alpha refutes).
     command : str
         The command that runs more replicates, quoted when the decision is INCONCLUSIVE.
+    of : int, optional
+        The number of tasks the sentence quantifies over, when a sequential design stopped
+        before running them all (default: ``len(tests)``): the multiplicity correction counts
+        every one of them.
     """
     tests = (tests,) if isinstance(tests, Test) else tuple(tests)
     if not tests:
         raise ValueError("superiority needs at least one test")
     if quantifier not in ("all", "any"):
         raise ValueError(f"quantifier must be 'all' or 'any'; got quantifier={quantifier!r}")
-    m = len(tests)
+    m = len(tests) if of is None else int(of)
+    if m < len(tests):
+        raise ValueError(f"of must be at least the {len(tests)} tests; got of={of!r}")
     strict = alpha / m
     if quantifier == "all":
         confirmed = all(t.significant(alpha, direction=t.side) for t in tests)
@@ -294,6 +348,8 @@ def superiority(
     if status is Status.REFUTED:
         at = strict if quantifier == "all" else alpha
         first = next(t for t in tests if t.significant(at, direction=-t.side))
+    elif status is Status.CONFIRMED and quantifier == "any":
+        first = next(t for t in tests if t.significant(strict, direction=t.side))
     else:
         first = undecided[0] if status is Status.INCONCLUSIVE and undecided else tests[0]
     order = [first, *(t for t in tests if t is not first)]  # the deciding test first
@@ -315,6 +371,7 @@ def superiority(
         alpha,
         quantifier,
         points=(f"{head}: " + points[0], *points[1:]),
+        details={"of": m},
     )
 
 
@@ -439,7 +496,16 @@ def exact(error: float, tolerance: float, *, what: str = "error") -> Decision:
 
 
 def existence(found: bool, *, witness: str, kind: Kind = Kind.EXISTENCE) -> Decision:
-    """A witness (or counterexample) found exactly: CONFIRMED when ``found``."""
+    """A witness (or counterexample) found exactly: CONFIRMED when ``found``.
+
+    A superiority or equivalence claim cannot decide by one witness (one run's ordering is not
+    a test): it is refused, so that such a claim goes through :func:`superiority`,
+    :func:`equivalence` or :func:`tie`."""
+    if kind.statistical:
+        raise ValueError(
+            f"kind must not be {kind.value!r} for an existence decision: a "
+            f"{kind.value} claim decides through the {kind.value} rule"
+        )
     return Decision(
         kind,
         Status.CONFIRMED if found else Status.REFUTED,
@@ -459,16 +525,6 @@ def counterexample(found: bool, *, witness: str, exhaustive: bool = False) -> De
         status = Status.CONFIRMED if exhaustive else Status.INCONCLUSIVE
     rule = "a counterexample refutes" + ("; the search is exhaustive" if exhaustive else "")
     return Decision(Kind.EXISTENCE, status, rule, points=(witness,))
-
-
-def cost(holds: bool, *, measured: str) -> Decision:
-    """An operation count or a memory size against the paper's: CONFIRMED when ``holds``."""
-    return Decision(
-        Kind.COST,
-        Status.CONFIRMED if holds else Status.REFUTED,
-        "operation counts",
-        points=(measured,),
-    )
 
 
 def tie(kind: Kind, what: str, *, command: str = "") -> Decision:

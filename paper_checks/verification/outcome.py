@@ -198,13 +198,14 @@ class Outcome:
     def status(self) -> Status:
         """The best evidence: the counting record's status under the current rules, else this
         run's verdict (an ERROR of this run stays an ERROR: the code is broken). A record
-        refuting a specific number of a table on a substitute gives NOT_REPRODUCIBLE_HERE, as a
+        deciding a specific number of a table on a substitute gives NOT_REPRODUCIBLE_HERE, as a
         quick verdict does."""
         record = self.paper_scale
         if record is None or self.verdict.status is Status.ERROR:
             return self.verdict.status
         setting = self.claim.setting
-        if record.decision.status is Status.REFUTED and setting.specific and setting.differs:
+        decided = record.decision.status in (Status.REFUTED, Status.CONFIRMED)
+        if decided and setting.specific and setting.differs:
             return Status.NOT_REPRODUCIBLE_HERE  # a table's number, on a substitute
         return record.decision.status
 

@@ -467,8 +467,9 @@ def _through_rules(item: Claim, verdict: Verdict) -> Verdict:
       :class:`Decision` of the claim's kind, or with another status, is an error of ours.
     - Every decision, the run's and a recorded run's, is audited on its own data
       (:meth:`Decision.audit`); the run's decision's rule and points join the evidence.
-    - A specific number of a table or figure measured on a substitute cannot be refuted:
-      REFUTED becomes NOT_REPRODUCIBLE_HERE, with what differs.
+    - A specific number of a table or figure measured on a substitute can be neither refuted
+      nor confirmed: REFUTED and CONFIRMED become NOT_REPRODUCIBLE_HERE, with what differs and
+      what was measured.
     """
     d = verdict.decision
     if item.kind.statistical and verdict.status in DECIDED:
@@ -494,7 +495,7 @@ def _through_rules(item: Claim, verdict: Verdict) -> Verdict:
         extra = tuple(p for p in (f"Rule: {d.rule}.", *d.points) if p not in points)
         verdict = replace(verdict, evidence=(*points, *extra))
     if (
-        verdict.status is Status.REFUTED
+        verdict.status in (Status.REFUTED, Status.CONFIRMED)
         and item.setting.specific
         and item.setting.label == "substitute"
     ):
@@ -502,8 +503,9 @@ def _through_rules(item: Claim, verdict: Verdict) -> Verdict:
             verdict,
             status=Status.NOT_REPRODUCIBLE_HERE,
             summary=(
-                "a specific number of the paper, measured on a substitute "
-                f"({item.setting.differs}); it could not refute it: {verdict.reason}"
+                f"would read {verdict.status.value} on a substitute, which can neither refute "
+                f"nor confirm a specific number of the paper ({item.setting.differs}): "
+                f"{verdict.reason}"
             ),
         )
     return verdict

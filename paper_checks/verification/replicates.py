@@ -285,4 +285,5 @@ def decide(
         )
         for r in results
     ]
-    return decisions.superiority(tests, alpha=alpha, command=command), results
+    decision = decisions.superiority(tests, alpha=alpha, command=command, of=len(checks))
+    return decision, results

@@ -152,3 +152,47 @@ def test_kernel_audit_passes_on_the_package_and_fails_on_a_shared_wrong_variance
         assert wrong[name] > 1e3, wrong
     with applied(SCORES_WITHOUT_NOISE):
         assert audit()["scores"] > 1e3
+
+
+def test_kernel_audit_fails_on_a_softmax_hessian_root_without_its_square_root(monkeypatch):
+    """Setup C's GGN (App. C.5): H_n = W_n W_nᵀ with W_n = U √λ. A root that drops the square
+    root (W_n = U λ, so W_n W_nᵀ = H_n², every curve moved alike) passes every ordering but
+    not the audit against the dense oracle's own H_n."""
+    import torch
+
+    from laplace_lab.networks.models import mlp
+    from laplace_lab.numerics import ggn as ggn_module
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+        _ggn,
+    )
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.kernel_audit import (
+        audit_kernels,
+    )
+
+    torch.manual_seed(0)
+    model = mlp(3, [8], 4).double().eval()
+    rng = np.random.default_rng(2)
+    X, Xt = 2.0 * rng.standard_normal((30, 3)), rng.standard_normal((6, 3))
+
+    def audit():
+        return audit_kernels(
+            model,
+            X,
+            Xt,
+            task="multiclass",
+            noise_var=1.0,
+            prior_precision=2.5,
+            make_ggn=_ggn,
+            rng=np.random.default_rng(0),
+        )
+
+    assert max(audit().values()) < 0.1
+    real_eigh = ggn_module.eigh
+
+    def eigh_squared(H):
+        lam, U = real_eigh(H)
+        return lam**2, U  # √(λ²) = λ: the root of H² instead of H
+
+    monkeypatch.setattr(ggn_module, "eigh", eigh_squared)
+    wrong = audit()
+    assert wrong["full variance"] > 10 and wrong["sub-network variance"] > 10, wrong

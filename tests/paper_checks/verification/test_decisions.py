@@ -180,10 +180,12 @@ def test_a_statistical_verdict_without_its_decision_is_an_error():
     assert v.status is Status.CONFIRMED and any("Rule:" in p for p in v.points)
 
 
-def test_a_table_number_cannot_be_refuted_on_a_substitute():
+def test_a_table_number_can_be_neither_refuted_nor_confirmed_on_a_substitute():
     sub = Setting.substitute("statsmodels' co2 series, 1958–2001", specific=True)
-    v = run_claim(_toy(Kind.EXACT, sub, Status.REFUTED), Context())
-    assert v.status is Status.NOT_REPRODUCIBLE_HERE and "substitute" in v.reason
+    for status in (Status.REFUTED, Status.CONFIRMED):
+        v = run_claim(_toy(Kind.EXACT, sub, status), Context())
+        assert v.status is Status.NOT_REPRODUCIBLE_HERE and "substitute" in v.reason
+        assert v.reason.startswith(f"would read {status.value} on a substitute")
     qualitative = Setting.substitute("sklearn digits")
     assert run_claim(_toy(Kind.EXACT, qualitative, Status.REFUTED), Context()).status is (
         Status.REFUTED
@@ -248,3 +250,66 @@ def test_a_sample_without_a_counterexample_does_not_confirm_a_universal_statemen
     assert none.status is Status.INCONCLUSIVE
     proof = decisions.counterexample(False, witness="all 2^10 subsets", exhaustive=True)
     assert proof.status is Status.CONFIRMED
+
+
+def test_a_sequential_design_that_stopped_early_still_corrects_for_every_task():
+    """Two tasks quantified, one run (the design stopped at the first): a reverse ordering
+    with one-sided p in (α/2, α) refutes one task alone but not one task of two."""
+    for shift in np.linspace(-0.2, -0.6, 81):
+        mid = _values(1, 20, shift)
+        p = ttest_1samp(mid, 0.0, alternative="less").pvalue
+        if ALPHA / 2 < p < ALPHA:
+            break
+    else:  # pragma: no cover - the scan covers the range
+        pytest.fail("no shift gives p in (α/2, α)")
+    one = decisions.test("b", mid)
+    assert decisions.superiority(one).status is Status.REFUTED
+    d = decisions.superiority(one, of=2)
+    assert d.status is Status.INCONCLUSIVE and "α/2" in d.rule
+    assert d.audit() is None  # the p-value route counts both tasks too
+    with pytest.raises(ValueError, match="of must be at least"):
+        decisions.superiority([one, one], of=1)
+
+
+def test_one_witness_cannot_decide_a_statistical_claim():
+    for kind in (Kind.SUPERIORITY, Kind.EQUIVALENCE):
+        with pytest.raises(ValueError, match="kind must not be"):
+            decisions.existence(True, witness="one run's ordering", kind=kind)
+    assert decisions.existence(True, witness="w").status is Status.CONFIRMED
+
+
+def test_data_moved_to_the_boundary_no_longer_decides():
+    """A decided superiority or equivalence, its estimates moved to the threshold (or to the
+    margin), is INCONCLUSIVE; replicates that are all equal, moved there, are not (a standard
+    error of 0 decides without evidence, which the walk of the claims must see)."""
+    sup = decisions.superiority(decisions.test("x", _values(0, 20, 1.0)))
+    assert sup.status is Status.CONFIRMED
+    assert sup.at_the_boundary().status is Status.INCONCLUSIVE
+    for side in (None, +1, -1):
+        eq = decisions.equivalence(
+            decisions.test("d", _values(1, 40, 0.0, scale=0.1)), margin=0.2, source="s", side=side
+        )
+        assert eq.status is Status.CONFIRMED
+        assert eq.at_the_boundary().status is Status.INCONCLUSIVE, side
+    given = decisions.superiority(decisions.proportion("p", 100, 100, threshold=0.95))
+    assert given.status is Status.CONFIRMED
+    assert given.at_the_boundary().status is Status.INCONCLUSIVE
+    with pytest.raises(ValueError, match="no boundary"):
+        decisions.tie(Kind.SUPERIORITY, "a tie").at_the_boundary()
+
+
+def test_a_proportion_is_the_score_test_and_all_successes_are_not_certainty():
+    """The one-sided score test of a proportion against statsmodels' proportions_ztest with
+    the null variance; 5 of 5 successes do not beat 0.95, 100 of 100 do."""
+    from statsmodels.stats.proportion import proportions_ztest
+
+    for k, n, p0 in ((45, 50, 0.8), (12, 20, 0.5), (98, 100, 0.95)):
+        t = decisions.proportion("p", k, n, threshold=p0)
+        z, p = proportions_ztest(k, n, value=p0, alternative="larger", prop_var=p0)
+        assert math.isclose((t.mean - p0) / t.se, z, rel_tol=1e-12)
+        assert (decisions.superiority(t).status is Status.CONFIRMED) == (p < ALPHA)
+    assert decisions.superiority(decisions.proportion("p", 5, 5, threshold=0.95)).status is (
+        Status.INCONCLUSIVE
+    )
+    with pytest.raises(ValueError, match="successes"):
+        decisions.proportion("p", 6, 5, threshold=0.5)
