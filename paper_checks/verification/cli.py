@@ -81,6 +81,9 @@ def _check(args: argparse.Namespace) -> int:
         f"{len(outcomes)} claims in {meta['seconds']:.0f} s ({said}; the best evidence: a "
         f"counting paper-scale record first); mutants caught {caught}/{run}"
     )
+    differ = _differing(outcomes)
+    for line in differ:
+        print(line)
     errors = [o for o in outcomes if o.verdict.status is Status.ERROR]
     for o in errors:  # one line each; the traceback is in the report
         last = (o.verdict.evidence_text.strip().splitlines() or ["no evidence"])[-1]
@@ -88,7 +91,31 @@ def _check(args: argparse.Namespace) -> int:
             f"laplace-lab check: error: {o.claim.key}: {last} (see {paths['markdown']})",
             file=sys.stderr,
         )
-    return 1 if errors else 0
+    if errors:
+        return 1
+    return 1 if args.strict and differ else 0
+
+
+def _differing(outcomes: list) -> list[str]:
+    """One line per claim whose quick verdict differs from its recorded ``expected`` one and
+    per mutant not caught, sorted by claim key (a heading first); none when all
+    agree."""
+    lines = []
+    for o in sorted(outcomes, key=lambda o: o.claim.key):
+        if o.verdict.status is not o.claim.expected:
+            lines.append(
+                f"  {o.claim.key}: {o.verdict.status.value}, expected "
+                f"{o.claim.expected.value} ({o.verdict.reason})"
+            )
+        lines += [
+            f"  {o.claim.key}:{m.mutant.name}: mutant NOT CAUGHT ({m.status.value}, must be "
+            f"{m.mutant.expect})"
+            for m in o.mutants
+            if not m.caught
+        ]
+    if not lines:
+        return []
+    return [f"{len(lines)} verdict(s) differ from the expected ones:", *lines]
 
 
 def _at_other_seeds(outcomes: list, plan: Any, seeds: int, jobs: int) -> list:
@@ -223,6 +250,11 @@ def add_check_parser(
     mode.add_argument("--quick", dest="full", action="store_false", help="quick mode (default)")
     mode.add_argument("--full", dest="full", action="store_true", help="the papers' full sizes")
     check.add_argument("--out", default="report", help="report folder (default: report)")
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when a verdict differs from its expected one or a mutant is not caught",
+    )
     check.add_argument("--seed", type=int, default=0, help="base seed (default: 0)")
     check.add_argument(
         "--seeds",

@@ -77,7 +77,7 @@ def _run_group(
             mutants.append(got)
             echo(
                 f"mutant {item.key}:{m.name} ... {got.status.value} in {got.seconds:.1f} s"
-                + ("" if got.caught else f" — NOT CAUGHT (must be {m.expect})")
+                + (" — caught" if got.caught else f" — NOT CAUGHT (must be {m.expect})")
             )
         outcomes.append(Outcome(item, verdict, seconds, tuple(mutants)))
     return outcomes

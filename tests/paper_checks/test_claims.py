@@ -124,9 +124,9 @@ AGAINST_A_FIXED_THRESHOLD = frozenset(
 
 def test_the_rules_of_each_statistical_claim_have_measured_power():
     """A superiority claim carries a light null mutant (no effect) that must give
-    INCONCLUSIVE; an equivalence claim a light mutant at its margin that must not confirm. A claim that cannot run
-    here (NOT_REPRODUCIBLE_HERE: no data, no statistic to null) or is itself INCONCLUSIVE (a
-    mutant must expect another verdict) is exempt."""
+    INCONCLUSIVE; an equivalence claim a light mutant at its margin that must not confirm. A
+    claim that cannot run here (NOT_REPRODUCIBLE_HERE: no data, no statistic to null) or is
+    itself INCONCLUSIVE (a mutant must expect another verdict) is exempt."""
     from laplace_lab.paper_checks.verification.kinds import Kind
 
     missing = []

@@ -265,6 +265,39 @@ def test_check_loads_a_users_claim_module(tmp_path, monkeypatch, capsys):
         sys.modules.pop("my_claims", None)
 
 
+SURPRISING_CLAIM = """
+from laplace_lab.paper_checks.verification import Setting, Status, Verdict, claim
+
+
+@claim(paper="my-surprise", name="two-plus-two", location="notebook p. 2",
+       statement="2 + 2 = 5.", kind="exact", setting=Setting.paper(),
+       expected=Status.CONFIRMED)
+def two_plus_two(ctx):
+    return Verdict(Status.CONFIRMED if 2 + 2 == 5 else Status.REFUTED, measured=4, expected=5)
+"""
+
+
+def test_a_verdict_that_differs_from_its_expected_one_is_listed_and_fails_strict(
+    tmp_path, monkeypatch, capsys
+):
+    import sys
+
+    from laplace_lab.paper_checks.verification import registry
+
+    (tmp_path / "my_surprise.py").write_text(SURPRISING_CLAIM)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = ["check", "--plugin", "my_surprise", "--paper", "my-surprise", "--jobs", "1"]
+    try:
+        assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+        out = capsys.readouterr().out.splitlines()
+        at = out.index("1 verdict(s) differ from the expected ones:")
+        assert out[at + 1].startswith("  my-surprise/two-plus-two: REFUTED, expected CONFIRMED")
+        assert main([*argv, "--strict", "--out", str(tmp_path / "b")]) == 1
+    finally:
+        registry._REGISTRY.pop("my-surprise/two-plus-two", None)
+        sys.modules.pop("my_surprise", None)
+
+
 def test_recorded_runs_load_and_reach_the_report(tmp_path):
     from laplace_lab.paper_checks.verification.recorded import load_recorded
 
