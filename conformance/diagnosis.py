@@ -32,7 +32,7 @@ from laplace_lab.conformance.contract import Target
 from laplace_lab.conformance.registry import Check
 from laplace_lab.conformance.tolerance import judged_at
 
-__all__ = ["FLOAT32_SIZED", "ROOT_U_CAPABILITIES", "Recording", "float32_sized"]
+__all__ = ["FLOAT32_SIZED", "ROOT_U_CAPABILITIES", "Recording", "Replay", "float32_sized"]
 
 #: Capabilities whose rules are of order √u, where float32's rule is too loose to tell.
 ROOT_U_CAPABILITIES = ("optimize_prior", "low_rank_predictive_variance")
@@ -63,7 +63,7 @@ _NONE = object()
 
 
 @dataclass(frozen=True, eq=False)
-class _Replay(Target):
+class Replay(Target):
     """A target that gives the recorded answers again, in the same order."""
 
     answers: Iterator[Any] = field(default_factory=lambda: iter(()))
@@ -93,7 +93,7 @@ def float32_sized(
     """
     if dtype_eps(dtype) >= dtype_eps(np.float32) or capability in ROOT_U_CAPABILITIES:
         return False
-    replay = _Replay(
+    replay = Replay(
         recording.name,
         recording.predictive_variance,
         recording.capabilities,

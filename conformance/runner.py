@@ -16,6 +16,7 @@ import numpy as np
 from laplace_lab._checks import integer
 from laplace_lab.conformance.contract import Target, load_target
 from laplace_lab.conformance.diagnosis import FLOAT32_SIZED, Recording, float32_sized
+from laplace_lab.conformance.named_bugs import named_bug
 from laplace_lab.conformance.oracle import DenseOracle
 from laplace_lab.conformance.problems import Problem, build_problem
 from laplace_lab.conformance.registry import Case, CaseResult, Outcome, cases, get_case
@@ -226,6 +227,13 @@ def _run_case(target: Target, case: Case, seed: int) -> CaseResult:
     summary, details = check.summary, dict(check.details)
     if not check.passed and _float32_sized(case, recording, problem, oracle, seed):
         summary, details["float32_sized"] = FLOAT32_SIZED + summary, True
+    elif not check.passed:
+        bug = named_bug(
+            recording, case, problem, oracle, lambda t, p, o: case.run(t, p, o, seed=seed)
+        )
+        if bug is not None:
+            details["diagnosis"] = bug[0]
+            summary = f"consistent with {bug[1]} [{bug[0]}]: {summary}"
     seconds = time.perf_counter() - start
     return CaseResult(case, outcome, summary, details, text, seconds)
 

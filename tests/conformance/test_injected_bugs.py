@@ -210,3 +210,49 @@ STRUCTURED_SAMPLES = [n for n in cases() if n.startswith("structured-samples/")]
 def test_structured_sample_bugs_fail_exactly_their_structures_cases(mutant, structure):
     expected = {n for n in STRUCTURED_SAMPLES if n.split("/")[1] == structure}
     assert expected and _failed(mutant, STRUCTURED_SAMPLES) == expected
+
+
+@pytest.mark.parametrize(
+    ("mutant", "bug", "unnamed"),
+    [
+        ("prior_as_variance", "prior-as-variance", set()),
+        ("structured_prior_as_variance", "prior-as-variance", set()),
+        ("prior_twice", "prior-twice", set()),
+        ("forgotten_noise", "noise-left-out", set()),
+        ("structured_forgotten_noise", "noise-left-out", set()),
+        ("wrong_kfac_convention", "other-kfac-convention", set()),
+        # the exact linear case is judged against Σ φφᵀ r²/σ0⁴ in closed form, not the oracle
+        (
+            "ef_is_ggn",
+            "ggn-for-empirical-fisher",
+            {"empirical-fisher/linear-gaussian-diagonal-prior-full"},
+        ),
+    ],
+)
+def test_each_classic_bug_is_named_on_every_case_it_fails(mutant, bug, unnamed):
+    v = validate(f"{MUTANTS}:{mutant}")
+    failed = [r for r in v.results if r.outcome is Outcome.FAIL]
+    assert failed
+    named = {r.case.name for r in failed if r.details.get("diagnosis") == bug}
+    assert named == {r.case.name for r in failed} - unnamed, v.summary()
+    assert all(f"[{bug}]" in r.summary for r in failed if r.case.name in named)
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    [
+        "sorted_test_columns",
+        "jittered_softmax",
+        "dense_float32",
+        "wrong_kfac_damping",
+        "diagonal_of_inverse",
+        "wrong_ekfac_parameter_basis",
+        "wrong_samples",  # σ0² = 1 in the samples: a statistical test names nothing
+        "wrong_samples_covariance_twice",
+        "last_layer_without_bias",
+    ],
+)
+def test_other_bugs_are_given_no_classic_name(mutant):
+    v = validate(f"{MUTANTS}:{mutant}")
+    named = {r.case.name: r.details["diagnosis"] for r in v.results if "diagnosis" in r.details}
+    assert not named
