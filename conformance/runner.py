@@ -19,7 +19,7 @@ from laplace_lab.conformance.diagnosis import FLOAT32_SIZED, Recording, float32_
 from laplace_lab.conformance.named_bugs import named_bug
 from laplace_lab.conformance.oracle import DenseOracle
 from laplace_lab.conformance.problems import Problem, build_problem
-from laplace_lab.conformance.registry import Case, CaseResult, Outcome, cases, get_case
+from laplace_lab.conformance.registry import Case, CaseResult, Check, Outcome, cases, get_case
 
 __all__ = [
     "TargetError",
@@ -228,9 +228,14 @@ def _run_case(target: Target, case: Case, seed: int) -> CaseResult:
     if not check.passed and _float32_sized(case, recording, problem, oracle, seed):
         summary, details["float32_sized"] = FLOAT32_SIZED + summary, True
     elif not check.passed:
-        bug = named_bug(
-            recording, case, problem, oracle, lambda t, p, o: case.run(t, p, o, seed=seed)
-        )
+
+        def judged(replay: Target, alt: Problem, alt_oracle: DenseOracle) -> Check:
+            try:
+                return case.run(replay, alt, alt_oracle, seed=seed)
+            except TargetError as err:
+                return Check(False, str(err), {}, "")
+
+        bug = named_bug(recording, case, problem, oracle, judged)
         if bug is not None:
             details["diagnosis"] = bug[0]
             summary = f"consistent with {bug[1]} [{bug[0]}]: {summary}"

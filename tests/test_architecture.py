@@ -311,3 +311,24 @@ def test_nothing_but_the_command_line_imports_the_conformance_suite():
         assert not hits, f"{path} imports {hits}"
     cli = MODULES["laplace_lab.cli"]
     assert {m for m, _, _ in _imports("laplace_lab.cli", cli)} >= {"laplace_lab.conformance.cli"}
+
+
+def test_the_entry_points_into_the_package_are_the_command_line_and_the_pytest_plugin():
+    """pyproject declares two ways in: the ``laplace-lab`` script and the ``pytest11`` plugin,
+    which imports nothing of the suite before a case runs (pytest loads it in every session
+    where laplace-lab is installed)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["scripts"] == {"laplace-lab": "laplace_lab.cli:main"}
+    assert project["entry-points"] == {
+        "pytest11": {"laplace_lab": "laplace_lab.conformance.pytest_plugin"}
+    }
+    tree = ast.parse(MODULES["laplace_lab.conformance.pytest_plugin"].read_text("utf-8"))
+    top = [
+        (n.module or "") if isinstance(n, ast.ImportFrom) else a.name
+        for n in tree.body
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for a in n.names
+    ]
+    assert set(top) <= {"__future__", "typing", "pytest"}, top
