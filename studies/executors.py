@@ -33,6 +33,7 @@ __all__ = [
     "Result",
     "Task",
     "check_executor",
+    "reachable_scheduler",
     "execute",
     "run_replication",
     "run_task",
@@ -185,7 +186,7 @@ def _process(tasks: Sequence[Task], workers: int) -> Iterator[Result]:
 SCHEDULER_TIMEOUT = 3
 
 
-def _reachable(scheduler: str) -> None:
+def reachable_scheduler(scheduler: str) -> None:
     """Refuse, in one line, a ``tcp://host:port`` (or ``host:port``) scheduler that accepts
     no connection within :data:`SCHEDULER_TIMEOUT` seconds (other protocols are left to
     Dask)."""
@@ -242,7 +243,7 @@ def check_executor(executor: str, workers: int | None, scheduler: str | None) ->
     if scheduler is not None and executor != "dask":
         raise ValueError(f"scheduler is only used with executor='dask'; got {executor!r}")
     if scheduler is not None:
-        _reachable(scheduler)
+        reachable_scheduler(scheduler)
     if workers is None:
         return max(1, multiprocessing.cpu_count())
     return positive_int(workers, "workers")

@@ -50,12 +50,27 @@ def _check(args: argparse.Namespace) -> int:
         )
     claims = _selected(all_claims(args.paper), args.claim, args.claim_keys)
     out_dir = writable_folder(args.out)  # refused now, not after the claims have run
+    store = None
+    if args.scheduler is not None:
+        from laplace_lab.paper_checks.verification.unit_store import UnitStore
+        from laplace_lab.studies.executors import reachable_scheduler
+
+        if args.scheduler != "local":
+            reachable_scheduler(args.scheduler)  # refused within seconds, before any work
+        store = UnitStore(out_dir / ".units")
     ctx = Context(full=args.full, seed=args.seed, figure_dir=out_dir / "figures")
     jobs = args.jobs or usable_cpus()
     plan = Plan(ctx, args.mutants, args.catalog, tuple(args.plugin or ()))
-    outcomes = run_claims(claims, plan, jobs=jobs, cost=work_cost(args.results_folder))
+    outcomes = run_claims(
+        claims,
+        plan,
+        jobs=jobs,
+        cost=work_cost(args.results_folder),
+        scheduler=args.scheduler,
+        store=store,
+    )
     if args.seeds > 1:
-        outcomes = _at_other_seeds(outcomes, plan, args.seeds, jobs)
+        outcomes = _at_other_seeds(outcomes, plan, args.seeds, jobs, args.scheduler, store)
     meta = run_metadata(
         full=args.full,
         seed=args.seed,
@@ -118,9 +133,12 @@ def _differing(outcomes: list) -> list[str]:
     return [f"{len(lines)} verdict(s) differ from the expected ones:", *lines]
 
 
-def _at_other_seeds(outcomes: list, plan: Any, seeds: int, jobs: int) -> list:
+def _at_other_seeds(
+    outcomes: list, plan: Any, seeds: int, jobs: int, scheduler: str | None, store: Any
+) -> list:
     """``outcomes`` with each claim's verdicts at base seeds seed, seed + 1, …, seed + seeds − 1
-    (the claims alone at the other seeds, no mutants, no figures)."""
+    (the claims alone at the other seeds, no mutants, no figures; on ``scheduler`` with
+    ``store`` as the base seed's run)."""
     from laplace_lab.paper_checks.verification.registry import Status
     from laplace_lab.paper_checks.verification.runs import run_claims
 
@@ -130,7 +148,7 @@ def _at_other_seeds(outcomes: list, plan: Any, seeds: int, jobs: int) -> list:
     for seed in range(base + 1, base + seeds):
         print(f"-- base seed {seed} --", flush=True)
         other = replace(plan, ctx=replace(plan.ctx, seed=seed, figure_dir=None), mutants="none")
-        for o in run_claims(claims, other, jobs=jobs):
+        for o in run_claims(claims, other, jobs=jobs, scheduler=scheduler, store=store):
             found[o.claim.key].append((seed, o.verdict.status))
     done = [replace(o, seeds=tuple(found[o.claim.key])) for o in outcomes]
     unstable = [o for o in done if not o.stable]
@@ -180,6 +198,7 @@ def _command(args: argparse.Namespace) -> str:
     parts = ["laplace-lab", "check", "--full" if args.full else "--quick"]
     parts += ["--seed", str(args.seed), "--mutants", args.mutants, "--out", str(args.out)]
     parts += ["--seeds", str(args.seeds)] if args.seeds != 1 else []
+    parts += ["--scheduler", args.scheduler] if args.scheduler else []
     parts += ["--paper", args.paper] if args.paper else []
     for name in args.claim or ():
         parts += ["--claim", name]
@@ -250,6 +269,13 @@ def add_check_parser(
     mode.add_argument("--quick", dest="full", action="store_false", help="quick mode (default)")
     mode.add_argument("--full", dest="full", action="store_true", help="the papers' full sizes")
     check.add_argument("--out", default="report", help="report folder (default: report)")
+    check.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the units of work as tasks of a Dask cluster (tcp://HOST:PORT, or 'local' "
+        "for a LocalCluster of --jobs workers); finished units are kept in OUT/.units and a "
+        "rerun of the same check reads them instead of recomputing",
+    )
     check.add_argument(
         "--strict",
         action="store_true",

@@ -34,6 +34,8 @@ from laplace_lab.paper_checks.verification.registry import (
     run_mutant,
 )
 from laplace_lab.paper_checks.verification.timing import single_thread
+from laplace_lab.paper_checks.verification.unit_store import UnitStore
+from laplace_lab.studies.executors import SCHEDULER_TIMEOUT
 
 __all__ = ["Plan", "run_claims"]
 
@@ -117,6 +119,21 @@ def _units(claims: Sequence[Claim], cost: Callable[[Claim], float]) -> list[list
     return sorted(units.values(), key=lambda group: -sum(cost(c) for c in group))
 
 
+def _outcomes(results: list, by_key: dict[str, Claim]) -> dict[str, Outcome]:
+    """A worker's plain results as :class:`Outcome` objects, by claim key."""
+    done = {}
+    for key, verdict, seconds, mutants in results:
+        item = by_key[key]
+        named = {m.name: m for m in item.mutants}
+        done[key] = Outcome(
+            item,
+            verdict,
+            seconds,
+            tuple(MutantOutcome(named[n], Status(s), t, r) for n, s, t, r in mutants),
+        )
+    return done
+
+
 def run_claims(
     claims: Sequence[Claim],
     plan: Plan,
@@ -124,15 +141,23 @@ def run_claims(
     jobs: int = 1,
     echo: Echo = _print,
     cost: Callable[[Claim], float] = estimated_cost,
+    scheduler: str | None = None,
+    store: UnitStore | None = None,
 ) -> list[Outcome]:
     """Every claim and its chosen mutants; ``jobs`` > 1 runs the units of work in that many
     worker processes (spawned: no state but the arguments crosses), the costliest units
-    first by ``cost`` (:func:`.costs.work_cost`). Outcomes in ``claims``' order."""
+    first by ``cost`` (:func:`.costs.work_cost`). ``scheduler`` runs the units as tasks of a
+    Dask cluster instead (an address, or ``"local"`` for a LocalCluster of ``jobs``
+    workers); ``store`` keeps every finished unit on disk and reads the ones a previous run
+    of the same check finished. Outcomes in ``claims``' order."""
     number = {c.key: f"{i}/{len(claims)}" for i, c in enumerate(claims, 1)}
     groups = _units(claims, cost)
+    by_key = {c.key: c for c in claims}
+    if scheduler is not None:
+        done = _on_dask(groups, plan, number, scheduler, jobs, store, echo)
+        return [_outcomes(done[c.key], by_key)[c.key] for c in claims]
     if jobs <= 1 or len(groups) <= 1:
         return _run_group(list(claims), plan, echo, [number[c.key] for c in claims])
-    by_key = {c.key: c for c in claims}
     done: dict[str, Outcome] = {}
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=context) as pool:
@@ -141,13 +166,81 @@ def run_claims(
             for g in groups
         ]
         for future in as_completed(futures):
-            for key, verdict, seconds, mutants in future.result():
-                item = by_key[key]
-                named = {m.name: m for m in item.mutants}
-                done[key] = Outcome(
-                    item,
-                    verdict,
-                    seconds,
-                    tuple(MutantOutcome(named[n], Status(s), t, r) for n, s, t, r in mutants),
-                )
+            done.update(_outcomes(future.result(), by_key))
     return [done[c.key] for c in claims]
+
+
+def _on_dask(
+    groups: list[list[Claim]],
+    plan: Plan,
+    number: dict[str, str],
+    scheduler: str,
+    jobs: int,
+    store: UnitStore | None,
+    echo: Echo,
+) -> dict[str, list]:
+    """Each unit as one Dask task (a lost worker's tasks are rerun by Dask); the units
+    ``store`` holds are read, not run. Plain results by claim key."""
+    from distributed import Client, LocalCluster
+    from distributed import as_completed as finished
+
+    from laplace_lab._progress import progress_bar
+
+    def key_of(group: list[Claim]) -> str:
+        return UnitStore.key(
+            [c.key for c in group],
+            full=plan.ctx.full,
+            seed=plan.ctx.seed,
+            mutants=plan.mutants,
+            plugins=plan.plugins,
+        )
+
+    done: dict[str, list] = {}
+    todo = []
+    for group in groups:
+        stored = store.get(key_of(group)) if store is not None else None
+        if stored is None:
+            todo.append(group)
+            continue
+        for result in stored:
+            done[result[0]] = [result]
+        echo(f"stored: {', '.join(c.key for c in group)} (read, not recomputed)")
+    if not todo:
+        return done
+    cluster = None
+    if scheduler == "local":
+        cluster = LocalCluster(
+            n_workers=max(1, jobs),
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        )
+        client = Client(cluster)
+    else:
+        client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
+    try:
+        futures = {
+            client.submit(
+                _worker,
+                [c.key for c in g],
+                [number[c.key] for c in g],
+                plan,
+                pure=False,
+                key=f"unit-{key_of(g)}",
+            ): g
+            for g in todo
+        }
+        with progress_bar(total=len(futures), desc="units of work", unit="unit") as bar:
+            for future in finished(futures):
+                results = future.result()
+                if store is not None:
+                    store.put(key_of(futures[future]), results)
+                for result in results:
+                    done[result[0]] = [result]
+                bar.update(1)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    return done
