@@ -19,6 +19,7 @@ import urllib.parse
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from threadpoolctl import threadpool_limits
@@ -33,10 +34,11 @@ __all__ = [
     "Result",
     "Task",
     "check_executor",
-    "reachable_scheduler",
     "execute",
+    "reachable_scheduler",
     "run_replication",
     "run_task",
+    "ship_modules",
 ]
 
 #: The executor names the runner and the CLI accept.
@@ -228,6 +230,7 @@ def _dask(tasks: Sequence[Task], workers: int, scheduler: str | None) -> Iterato
     else:
         client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
     try:
+        ship_modules(client, {t.study.run_one.__module__ for t in tasks})
         futures = client.map(run_task, list(tasks), pure=False)
         for future in as_completed(futures):
             yield from future.result()
@@ -235,6 +238,39 @@ def _dask(tasks: Sequence[Task], workers: int, scheduler: str | None) -> Iterato
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _importable(module: str) -> bool:
+    """Whether ``module`` can be imported here (run on each Dask worker)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def ship_modules(client: Any, modules: set[str]) -> None:
+    """Make every module in ``modules`` importable on every worker of ``client``.
+
+    A study registered by ``--plugin`` lives in a module the workers of a cluster of one's
+    own may not have: a module of a single file is sent to them (``Client.upload_file``); one
+    they still cannot import (a package, or a dependency missing there) is refused in one
+    line that names it and the workers, instead of Dask's "Error during deserialization"."""
+    import sys
+
+    for module in sorted(modules):
+        missing = [w for w, ok in client.run(_importable, module).items() if not ok]
+        source = getattr(sys.modules.get(module), "__file__", None)
+        if missing and source and Path(source).name != "__init__.py":
+            client.upload_file(source)
+            missing = [w for w, ok in client.run(_importable, module).items() if not ok]
+        if missing:
+            raise ImportError(
+                f"module {module!r} (the studies' code) cannot be imported on the Dask "
+                f"worker(s) {', '.join(sorted(missing))}: install it there (the same "
+                "environment as here) or start the workers where it is on the path"
+            )
 
 
 def check_executor(executor: str, workers: int | None, scheduler: str | None) -> int:
