@@ -18,6 +18,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = [
     "Result",
     "Task",
     "check_executor",
+    "dask_client",
     "execute",
     "reachable_scheduler",
     "run_replication",
@@ -210,9 +212,12 @@ def reachable_scheduler(scheduler: str) -> None:
         ) from None
 
 
-def _dask(tasks: Sequence[Task], workers: int, scheduler: str | None) -> Iterator[Result]:
+@contextmanager
+def dask_client(scheduler: str | None, workers: int) -> Iterator[Any]:
+    """A Dask client of the cluster at ``scheduler``, or of a LocalCluster of ``workers``
+    processes with one thread each on 127.0.0.1 (``scheduler`` None), closed on exit."""
     try:
-        from distributed import Client, LocalCluster, as_completed
+        from distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover - dask is a declared extra
         raise ImportError(
             "the dask executor needs dask[distributed]: pip install 'laplace-lab[dask]'"
@@ -230,14 +235,21 @@ def _dask(tasks: Sequence[Task], workers: int, scheduler: str | None) -> Iterato
     else:
         client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
     try:
-        ship_modules(client, {t.study.run_one.__module__ for t in tasks})
-        futures = client.map(run_task, list(tasks), pure=False)
-        for future in as_completed(futures):
-            yield from future.result()
+        yield client
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _dask(tasks: Sequence[Task], workers: int, scheduler: str | None) -> Iterator[Result]:
+    from distributed import as_completed
+
+    with dask_client(scheduler, workers) as client:
+        ship_modules(client, {t.study.run_one.__module__ for t in tasks})
+        futures = client.map(run_task, list(tasks), pure=False)
+        for future in as_completed(futures):
+            yield from future.result()
 
 
 def _importable(module: str) -> bool:

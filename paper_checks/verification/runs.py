@@ -35,7 +35,7 @@ from laplace_lab.paper_checks.verification.registry import (
 )
 from laplace_lab.paper_checks.verification.timing import single_thread
 from laplace_lab.paper_checks.verification.unit_store import UnitStore
-from laplace_lab.studies.executors import SCHEDULER_TIMEOUT
+from laplace_lab.studies.executors import dask_client, ship_modules
 
 __all__ = ["Plan", "run_claims"]
 
@@ -181,7 +181,6 @@ def _on_dask(
 ) -> dict[str, list]:
     """Each unit as one Dask task (a lost worker's tasks are rerun by Dask); the units
     ``store`` holds are read, not run. Plain results by claim key."""
-    from distributed import Client, LocalCluster
     from distributed import as_completed as finished
 
     from laplace_lab._progress import progress_bar
@@ -207,19 +206,9 @@ def _on_dask(
         echo(f"stored: {', '.join(c.key for c in group)} (read, not recomputed)")
     if not todo:
         return done
-    cluster = None
-    if scheduler == "local":
-        cluster = LocalCluster(
-            n_workers=max(1, jobs),
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-        )
-        client = Client(cluster)
-    else:
-        client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
-    try:
+    address = None if scheduler == "local" else scheduler
+    with dask_client(address, max(1, jobs)) as client:
+        ship_modules(client, set(plan.plugins))  # a claim plugin, to a cluster of one's own
         futures = {
             client.submit(
                 _worker,
@@ -239,8 +228,4 @@ def _on_dask(
                 for result in results:
                     done[result[0]] = [result]
                 bar.update(1)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
     return done

@@ -5,18 +5,16 @@ line."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.dask_cluster import BIN, dask_cluster
+
 pytest.importorskip("distributed")
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 STUDY = """
 import numpy as np
 
@@ -34,64 +32,11 @@ register(Study(name="NAME", description="a normal draw", grid={"mu": (0.0, 1.0)}
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def cluster(tmp_path):
     """A scheduler and one worker whose path holds laplace-lab but not the plugins."""
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    quiet = dict(env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    procs = [
-        subprocess.Popen(
-            [
-                BIN / "dask",
-                "scheduler",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--no-dashboard",
-            ],
-            **quiet,
-        ),
-        subprocess.Popen(
-            [
-                BIN / "dask",
-                "worker",
-                address,
-                "--nthreads",
-                "1",
-                "--no-nanny",
-                "--no-dashboard",
-                "--local-directory",
-                str(tmp_path / "worker"),
-            ],
-            **quiet,
-        ),
-    ]
-    try:
-        from distributed import Client
-
-        end = time.monotonic() + 60
-        while time.monotonic() < end:
-            try:
-                with Client(address, timeout=5) as client:
-                    if client.scheduler_info()["workers"]:
-                        break
-            except OSError:
-                pass
-            time.sleep(0.2)
+    with dask_cluster({**os.environ, "PYTHONPATH": str(ROOT)}, tmp_path, 1) as (address, _):
         yield address
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 def _study_run(tmp_path: Path, address: str, module: str, name: str):

@@ -107,6 +107,27 @@ def audited_network():
     return model, rng.standard_normal((30, 3)), rng.standard_normal((6, 3))
 
 
+def _audit(model, X, Xt, *, task: str, noise_var: float) -> dict[str, float]:
+    """The Experiment-1 kernel audit of ``model`` at α = 2.5 with the run's own GGN."""
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+        _ggn,
+    )
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.kernel_audit import (
+        audit_kernels,
+    )
+
+    return audit_kernels(
+        model,
+        X,
+        Xt,
+        task=task,
+        noise_var=noise_var,
+        prior_precision=2.5,
+        make_ggn=_ggn,
+        rng=np.random.default_rng(0),
+    )
+
+
 def test_kernel_audit_passes_on_the_package_and_fails_on_a_shared_wrong_variance(
     audited_network,
 ):
@@ -116,26 +137,11 @@ def test_kernel_audit_passes_on_the_package_and_fails_on_a_shared_wrong_variance
         SCORES_WITHOUT_NOISE,
         SHARED_VARIANCES_HALVED,
     )
-    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
-        _ggn,
-    )
-    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.kernel_audit import (
-        audit_kernels,
-    )
 
     model, X, Xt = audited_network
 
     def audit():
-        return audit_kernels(
-            model,
-            X,
-            Xt,
-            task="regression",
-            noise_var=0.3,
-            prior_precision=2.5,
-            make_ggn=_ggn,
-            rng=np.random.default_rng(0),
-        )
+        return _audit(model, X, Xt, task="regression", noise_var=0.3)
 
     ratios = audit()
     assert set(ratios) == {
@@ -162,12 +168,6 @@ def test_kernel_audit_fails_on_a_softmax_hessian_root_without_its_square_root(mo
 
     from laplace_lab.networks.models import mlp
     from laplace_lab.numerics import ggn as ggn_module
-    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
-        _ggn,
-    )
-    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.kernel_audit import (
-        audit_kernels,
-    )
 
     torch.manual_seed(0)
     model = mlp(3, [8], 4).double().eval()
@@ -175,16 +175,7 @@ def test_kernel_audit_fails_on_a_softmax_hessian_root_without_its_square_root(mo
     X, Xt = 2.0 * rng.standard_normal((30, 3)), rng.standard_normal((6, 3))
 
     def audit():
-        return audit_kernels(
-            model,
-            X,
-            Xt,
-            task="multiclass",
-            noise_var=1.0,
-            prior_precision=2.5,
-            make_ggn=_ggn,
-            rng=np.random.default_rng(0),
-        )
+        return _audit(model, X, Xt, task="multiclass", noise_var=1.0)
 
     assert max(audit().values()) < 0.1
     real_eigh = ggn_module.eigh

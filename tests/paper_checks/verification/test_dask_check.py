@@ -8,18 +8,17 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.dask_cluster import BIN, dask_cluster, free_port
+
 pytest.importorskip("distributed")
 
 ROOT = Path(__file__).resolve().parents[3]
-BIN = Path(sys.executable).parent
 #: One claim per module (one unit of work each): it marks each run of itself in a folder, then
 #: takes long enough to be killed midway.
 CLAIM = """
@@ -40,12 +39,6 @@ def check(ctx):
 NAMES = ("unit-a", "unit-b", "unit-c")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait(predicate, timeout: float, what: str) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -57,7 +50,7 @@ def _wait(predicate, timeout: float, what: str) -> None:
 
 @pytest.fixture
 def cluster(tmp_path):
-    """A scheduler and two worker processes (no nanny: a killed worker stays dead)."""
+    """A scheduler and two workers that import the plugin claims."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     for name in NAMES:
@@ -69,56 +62,8 @@ def cluster(tmp_path):
         "PYTHONPATH": os.pathsep.join([str(plugins), str(ROOT)]),
         "DASK_TEST_MARKS": str(marks),
     }
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    procs = [
-        subprocess.Popen(
-            [
-                BIN / "dask",
-                "scheduler",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--no-dashboard",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    ]
-    for i in range(2):
-        procs.append(
-            subprocess.Popen(
-                [
-                    BIN / "dask",
-                    "worker",
-                    address,
-                    "--nthreads",
-                    "1",
-                    "--no-nanny",
-                    "--no-dashboard",
-                    "--name",
-                    f"w{i}",
-                ],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-    try:
-        from distributed import Client
-
-        def two_workers() -> bool:
-            with Client(address, timeout=5) as client:
-                return len(client.scheduler_info()["workers"]) == 2
-
-        _wait(two_workers, 60, "two Dask workers")
+    with dask_cluster(env, tmp_path, 2) as (address, procs):
         yield address, env, marks, procs
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 def _check(env: dict, out: Path, *extra: str) -> subprocess.Popen:
@@ -184,7 +129,7 @@ def test_a_killed_worker_and_a_killed_run_give_the_verdicts_of_a_plain_run(clust
 
 
 def test_an_unreachable_scheduler_is_refused_before_any_claim_runs(tmp_path):
-    port = _free_port()
+    port = free_port()
     start = time.monotonic()
     run = subprocess.run(
         [

@@ -30,6 +30,17 @@ def _values(seed: int, n: int, shift: float, scale: float = 1.0) -> np.ndarray:
     return shift + scale * np.random.default_rng(seed).standard_normal(n)
 
 
+def _reversed_between_half_alpha_and_alpha() -> np.ndarray:
+    """20 replicates whose mean lies below 0 with a one-sided p in (α/2, α) (a scan of the
+    shift)."""
+    for shift in np.linspace(-0.2, -0.6, 81):
+        mid = _values(1, 20, shift)
+        p = ttest_1samp(mid, 0.0, alternative="less").pvalue
+        if ALPHA / 2 < p < ALPHA:
+            return mid
+    pytest.fail("no shift gives p in (α/2, α)")
+
+
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(
     seed=st.integers(0, 10_000),
@@ -61,14 +72,7 @@ def test_every_task_conjunction_refutes_only_at_the_bonferroni_level():
     """'On every task': one task reversed at p between α/2 and α leaves 2 tasks INCONCLUSIVE;
     one reversed below α/2 refutes; every task significant confirms without a correction."""
     good = _values(0, 30, 1.0)
-    # a task reversed with a one-sided p in (α/2, α): found by scanning the shift
-    for shift in np.linspace(-0.2, -0.6, 81):
-        mid = _values(1, 20, shift)
-        p = ttest_1samp(mid, 0.0, alternative="less").pvalue
-        if ALPHA / 2 < p < ALPHA:
-            break
-    else:  # pragma: no cover - the scan covers the range
-        pytest.fail("no shift gives p in (α/2, α)")
+    mid = _reversed_between_half_alpha_and_alpha()
     tests = [decisions.test("a", good), decisions.test("b", mid)]
     assert decisions.superiority(tests).status is Status.INCONCLUSIVE
     assert decisions.superiority(tests[1]).status is Status.REFUTED  # alone, at α
@@ -255,13 +259,7 @@ def test_a_sample_without_a_counterexample_does_not_confirm_a_universal_statemen
 def test_a_sequential_design_that_stopped_early_still_corrects_for_every_task():
     """Two tasks quantified, one run (the design stopped at the first): a reverse ordering
     with one-sided p in (α/2, α) refutes one task alone but not one task of two."""
-    for shift in np.linspace(-0.2, -0.6, 81):
-        mid = _values(1, 20, shift)
-        p = ttest_1samp(mid, 0.0, alternative="less").pvalue
-        if ALPHA / 2 < p < ALPHA:
-            break
-    else:  # pragma: no cover - the scan covers the range
-        pytest.fail("no shift gives p in (α/2, α)")
+    mid = _reversed_between_half_alpha_and_alpha()
     one = decisions.test("b", mid)
     assert decisions.superiority(one).status is Status.REFUTED
     d = decisions.superiority(one, of=2)
