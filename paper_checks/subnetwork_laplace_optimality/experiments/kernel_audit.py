@@ -51,6 +51,15 @@ SUBSET = 64
 RELATIVE = 1e-8
 
 
+def _to_tolerance(got: Any, want: np.ndarray, tol: np.ndarray) -> float:
+    """max |got − want| / tol; an entry with tolerance 0 (a sub-network whose weights are all
+    dead ReLUs at that test point: variance exactly 0) counts 0 if exact, inf otherwise."""
+    err = np.abs(np.asarray(got, dtype=np.float64) - want)
+    tol = np.broadcast_to(np.asarray(tol, dtype=np.float64), err.shape)
+    ratio = np.divide(err, tol, out=np.where(err == 0.0, 0.0, np.inf), where=tol > 0)
+    return float(np.max(ratio))
+
+
 def _relative(got: Any, want: np.ndarray) -> float:
     got = np.asarray(got, dtype=np.float64)
     if got.shape != want.shape:
@@ -123,13 +132,11 @@ def audit_kernels(
         "full variance": _relative(predictive_variance(ggn, G), full) / RELATIVE,
     }
     tol = oracle.variance_tolerance(S)
-    ratios["sub-network variance"] = float(
-        np.max(np.abs(np.asarray(subnetwork_variance(ggn, G, S)) - sub) / tol)
-    )
+    ratios["sub-network variance"] = _to_tolerance(subnetwork_variance(ggn, G, S), sub, tol)
     path = np.asarray(subnetwork_variance_path(ggn, G, order, [small, S.size]))
     ratios["nested prefixes"] = max(
-        float(np.max(np.abs(path[0] - prefix) / oracle.variance_tolerance(order[:small]))),
-        float(np.max(np.abs(path[1] - sub) / tol)),
+        _to_tolerance(path[0], prefix, oracle.variance_tolerance(order[:small])),
+        _to_tolerance(path[1], sub, tol),
     )
     noise = float(noise_var) if task == "regression" else 0.0
     w2 = np.abs(np.sqrt(full + noise) - np.sqrt(sub + noise))

@@ -187,3 +187,15 @@ def test_kernel_audit_fails_on_a_softmax_hessian_root_without_its_square_root(mo
     monkeypatch.setattr(ggn_module, "eigh", eigh_squared)
     wrong = audit()
     assert wrong["full variance"] > 10 and wrong["sub-network variance"] > 10, wrong
+
+
+def test_an_exact_zero_variance_passes_the_audit_and_a_wrong_one_fails_it():
+    """A sub-network of dead ReLU weights has variance exactly 0 and tolerance 0 at a test
+    point (seen on Boston at base seed 7): 0 against 0 is no error, anything else infinite."""
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.kernel_audit import (
+        _to_tolerance,
+    )
+
+    want, tol = np.array([0.0, 2.0]), np.array([0.0, 1e-12])
+    assert _to_tolerance([0.0, 2.0 + 5e-13], want, tol) == pytest.approx(0.5, rel=1e-3)
+    assert _to_tolerance([1e-300, 2.0], want, tol) == np.inf
