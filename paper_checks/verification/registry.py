@@ -133,13 +133,18 @@ class Verdict:
         return "\n".join(f"- {p}" for p in self.points)
 
     @property
-    def reason(self) -> str:
-        """``summary``, or else the first sentence of the evidence (at most 160 characters)."""
-        text = self.summary.strip() or next(iter(self.points), "")
-        text = " ".join(text.split())
+    def full_reason(self) -> str:
+        """``summary``, or else the first sentence of the evidence, whole (the report's)."""
+        text = " ".join((self.summary.strip() or next(iter(self.points), "")).split())
         if not self.summary.strip():
             cut = text.find(". ")
             text = text[: cut + 1] if 0 < cut else text
+        return text
+
+    @property
+    def reason(self) -> str:
+        """:attr:`full_reason` cut to at most 160 characters (the terminal's line)."""
+        text = self.full_reason
         return text if len(text) <= 160 else text[:159].rstrip() + "…"
 
 
@@ -537,4 +542,4 @@ def run_mutant(item: Claim, mutant: Mutant, ctx: Context) -> MutantOutcome:
             verdict = run_claim(item, replace(ctx, figure_dir=None, mutant=mutant.name))
     finally:
         clear_caches()
-    return MutantOutcome(mutant, verdict.status, time.perf_counter() - start, verdict.reason)
+    return MutantOutcome(mutant, verdict.status, time.perf_counter() - start, verdict.full_reason)

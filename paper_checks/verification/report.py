@@ -17,7 +17,10 @@ from laplace_lab.paper_checks.verification.outcome import (
     paper_counts,
 )
 from laplace_lab.paper_checks.verification.registry import Status
-from laplace_lab.paper_checks.verification.report_html import render_html
+from laplace_lab.paper_checks.verification.report_html import (
+    render_html,
+    uncaptioned,
+)
 from laplace_lab.paper_checks.verification.run_info import run_metadata
 
 __all__ = ["VERDICT_SCHEMA", "Outcome", "write_report"]
@@ -34,7 +37,9 @@ def _markdown(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
         "",
         f"{meta['mode']} mode · seed {meta['seed']} · {meta['date']} · commit "
         f"{meta['commit'][:10]}{' (modified)' if meta.get('commit_dirty') else ''} · "
-        f"{len(outcomes)} claims in {meta['seconds']:.0f} s · mutants: {meta['mutants']}",
+        f"{len(outcomes)} claims in {meta['seconds']:.0f} s · mutants: {meta['mutants']} · "
+        f"{sum(len(o.verdict.figures) for o in outcomes)} figures, "
+        f"{len(uncaptioned(outcomes))} without caption",
         "",
         "Counts are the claims about the methods by their best evidence (a recorded "
         "paper-scale run re-decided under the same rules outranks quick mode), as 'paper "
@@ -67,7 +72,7 @@ def _markdown(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
             lines.append(
                 f"| [{o.claim.name}](#{o.anchor}) | {_md_cell(o.claim.location)} | "
                 f"{o.claim.kind.value} | {o.claim.setting.label} | **{o.status.value}** | "
-                f"{v.status.value} | {_md_cell(v.reason)} | {_md_cell(v.measured)} | "
+                f"{v.status.value} | {_md_cell(v.full_reason)} | {_md_cell(v.measured)} | "
                 f"{_md_cell(v.tolerance)} | {o.power} |"
             )
         for o in mine:
@@ -105,7 +110,7 @@ def _markdown_claim(o: Outcome) -> list[str]:
         + (f". *Quick mode:* {v.status.value}" if o.paper_scale is not None else "")
         + ".",
         "",
-        f"*Why.* {v.reason}",
+        f"*Why.* {v.full_reason}",
         "",
         f"*Measured* {format_value(v.measured)}; *expected* {format_value(v.expected)}; "
         f"*tolerance* {format_value(v.tolerance)}; {o.seconds:.2f} s.",
@@ -115,7 +120,7 @@ def _markdown_claim(o: Outcome) -> list[str]:
     if v.status is Status.ERROR:
         lines.append(f"```\n{v.evidence_text}\n```")
     else:
-        lines.append(v.evidence_text)
+        lines += [f"- {p}".replace("\n- ", "\n    - ") for p in v.points]
     for r in v.recorded:
         lines += ["", f"*Recorded* ({r.date}, commit {r.commit[:10]}, `{r.command}`): {r.summary}"]
         if r.decision is not None:
@@ -126,13 +131,13 @@ def _markdown_claim(o: Outcome) -> list[str]:
             )
     for fig in v.figures:
         lines += ["", f"![{o.claim.name}]({fig})"]
-        if getattr(fig, "caption", ""):
-            lines += ["", f"*{fig.caption}*"]
+        lines += ["", f"*{getattr(fig, 'caption', '') or '(no caption)'}*"]
     if o.mutants:
         lines += ["", f"*Mutants caught {o.power}:*"]
         lines += [
             f"- `{m.mutant.name}` ({m.mutant.description}): {m.status.value}, must be "
             f"{m.mutant.expect} — {'caught' if m.caught else '**not caught**'}"
+            + (f": {m.reason}" if m.reason else "")
             for m in o.mutants
         ]
     errata = errata_of(o.claim.key)

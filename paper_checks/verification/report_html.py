@@ -1,13 +1,16 @@
 """The HTML page of the verification report (``index.html``).
 
-Layout, top to bottom: the run in one line and a table per paper of the claims by verdict
+Layout, top to bottom: the run in one line (with the count of figures saved without a caption)
+and a table per paper of the claims by verdict
 (each count split into the paper's setting and substitutes), the errata counted apart, and
 mutant power; then per paper its citation, a table of its claims (kind, setting, verdict — the
 recorded paper-scale run first where one counts, the quick verdict beside it —, the reason in
 one line, measured, tolerance, mutants caught) and a section per claim (statement, reason,
 evidence as a list, recorded runs, figures with captions, the mutants and what they gave,
 the errata that rest on it); then the errata, each linked to its claims; then the run's
-metadata in full.
+metadata in full. Filters (status, paper, only the verdicts that differ from the expected ones)
+sit above the claims; the page needs no external asset. No text is cut: long parts are folded
+into ``<details>`` elements.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from laplace_lab.paper_checks.verification.errata import errata_of, registered_e
 from laplace_lab.paper_checks.verification.outcome import Outcome, format_value, paper_counts
 from laplace_lab.paper_checks.verification.registry import Status
 
-__all__ = ["render_html"]
+__all__ = ["differs", "render_html", "uncaptioned"]
 
 e = html.escape
 
@@ -50,6 +53,12 @@ figcaption{font-size:.85rem;color:#3d444d;max-width:60rem}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;font-size:.8rem}
 ul.evidence li{margin:.15rem 0}nav a{margin-right:.8rem}
 .warn{color:#b42318;font-weight:600}code{font-size:.85em;overflow-wrap:anywhere}
+td,.reason,.statement,li,figcaption{overflow-wrap:break-word}
+.nocaption{color:#b42318;font-style:italic}details.long summary{cursor:pointer;color:#0969da}
+.filters{background:#f6f8fa;border:1px solid #d0d7de;border-radius:.5rem;padding:.5rem .8rem;
+margin:.8rem 0;position:sticky;top:0;z-index:1}.filters label{margin-right:.8rem;
+white-space:nowrap}.filters .shown{font-weight:600;margin-left:.5rem}
+[hidden]{display:none!important}
 """
 
 _LEGEND = (
@@ -74,12 +83,29 @@ def _badge(status: Status) -> str:
     return f"<span class='badge {status.value}'>{status.value}</span>"
 
 
-def _short(value: Any, limit: int = 90) -> str:
-    """Escaped text, cut at ``limit`` characters with the full text as a tooltip."""
+def _long(value: Any, limit: int = 160) -> str:
+    """Escaped text, never cut: longer than ``limit`` characters, it is folded into a
+    ``<details>`` element whose summary gives its length."""
     text = format_value(value)
     if len(text) <= limit:
         return e(text)
-    return f"<span title='{e(text)}'>{e(text[: limit - 1].rstrip())}…</span>"
+    return (
+        f"<details class='long'><summary>{len(text.split())} words</summary>"
+        f"<div>{e(text)}</div></details>"
+    )
+
+
+def differs(o: Outcome) -> bool:
+    """The quick verdict differs from the expected one, or a mutant was not caught."""
+    return o.verdict.status is not o.claim.expected or any(not m.caught for m in o.mutants)
+
+
+def _data(o: Outcome) -> str:
+    """The attributes the page's filters read."""
+    return (
+        f" data-status='{o.status.value}' data-paper='{e(o.claim.paper)}'"
+        f" data-differs='{int(differs(o))}'"
+    )
 
 
 def _title(paper: str, outcomes: Sequence[Outcome]) -> str:
@@ -139,12 +165,12 @@ def _count_cell(row: dict[str, Any], status: Status) -> str:
 
 
 def _setting(o: Outcome, limit: int = 0) -> str:
-    """The claim's setting; a substitute's differences cut at ``limit`` characters (0: whole,
-    as in the claim's section), with the whole text as a tooltip."""
+    """The claim's setting; a substitute's differences folded into a ``<details>`` element
+    beyond ``limit`` characters (0: never, as in the claim's section)."""
     setting = o.claim.setting
     if setting.label == "paper":
         return "paper" + (" (a table's number)" if setting.specific else "")
-    what = _short(setting.differs, limit) if limit else e(setting.differs)
+    what = _long(setting.differs, limit) if limit else e(setting.differs)
     return "substitute" + (" (a table's number)" if setting.specific else "") + f": {what}"
 
 
@@ -168,11 +194,11 @@ def _claims_table(outcomes: Sequence[Outcome]) -> str:
         v = o.verdict
         missed = any(not m.caught for m in o.mutants)
         rows.append(
-            f"<tr><td><a href='#{e(o.anchor)}'>{e(o.claim.name)}</a></td>"
+            f"<tr class='row'{_data(o)}><td><a href='#{e(o.anchor)}'>{e(o.claim.name)}</a></td>"
             f"<td>{e(o.claim.location)}</td><td>{e(o.claim.kind.value)}</td>"
             f"<td>{_setting(o, 60)}</td><td>{_verdict_cell(o)}</td>"
-            f"<td class='why {o.status.value}-why'>{_short(v.reason, 140)}</td>"
-            f"<td>{_short(v.measured)}</td><td>{_short(v.tolerance)}</td>"
+            f"<td class='why {o.status.value}-why'>{_long(v.full_reason, 240)}</td>"
+            f"<td>{_long(v.measured)}</td><td>{_long(v.tolerance)}</td>"
             f"<td class='num{' warn' if missed else ''}'>{e(o.power)}</td></tr>"
         )
     return (
@@ -186,9 +212,16 @@ def _evidence(o: Outcome) -> str:
     v = o.verdict
     if v.status is Status.ERROR:
         return f"<details><summary>traceback</summary><pre>{e(v.evidence_text)}</pre></details>"
-    if isinstance(v.evidence, str):
-        return f"<p>{e(v.evidence_text)}</p>" if v.evidence_text else ""
-    return "<ul class='evidence'>" + "".join(f"<li>{e(p)}</li>" for p in v.points) + "</ul>"
+    if not v.points:
+        return ""
+    return "<ul class='evidence'>" + "".join(_point(p) for p in v.points) + "</ul>"
+
+
+def _point(point: str) -> str:
+    """One evidence point as a list item; its ``"\n- "`` parts become sub-items."""
+    head, *subs = point.split("\n- ")
+    inner = "".join(f"<li>{e(x.strip())}</li>" for x in subs if x.strip())
+    return f"<li>{e(head.strip())}" + (f"<ul>{inner}</ul>" if inner else "") + "</li>"
 
 
 def _mutants(o: Outcome) -> str:
@@ -198,7 +231,7 @@ def _mutants(o: Outcome) -> str:
         f"<tr><td><code>{e(m.mutant.name)}</code>{' (heavy)' if m.mutant.heavy else ''}</td>"
         f"<td>{e(m.mutant.description)}</td><td>{_badge(Status(m.mutant.expect))}</td>"
         f"<td>{_badge(m.status)}</td><td class='{'caught' if m.caught else 'missed'}'>"
-        f"{'caught' if m.caught else 'not caught'}</td><td>{_short(m.reason, 160)}</td></tr>"
+        f"{'caught' if m.caught else 'not caught'}</td><td>{_long(m.reason, 240)}</td></tr>"
         for m in o.mutants
     )
     return (
@@ -210,12 +243,7 @@ def _mutants(o: Outcome) -> str:
 
 def _claim_section(o: Outcome) -> str:
     v = o.verdict
-    figures = "".join(
-        f"<figure><img src='{e(str(f))}' alt='{e(o.claim.name)}'>"
-        + (f"<figcaption>{e(f.caption)}</figcaption>" if getattr(f, "caption", "") else "")
-        + "</figure>"
-        for f in v.figures
-    )
+    figures = "".join(_figure(o, f) for f in v.figures)
     recorded = "".join(
         f"<p><i>Recorded</i> ({e(r.date)}, commit {e(r.commit[:10])}, <code>{e(r.command)}"
         f"</code>): {e(r.summary)}"
@@ -248,7 +276,8 @@ def _claim_section(o: Outcome) -> str:
     )
     margin = f" Margin: {e(o.claim.margin)}." if o.claim.margin else ""
     return (
-        f"<section class='claim' id='{e(o.anchor)}'><h3>{_badge(o.status)} {e(o.claim.name)} "
+        f"<section class='claim' id='{e(o.anchor)}'{_data(o)}><h3>{_badge(o.status)} "
+        f"{e(o.claim.name)} "
         f"<span class='loc'>— {e(o.claim.location)}</span></h3>{drift}"
         f"<p class='statement'>{e(o.claim.statement)}</p>"
         f"<p class='meta'>Kind: {e(o.claim.kind.value)}. Setting: {_setting(o)}.{margin}"
@@ -258,7 +287,7 @@ def _claim_section(o: Outcome) -> str:
             else ""
         )
         + "</p>"
-        f"<p class='reason'><b>Why:</b> {e(v.reason)}</p>{seeds}"
+        f"<p class='reason'><b>Why:</b> {e(v.full_reason)}</p>{seeds}"
         "<table><tr><th>measured</th><th>expected</th><th>tolerance</th><th>time</th></tr>"
         f"<tr><td>{e(format_value(v.measured))}</td><td>{e(format_value(v.expected))}</td>"
         f"<td>{e(format_value(v.tolerance))}</td><td class='num'>{o.seconds:.1f} s</td>"
@@ -268,12 +297,69 @@ def _claim_section(o: Outcome) -> str:
     )
 
 
+def _figure(o: Outcome, f: Any) -> str:
+    """A figure with its caption, or a visible placeholder where it was saved without one."""
+    caption = getattr(f, "caption", "")
+    cap = (
+        f"<figcaption>{e(caption)}</figcaption>"
+        if caption
+        else "<figcaption class='nocaption'>(no caption)</figcaption>"
+    )
+    return f"<figure><img src='{e(str(f))}' alt='{e(o.claim.name)}: {e(caption)}'>{cap}</figure>"
+
+
+def uncaptioned(outcomes: Sequence[Outcome]) -> list[str]:
+    """The figures of ``outcomes`` saved without a caption."""
+    return [str(f) for o in outcomes for f in o.verdict.figures if not getattr(f, "caption", "")]
+
+
+_SCRIPT = """
+(function(){
+  var f=document.getElementById('filters');if(!f)return;
+  var items=document.querySelectorAll('[data-status]');
+  function apply(){
+    var on={};
+    f.querySelectorAll('input[name=status]').forEach(function(b){on[b.value]=b.checked;});
+    var paper=f.querySelector('select[name=paper]').value;
+    var only=f.querySelector('input[name=differs]').checked;var shown=0;
+    items.forEach(function(el){
+      var ok=on[el.dataset.status]&&(!paper||el.dataset.paper===paper)&&
+        (!only||el.dataset.differs==='1');
+      el.hidden=!ok;if(ok&&el.tagName==='SECTION')shown++;
+    });
+    f.querySelector('.shown').textContent=shown+' of '+f.dataset.total+' claims shown';
+  }
+  f.addEventListener('change',apply);apply();
+})();
+"""
+
+
+def _filters(outcomes: Sequence[Outcome], papers: Sequence[str]) -> str:
+    """The filters by status, by paper and to the verdicts that differ from the expected."""
+    present = [s for s in Status if any(o.status is s for o in outcomes)]
+    boxes = "".join(
+        f"<label><input type='checkbox' name='status' value='{s.value}' checked> "
+        f"{_badge(s)}</label>"
+        for s in present
+    )
+    options = "".join(f"<option value='{e(p)}'>{e(p)}</option>" for p in papers)
+    return (
+        f"<form id='filters' class='filters' data-total='{len(outcomes)}' "
+        "onsubmit='return false'><b>Show:</b> "
+        f"{boxes}<label>paper <select name='paper'><option value=''>all</option>{options}"
+        "</select></label><label><input type='checkbox' name='differs'> only verdicts that "
+        "differ from the expected ones (quick verdict or a mutant not caught)</label>"
+        f"<span class='shown'>{len(outcomes)} of {len(outcomes)} claims shown</span></form>"
+    )
+
+
 def _erratum_label(x: Any) -> str:
     return f"E{x.anchor.rsplit('-', 1)[1]}"
 
 
-def _errata(papers: Sequence[str]) -> str:
-    """The errata of the papers in the report, grouped by paper."""
+def _errata(papers: Sequence[str], anchors: set[str]) -> str:
+    """The errata of the papers in the report, grouped by paper; a claim is linked where the
+    report has its section (``anchors``)."""
     parts = []
     known = registered_errata()
     for paper in (p for p in dict.fromkeys(x.paper for x in known) if p in papers):
@@ -281,6 +367,8 @@ def _errata(papers: Sequence[str]) -> str:
         for x in (x for x in known if x.paper == paper):
             links = ", ".join(
                 f"<a href='#{e(k.replace('/', '-', 1))}'>{e(k.split('/', 1)[1])}</a>"
+                if k.replace("/", "-", 1) in anchors
+                else f"{e(k.split('/', 1)[1])} (not in this run)"
                 for k in x.claims
             )
             items.append(
@@ -321,6 +409,11 @@ def render_html(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
             else ""
         )
     )
+    figures = sum(len(o.verdict.figures) for o in outcomes)
+    missing = len(uncaptioned(outcomes))
+    line += f" · {figures} figures" + (
+        f", {missing} without caption" if missing else ", all with captions"
+    )
     nav = "".join(f"<a href='#{e(p)}'>{e(p)}</a>" for p in papers)
     body = []
     for paper in papers:
@@ -337,5 +430,7 @@ def render_html(outcomes: Sequence[Outcome], meta: dict[str, Any]) -> str:
         f"<title>laplace-lab verification report</title><style>{_CSS}</style></head><body>"
         f"<h1>laplace-lab verification report</h1><p class='meta'>{e(line)}</p>"
         f"<nav>{nav}<a href='#errata'>errata</a><a href='#run'>run</a></nav>"
-        f"{_overview(outcomes, meta)}{''.join(body)}{_errata(papers)}{_run(meta)}</body></html>\n"
+        f"{_overview(outcomes, meta)}{_filters(outcomes, papers)}{''.join(body)}"
+        f"{_errata(papers, {o.anchor for o in outcomes})}{_run(meta)}"
+        f"<script>{_SCRIPT}</script></body></html>\n"
     )

@@ -43,7 +43,7 @@ class _Collector(HTMLParser):
         attrs = dict(attrs)
         if tag == "img":
             self.images.append(attrs["src"])
-        elif tag not in {"meta", "br"}:
+        elif tag not in {"meta", "br", "input"}:
             self.stack.append(tag)
         if tag == "a" and "href" in attrs:
             self.hrefs.append(attrs["href"])
@@ -377,3 +377,52 @@ def test_errata_and_substitutes_are_counted_apart():
     )["p"]
     assert row["claims"] == 2 and row["errata_checked"] == 2 and row["errata_found"] == 1
     assert row["paper"][Status.CONFIRMED] == 1 and row["substitute"][Status.INCONCLUSIVE] == 1
+
+
+def test_the_page_shows_every_text_whole_with_filters_lists_and_captions(tmp_path):
+    """No browser: the structure the reader meets (tests/browser/test_pages.py drives it)."""
+    summary = "the gap " + " ".join(f"w{i}" for i in range(60))  # > 160 characters
+    why = "the verdict of the mutant " + " ".join(f"m{i}" for i in range(60))
+    m = Mutant("wrong", "a wrong variant", {(Status, "ERROR"): "x"})
+    fig_dir = tmp_path / "figures"
+    fig_dir.mkdir()
+
+    def figures(ctx: Context) -> Verdict:
+        figs = ()
+        for name, caption in (("with.png", "Dashed: the bound."), ("bare.png", "")):
+            fig, ax = plt.subplots()
+            ax.plot([0, 1])
+            figs += ctx.save_figure(fig, name, caption=caption)
+        return Verdict(
+            Status.CONFIRMED, evidence=["set-up", "cases:\n- one\n- two <b>"], figures=figs
+        )
+
+    ctx = Context(figure_dir=fig_dir)
+    a = Claim("paper-a", "one", "eq. (1)", "A.", Status.CONFIRMED, figures)
+    b = Claim("paper-b", "two", "Thm 2", "B.", Status.CONFIRMED, lambda ctx: None)
+    outcomes = [
+        Outcome(a, run_claim(a, ctx), 0.1, (MutantOutcome(m, Status.CONFIRMED, 0.2, why),)),
+        Outcome(b, Verdict(Status.REFUTED, summary=summary, measured="x" * 300), 0.1),
+    ]
+    paths = write_report(outcomes, tmp_path, meta=_meta())
+    html = paths["html"].read_text()
+    parser = _parse(paths["html"])
+    # filters: a checkbox per status present, the papers, the differing verdicts, the count
+    assert "<form id='filters'" in html and "2 of 2 claims shown" in html
+    assert "name='status' value='CONFIRMED'" in html and "value='REFUTED'" in html
+    assert "value='ERROR'" not in html and "<option value='paper-b'>" in html
+    assert "name='differs'" in html and "<script>" in html and "src='http" not in html
+    # both claims differ from the expected: a mutant not caught, a quick verdict that changed
+    assert html.count("data-differs='1'") == 4  # each claim's table row and section
+    # evidence as a list, a point's "- " lines as sub-items
+    assert "<ul class='evidence'><li>set-up</li><li>cases:<ul><li>one</li>" in html
+    assert "<li>two &lt;b&gt;</li></ul></li></ul>" in html
+    # the reasons whole, wherever they stand (the long ones folded into <details>)
+    assert html.count(summary) == 2 and why in html and "x" * 300 in html
+    assert "…" not in html.replace("<code>…</code>", "")
+    md = paths["markdown"].read_text()
+    assert summary in md and why in md
+    # every figure captioned, a missing caption shown and counted in the header
+    assert parser.images == ["figures/with.png", "figures/bare.png"]
+    assert parser.captions == ["Dashed: the bound.", "(no caption)"]
+    assert "2 figures, 1 without caption" in html and "1 without caption" in md
