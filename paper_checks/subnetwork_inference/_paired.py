@@ -16,9 +16,6 @@ import numpy as np
 
 from laplace_lab.paper_checks.verification import decisions
 
-#: The level of a claim's decision.
-ALPHA = decisions.ALPHA
-
 
 def differences(better: np.ndarray, worse: np.ndarray) -> np.ndarray:
     """Per-unit differences, claimed better − claimed worse."""

@@ -274,7 +274,16 @@ def rotated_subnetwork_log_likelihood(ctx: Context) -> Verdict:
             b: {"mean_difference": t.mean, "se": t.se, "p": one_sided_p(t)}
             for b, t in tests.items()
         },
-        figures=ctx.save_figure(_figure(runs, ens), "rotated_digits.png"),
+        figures=ctx.save_figure(
+            _figure(runs, ens),
+            "rotated_digits.png",
+            caption=(
+                "Test NLL, ECE and error against the rotation angle of the 8×8 digits for "
+                "the MAP, the Laplace variants (probit), the subnetworks and a 5-member "
+                "ensemble, mean over the trained networks; lower is better. The claim compares "
+                "the subnetwork's log-likelihood with each baseline's over the rotated digits."
+            ),
+        ),
         decision=d,
     )
 

@@ -80,8 +80,9 @@ def _network(dead, swag, laplace=None):
 @pytest.mark.parametrize(
     ("nets", "status"),
     [
-        # the dead weights hold the smallest SWAG variances: none selected
-        ([_network([1, 1, 0, 0, 0, 0], [0, 1e-12, 3, 2, 1, 0.5])], Status.CONFIRMED),
+        # the dead weights hold the smallest SWAG variances: none selected, but a sample of
+        # networks without a counterexample does not establish the universal statement
+        ([_network([1, 1, 0, 0, 0, 0], [0, 1e-12, 3, 2, 1, 0.5])], Status.INCONCLUSIVE),
         # one dead weight among the two largest SWAG variances: a counterexample
         ([_network([1, 1, 0, 0, 0, 0], [4, 0, 3, 2, 1, 0.5])], Status.REFUTED),
         # no dead weight anywhere: nothing to avoid
