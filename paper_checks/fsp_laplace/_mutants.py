@@ -28,6 +28,13 @@ def likelihood_inside_prior_subspace(result, Jw, _true=dropped_terms):
     return _true(result, (np.asarray(Jw) @ U) @ U.T)
 
 
+def p_in_place_of_p0(result, Jw, *, _true=dropped_terms):
+    """‖PΛP‖_F / ‖Λ‖_F reported as Table C.2's ‖P₀ΛP₀‖_F / ‖Λ‖_F (the kept block for the
+    dropped one): by Pythagoras √(1 − total_ratio²)."""
+    true = _true(result, Jw)
+    return true._replace(p0_ratio=float(np.sqrt(max(1.0 - true.total_ratio**2, 0.0))))
+
+
 #: Table C.2 with the Matérn-1/2 classification entry a hundred times smaller.
 WRONG_TABLE_C2 = {
     **TABLE_C2,

@@ -22,6 +22,7 @@ from laplace_lab.paper_checks.verification import (
     Status,
     Verdict,
     claim,
+    require,
 )
 
 PAPER = "fsp-laplace"
@@ -192,13 +193,14 @@ def _entry_decision(ours: float, paper: float) -> tuple[bool, str]:
         "in quick mode, fewer training steps and a 2×50 two-moons network",
         specific=True,
     ),
+    expected=Status.NOT_REPRODUCIBLE_HERE,
     mutants=(
         Mutant(
-            "matern-classification-entry-100x-smaller",
-            "Table C.2 with 1.299e-4 for Matérn-1/2 classification",
-            {(_setups, "TABLE_C2"): _mutants.WRONG_TABLE_C2},
-            # an entry not reproduced on the substitute set-up cannot refute the table
-            expect=Status.NOT_REPRODUCIBLE_HERE,
+            "kept-block-for-dropped-block",
+            "‖PΛP‖_F/‖Λ‖_F reported as ‖P₀ΛP₀‖_F/‖Λ‖_F (caught by the Pythagorean audit of "
+            "the dropped terms: ERROR)",
+            {(_setups, "dropped_terms"): _mutants.p_in_place_of_p0},
+            expect=Status.ERROR,
             reuses=(_setups.trained_setups,),  # the trained networks
         ),
     ),
@@ -207,6 +209,13 @@ def _table_c2_values(ctx: Context) -> Verdict:
     """App. C.2, Table C.2: "‖P₀ΛP₀ᵀ‖_F / ‖Λ‖_F for different combinations of priors and
     tasks" — the four printed values, on a substitute set-up (a specific number of a table)."""
     runs = table_c2_runs(ctx.full, ctx.seed)
+    for (k, t), r in runs.items():  # Λ − PΛP = P₀ΛP₀ + cross terms, orthogonal (Frobenius)
+        p0, total = r["p0_ratio"], r["total_ratio"]
+        require(
+            np.isfinite(p0) and 0.0 <= p0 <= total * (1 + 1e-9) + 1e-15 and total <= 1 + 1e-9,
+            f"{k} {t}: ‖P₀ΛP₀‖/‖Λ‖ = {p0:.3g} against ‖Λ − PΛP‖/‖Λ‖ = {total:.3g}: the "
+            "dropped block cannot exceed everything dropped",
+        )
     decisions = {
         f"{k} {t}": _entry_decision(r["p0_ratio"], r["paper"]) for (k, t), r in runs.items()
     }

@@ -272,7 +272,7 @@ def _double_noise_scores(pred, y, *, levels=LEVELS, _scores=gaussian_scores):
     "risk-averse intervals that cover at least the nominal level (KFAC, DIAG and DENSE).",
     expected=Status.INCONCLUSIVE,
     kind=Kind.SUPERIORITY,
-    setting=Setting.substitute(MEAN_VARIANCE, specific=True),
+    setting=Setting.substitute(MEAN_VARIANCE),
     mutants=(
         Mutant(
             "doubled-predictive-variance",
@@ -388,15 +388,14 @@ def _nominal_assla(fit, *, _true=la_coverage, **kwargs):
     statement="ASSLA systematically underestimates uncertainty in wider intervals (coverage "
     "below the nominal 95% and 90%), a mild risk-seeking bias.",
     kind=Kind.SUPERIORITY,
-    setting=Setting.substitute(MEAN_VARIANCE, specific=True),
+    setting=Setting.substitute(MEAN_VARIANCE),
     mutants=(
         Mutant(
             "noise-counted-twice",
-            "ASSLA with σ̂²(x*) counted twice (it over-covers: a refutation, which a substitute "
-            "setting turns into not reproducible here)",
+            "ASSLA with σ̂²(x*) counted twice (it over-covers: the reverse ordering, REFUTED)",
             {assla_log_density: _wide_noise_assla},
             reuses=(_mv_fit, _mv_curvature),
-            expect=Status.NOT_REPRODUCIBLE_HERE,
+            expect=Status.REFUTED,
         ),
         Mutant(
             "coverage-at-nominal",
@@ -486,7 +485,7 @@ def _assla_as_ssla(v, f_test, y, *, noise_var, _density=assla_log_density_from_v
     statement="SSLA's uncertainty estimates vary depending on the covariance approximation "
     "(KFAC, diagonal, dense).",
     kind=Kind.SUPERIORITY,
-    setting=Setting.substitute(HOMOSCEDASTIC, specific=True),
+    setting=Setting.substitute(HOMOSCEDASTIC),
     mutants=(
         Mutant(
             "ssla-by-assla-formula",
