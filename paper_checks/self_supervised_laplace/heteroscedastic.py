@@ -283,11 +283,10 @@ def _double_noise_scores(pred, y, *, levels=LEVELS, _scores=gaussian_scores):
         ),
         Mutant(
             "halved-predictive-variance",
-            "LA's predictive variance σ̂²(x) + v halved (it under-covers: a refutation, which a "
-            "substitute setting turns into not reproducible here)",
+            "LA's predictive variance σ̂²(x) + v halved (it under-covers: REFUTED)",
             {gaussian_scores: _half_variance_scores},
             reuses=(_mv_fit, _mv_curvature),
-            expect=Status.NOT_REPRODUCIBLE_HERE,
+            expect=Status.REFUTED,
         ),
         Mutant(
             "evidence-prior-term-without-half",
