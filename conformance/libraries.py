@@ -141,7 +141,8 @@ _LAPLACE_TORCH_FINDINGS = (
         ),
     ),
     Finding(
-        "LowRankLaplace cannot run from any PyPI install",
+        "LowRankLaplace does not run from laplace-torch's own pins "
+        "(its asdfghjkl 0.1a4 installs the module asdl)",
         "validation.md#finding-3",
         ("low-rank/", "structured-samples/low-rank/"),
     ),

@@ -57,8 +57,7 @@ def expected_improvement_for_minimisation(mean, variance, best):
 # --- Real-data experiments (Mauna Loa CO₂, UCI regression) -----------------------------------
 
 from laplace_lab.networks.fsp_training import ContextBox  # noqa: E402
-from laplace_lab.paper_checks.fsp_laplace._real_data import ML_SEEDS, co2_scores  # noqa: E402
-from laplace_lab.paper_checks.fsp_laplace.experiments.mauna_loa import fit_co2_gp  # noqa: E402
+from laplace_lab.paper_checks.fsp_laplace._real_data import co2_scores  # noqa: E402
 
 
 def unwidened_box(cls, X, *, widen=0.5, _true=ContextBox.around.__func__):
@@ -76,19 +75,6 @@ def ood_inputs_unstandardised(d, n, *, rng):
 
     X = load_breast_cancer().data[:, :d]
     return X[np.sort(as_generator(rng).choice(X.shape[0], size=n, replace=False))]
-
-
-def co2_gp_with_inflated_noise(data, *, periodic=True, _true=fit_co2_gp):
-    """The fitted CO₂ prior with a noise variance a hundred times the fitted one."""
-    kernel, noise = _true(data, periodic=periodic)
-    return kernel, 100.0 * noise
-
-
-def co2_scores_with_paper_gp(method, metric, full, seed, _true=co2_scores):
-    """Scores of the Mauna Loa runs with the GP's MSE replaced by Table 1's 35.66 ppm²."""
-    if method == "GP" and metric == "mse":
-        return [35.66] * ML_SEEDS[full]
-    return _true(method, metric, full, seed)
 
 
 def co2_scores_without_effect(method, metric, full, seed, _true=co2_scores):

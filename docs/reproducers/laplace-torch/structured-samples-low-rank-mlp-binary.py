@@ -7,7 +7,7 @@
 # Found: ImportError: To use LowRankLaplace, please install the old asdfghjkl dependency: pip
 # install git+https://git@github.com/wiseodd/asdl@asdfghjkl
 #
-# Known finding: LowRankLaplace cannot run from any PyPI install; described, with a reproducer of
+# Known finding: LowRankLaplace does not run from laplace-torch's own pins (its asdfghjkl 0.1a4 installs the module asdl); described, with a reproducer of
 # its own where one was written, in docs/validation.md#finding-3.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
