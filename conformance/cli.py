@@ -135,10 +135,13 @@ def add_validate_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
     cmd = subparsers.add_parser(
         "validate", help="check a Laplace implementation against the conformance cases"
     )
+    from laplace_lab.conformance.libraries import LIBRARIES  # names only: no library imported
+
     cmd.add_argument(
         "--target",
         metavar="LIBRARY|MODULE:CALLABLE",
-        help="the implementation: laplace-lab, laplace-torch, curvlinops or MODULE:CALLABLE",
+        help=f"the implementation: {', '.join(LIBRARIES)} (the libraries the scoreboard "
+        "scores) or MODULE:CALLABLE",
     )
     cmd.add_argument(
         "--scoreboard",

@@ -181,3 +181,11 @@ def test_the_build_warns_about_no_package_and_ships_every_data_file(tmp_path):
     shipped = tmp_path / "lib" / "laplace_lab" / "paper_checks"
     data = [*ROOT.glob("paper_checks/*/recorded/*.json"), *ROOT.glob("paper_checks/*/RESULTS.md")]
     assert data and all((shipped / p.relative_to(ROOT / "paper_checks")).is_file() for p in data)
+
+
+def test_validate_help_names_every_library_the_scoreboard_scores(capsys):
+    from laplace_lab.conformance.libraries import LIBRARIES
+
+    assert main(["validate", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(name in text for name in LIBRARIES) and len(LIBRARIES) == 5
