@@ -130,7 +130,7 @@ def _figure(ctx: Context, runs: dict, delta: float) -> tuple[str, ...]:
 Stats = dict[str, tuple[float, float]]  # agent → (mean, 1.96 × standard error)
 
 
-def _welch(label: str, worse: tuple[float, float, int], better: tuple[float, float, int]):
+def welch(label: str, worse: tuple[float, float, int], better: tuple[float, float, int]):
     """The test of mean(worse) − mean(better) > 0 for two independent samples, each given as
     (mean, standard error, n): Welch's standard error and Satterthwaite's degrees of freedom
     (each agent's seeds are drawn apart: ``replication_rng`` keys them by the agent)."""
@@ -153,7 +153,7 @@ def ordering_tests(per_seed: dict[str, list[float]], delta: float) -> list[decis
         require(v.size >= 2, f"{agent}: {v.size} seed(s); a test needs at least 2")
         stats[agent] = (float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size)), v.size)
     return [
-        _welch(_label(w, b), stats[w], stats[b])
+        welch(_label(w, b), stats[w], stats[b])
         for w, b in _ORDERINGS[delta]
         if w in stats and b in stats
     ]
@@ -166,7 +166,7 @@ def summary_tests(
     records without per-seed values); the orderings with an agent missing are left out."""
     stats = {a: (float(m), float(h) / 1.96, int(seeds)) for a, (m, h) in final_regret.items()}
     return [
-        _welch(_label(w, b), stats[w], stats[b])
+        welch(_label(w, b), stats[w], stats[b])
         for w, b in _ORDERINGS[delta]
         if w in stats and b in stats
     ]

@@ -35,6 +35,7 @@ from laplace_lab.theory import (
     check_monotonicity,
     check_theorem2,
     check_theorem3,
+    cpi_matrix,
     is_cpi,
     random_cpi,
     random_diagonally_dominant,
@@ -299,7 +300,7 @@ def _consistency_rows(seed: int, full: bool) -> tuple[dict[str, float], ...]:
         params = {"N": N, "scenario": "separated", "p": 20, "k": 5, "a": 0.5, "b": 0.2}
         runs = replicate(theorem2_consistency.STUDY, params, reps, seed=seed)
         row: dict = {"N": N, **{m: float(np.mean([r[m] for r in runs])) for m in runs[0]}}
-        for m in ("select_gradient", "select_subnet_diagonal"):
+        for m in ("select_gradient", "select_subnet_diagonal", "score_error_scaled"):
             row[f"{m}_values"] = tuple(float(r[m]) for r in runs)
         rows.append(row)
     return tuple(rows)
@@ -406,10 +407,47 @@ def theorem_2_finite_n(ctx: Context) -> Verdict:
     )
 
 
+def score_deviation_covariance(lam: np.ndarray) -> np.ndarray:
+    """The covariance of (g_1², …, g_p²) for Gaussian gradients g ~ N(0, Λ): 2 Λ∘Λ (Isserlis:
+    Cov(g_i², g_j²) = 2 Λ_ij²), the covariance of √N (s − diag Λ) for every N."""
+    return 2.0 * lam * lam
+
+
+def clt_scaled_limit(lam: np.ndarray, rng: np.random.Generator, draws: int) -> tuple[float, float]:
+    """The limit of E[sup_i |s_i − Λ_ii|] / √(log p / N) as N → ∞, with its Monte Carlo s.e.
+
+    By the central limit theorem √N (s − diag Λ) → W ~ N(0, 2 Λ∘Λ), so the scaled error
+    tends in distribution to max_i |W_i| / √(log p), whose mean is positive for every fixed
+    Λ ≠ 0: the error is Θ_P(√(log p / N)), not o_P.
+    """
+    chol = np.linalg.cholesky(score_deviation_covariance(lam))
+    w = rng.standard_normal((draws, lam.shape[0])) @ chol.T
+    m = np.max(np.abs(w), axis=1) / np.sqrt(np.log(lam.shape[0]))
+    return float(m.mean()), float(m.std(ddof=1) / np.sqrt(draws))
+
+
+def _clt_limit_without_isserlis_factor(
+    lam: np.ndarray, rng: np.random.Generator, draws: int
+) -> tuple[float, float]:
+    """The limit with Var(g_i²) read as Λ_ii² instead of 2 Λ_ii² (a factor √2 too small)."""
+    mean, se = clt_scaled_limit(lam, rng, draws)
+    return mean / np.sqrt(2.0), se / np.sqrt(2.0)
+
+
+#: Monte Carlo draws of the limit's mean (s.e. ≈ 0.1% of it).
+LIMIT_DRAWS = 200_000
+#: The simulated mean at the largest N must lie within this many standard errors of the limit
+#: (the two s.e. combined) plus :data:`LIMIT_BIAS` of it, room for the CLT's finite-N bias
+#: (measured at base seed 0: 3.91 ± 0.10 at N = 100 and 3.97 ± 0.10 at N = 10⁵ against the
+#: limit 4.022 ± 0.002, within the simulation's noise from N = 100 on).
+LIMIT_Z = 4.0
+LIMIT_BIAS = 0.02
+
+
 @claim(
     paper=PAPER,
     name="score-concentration-rate",
-    kind=Kind.EXACT,
+    kind=Kind.EXISTENCE,
     setting=Setting.paper(),
     location="App. A.4, display after (A5)",
     statement=(
@@ -420,34 +458,80 @@ def theorem_2_finite_n(ctx: Context) -> Verdict:
     mutants=(
         Mutant(
             "scores-error-one-over-n",
-            "scores whose error is O_P(1/N), the o_P(√(log p / N)) the proof asserts",
+            "scores whose error is O_P(1/N), the o_P(√(log p / N)) the proof asserts: the "
+            "simulation leaves the CLT limit, which the in-run audit must catch",
             {(theorem2_consistency, "_mean_squared_gradients"): _scores_error_one_over_n},
-            expect=Status.CONFIRMED,
+            expect=Status.ERROR,
+        ),
+        Mutant(
+            "limit-without-isserlis-factor",
+            "the limit drawn with Var(g_i²) = Λ_ii² instead of 2 Λ_ii²: the audit of the "
+            "limit against the simulation must fail",
+            {(sys.modules[__name__], "clt_scaled_limit"): _clt_limit_without_isserlis_factor},
+            expect=Status.ERROR,
+            reuses=(_consistency_rows,),
         ),
     ),
 )
 def score_concentration_rate(ctx: Context) -> Verdict:
-    """App. A.4, the display after (A5): sup_i |(1/N) Σ_n g_i(x_n)² − Λ_ii| = o_P(√(log p /
-    N))."""
+    """App. A.4, the display after (A5): "sup_i |(1/N) Σ_n g_i(x_n)² − Λ_ii| = o_P(√(log p /
+    N))".
+
+    A counterexample, exact in the limit: for Gaussian gradients g ~ N(0, Λ) at fixed p the
+    central limit theorem gives √N (s − diag Λ) → N(0, 2 Λ∘Λ), so the scaled error
+    sup_i |s_i − Λ_ii| / √(log p / N) tends to max_i |W_i| / √(log p), a law with a positive
+    mean (:func:`clt_scaled_limit`), not to 0. The theorem2-consistency study's replications
+    audit that limit in the run: their mean scaled error at the largest N must agree with it.
+    """
     rows = _consistency_rows(ctx.seed, ctx.full)
     scaled = [r["score_error_scaled"] for r in rows]
-    shrinks = scaled[-1] <= 0.5 * scaled[0]
+    top = rows[-1]
+    values = np.asarray(top["score_error_scaled_values"], dtype=float)
+    require(bool(np.all(np.isfinite(values))), "a scaled score error is not finite")
+    p, k = 20, 5
+    lam = cpi_matrix(theorem2_consistency.diagonal("separated", p, k), 0.5, 0.2)
+    limit, limit_se = sys.modules[__name__].clt_scaled_limit(
+        lam, ctx.rng("score-concentration-limit"), LIMIT_DRAWS
+    )
+    sim_se = float(values.std(ddof=1) / np.sqrt(values.size))
+    gap = abs(float(values.mean()) - limit)
+    allowed = LIMIT_Z * float(np.hypot(sim_se, limit_se)) + LIMIT_BIAS * limit
+    require(
+        gap <= allowed,
+        f"the simulated scaled error at N = {top['N']:,} ({values.mean():.4f} ± {sim_se:.4f}) "
+        f"is not the CLT limit {limit:.4f} ± {limit_se:.4f} (|gap| {gap:.4f} > {allowed:.4f})",
+    )
+    d = decisions.counterexample(
+        limit > 0.0,
+        witness=(
+            f"Λ = C_PI (p = {p}, separated diagonal, a = 0.5, b = 0.2): the scaled error "
+            f"tends to max_i |W_i| / √(log p), W ~ N(0, 2 Λ∘Λ), of mean {limit:.4f} "
+            f"(± {limit_se:.4f}, {LIMIT_DRAWS:,} draws) > 0; the study's mean at "
+            f"N = {top['N']:,} is {values.mean():.4f} ± {sim_se:.4f} ({values.size} "
+            "replications), in agreement"
+        ),
+    )
     return Verdict(
-        Status.CONFIRMED if shrinks else Status.REFUTED,
+        d.status,
         measured=scaled[-1],
         expected="→ 0 (o_P)",
-        tolerance="must fall below half its value at N = 100",
+        tolerance=d.rule,
+        summary=d.summary,
+        decision=d,
         evidence=(
             "E[sup_i |s_i − Λ_ii|] / √(log p / N) for Gaussian gradients (the setting of "
             "theorem-2-finite-n): "
             + ", ".join(f"N={r['N']}: {v:.3f}" for r, v in zip(rows, scaled, strict=True))
-            + ". The ratio stays of order one instead of vanishing: the maximum of p "
-            "sub-exponential deviations is Θ_P(√(log p / N)), so the bound holds as O_P, not "
-            "o_P. The proof of Theorem 2 survives with O_P if the separation in (A6) carries "
-            "a large enough constant, which is also what the finite-N study shows."
+            + f"; the CLT limit is {limit:.3f}. The ratio tends to a positive constant instead "
+            "of vanishing: the maximum of p sub-exponential deviations is Θ_P(√(log p / N)), "
+            "so the bound holds as O_P, not o_P. The proof of Theorem 2 survives with O_P if "
+            "the separation in (A6) carries a large enough constant, which is also what the "
+            "finite-N study shows."
         ),
         details={
-            "rows": [{"N": r["N"], "scaled_error": v} for r, v in zip(rows, scaled, strict=True)]
+            "rows": [{"N": r["N"], "scaled_error": v} for r, v in zip(rows, scaled, strict=True)],
+            "clt_limit": limit,
+            "clt_limit_se": limit_se,
         },
     )
 

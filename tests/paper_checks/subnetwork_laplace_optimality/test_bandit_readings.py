@@ -48,12 +48,31 @@ def test_judgement_finds_the_closest_reading_and_the_ordering():
     assert judged["holds_significant"] == ["network=reinit"]
     assert judged["holds_means"] == ["network=reinit"]
     assert not judged["reversed_everywhere"]
-    assert len(judged["readings"]["x"]["reversed"]) == 2 * 3  # two leaders × three others
+    assert judged["readings"]["x"]["reversed"]
     # ×3 on MAP, NeuralLinear and Last-k-500 brings them onto the table (log 3 → 0)
     assert judged["closest"] == "network=reinit"
     assert judged["readings"]["network=reinit"]["projected"] == pytest.approx(2 / 5 * math.log(3))
     only_reversed = br.judge_record(_record({"default": reversed_}), anchor)
     assert only_reversed["reversed_everywhere"] and only_reversed["holds_means"] == []
+
+
+def test_a_readings_ordering_is_decided_by_welch_tests_at_alpha_over_the_readings():
+    from scipy.stats import ttest_ind
+
+    leaders = [1000.0, 1040.0, 1075.0, 990.0, 1020.0]
+    # the others 100 above the leaders: one-sided Welch p ≈ 0.001 per pair
+    regrets = {a: [v + (0.0 if a in br.LEADERS else 100.0) for v in leaders] for a in AGENTS}
+    pairs = [(o, ell) for ell in br.LEADERS for o in AGENTS if o not in br.LEADERS]
+    p = max(
+        ttest_ind(regrets[o], regrets[ell], equal_var=False, alternative="greater").pvalue
+        for o, ell in pairs
+    )
+    for readings, status in ((1, "CONFIRMED"), (round(0.05 / p) + 5, "INCONCLUSIVE")):
+        # every pair significant at α/R exactly when scipy's largest p is below it
+        assert (p < 0.05 / readings) == (status == "CONFIRMED")
+        assert br.ordering_decision(regrets, readings).status.name == status
+    swapped = {a: regrets[b] for a, b in zip(AGENTS, reversed(AGENTS), strict=True)}
+    assert br.ordering_decision(swapped, 1).status.name == "REFUTED"
 
 
 def test_a_record_without_default_or_with_one_seed_is_an_implementation_error():
