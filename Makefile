@@ -13,7 +13,7 @@ LAPLACE_TORCH := laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-p
 # mutants reuse the true results they name (as `make check`).
 TEST_WORKERS ?= 2
 
-.PHONY: test check results lint format bench gpu-check clean docs
+.PHONY: test check results full lint format bench gpu-check clean docs
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,12 @@ check: $(STAMP)
 # The check, then each paper's RESULTS.md verdicts and figures rewritten from it.
 results: $(STAMP)
 	$(VENV)/bin/laplace-lab check --write-results
+
+# The papers' full sizes (hours), each decided claim's result written to its paper's
+# recorded/full_<claim>.json: the paper-scale evidence of every later check (docs/verification.md).
+# SCHEDULER=tcp://HOST:PORT runs it on a Dask cluster (or SCHEDULER=local); a rerun resumes.
+full: $(STAMP)
+	$(VENV)/bin/laplace-lab check --full --record --out report-full $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -189,3 +189,8 @@ def test_validate_help_names_every_library_the_scoreboard_scores(capsys):
     assert main(["validate", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert all(name in text for name in LIBRARIES) and len(LIBRARIES) == 5
+
+
+def test_record_without_full_is_refused_before_any_claim_runs(capsys):
+    err = _refused(["check", "--record", "--claim", "ipv-decomposition"], capsys)
+    assert "--record needs --full" in err

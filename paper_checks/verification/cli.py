@@ -48,6 +48,8 @@ def _check(args: argparse.Namespace) -> int:
             f"paper must be one of {', '.join(known)} (or the folder name, e.g. "
             f"{known[0].replace('-', '_')}); got --paper={args.paper!r}"
         )
+    if args.record and not args.full:
+        raise ValueError("--record needs --full: only a full-mode run is a paper-scale record")
     claims = _selected(all_claims(args.paper), args.claim, args.claim_keys)
     out_dir = writable_folder(args.out)  # refused now, not after the claims have run
     store = None
@@ -81,6 +83,16 @@ def _check(args: argparse.Namespace) -> int:
     )
     paths = write_report(outcomes, out_dir, meta=meta)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
+    if args.record:
+        from laplace_lab.paper_checks.verification.full_record import write_records
+
+        written = write_records(
+            outcomes,
+            command=meta["command"],
+            commit=meta["commit"] + ("-dirty" if meta.get("commit_dirty") else ""),
+            date=started.date().isoformat(),
+        )
+        print(f"recorded {len(written)} claims' full-mode results (recorded/full_*.json)")
     if args.write_results:
         from laplace_lab.paper_checks.verification.results_md import write_results
 
@@ -309,6 +321,12 @@ def add_check_parser(
         "--write-results",
         action="store_true",
         help="also rewrite each paper's RESULTS.md verdicts and figures (source checkout)",
+    )
+    check.add_argument(
+        "--record",
+        action="store_true",
+        help="with --full: write each decided claim's result to recorded/full_<claim>.json "
+        "beside its paper's claims, the paper-scale evidence of every later check",
     )
     check.set_defaults(handler=_check, full=False)
     return check

@@ -116,10 +116,68 @@ class Decision:
                 "n": t.n,
                 "threshold": t.threshold,
                 "side": t.side,
+                "values": list(t.values),
+                "df": t.df if math.isfinite(t.df) else None,
             }
             for t in self.tests
         ]
+        if self.tests:
+            out["quantifier"] = self.quantifier
+            out["of"] = int(self.details.get("of", len(self.tests)))
+            out["side"] = self.details.get("side")
+        out["points"] = list(self.points)
         return out
+
+    @classmethod
+    def redecided(cls, data: dict[str, Any]) -> Decision:
+        """A stored decision (:meth:`as_json`) decided again under the current rules.
+
+        A superiority or equivalence decision is rebuilt from its stored tests (the
+        replicates where stored, else each estimate with its standard error) and decided by
+        today's :func:`superiority` or :func:`equivalence` with its stored level, quantifier,
+        multiplicity and margin. An exact, existence or cost decision has no replicates to
+        re-decide: its stored status stands, and its rule says so.
+        """
+        kind, status = Kind(data["kind"]), Status(data["status"])
+        alpha = float(data.get("alpha", ALPHA))
+        if kind not in (Kind.SUPERIORITY, Kind.EQUIVALENCE) or not data.get("tests"):
+            points = tuple(str(x) for x in data.get("points", ()))
+            return cls(
+                kind,
+                status,
+                f"{data['rule']} (stored; no replicates to re-decide)",
+                alpha=alpha,
+                points=points,
+            )
+        tests = []
+        for t in data["tests"]:
+            if t.get("values"):
+                tests.append(
+                    test(t["label"], t["values"], threshold=t["threshold"], side=t["side"])
+                )
+            else:
+                df = math.inf if t.get("df") is None else float(t["df"])
+                tests.append(
+                    test(
+                        t["label"],
+                        mean=t["mean"],
+                        se=t["se"],
+                        df=df,
+                        threshold=t["threshold"],
+                        side=t["side"],
+                    )
+                )
+        if kind is Kind.SUPERIORITY:
+            return superiority(
+                tests, alpha=alpha, quantifier=data.get("quantifier", "all"), of=data.get("of")
+            )
+        return equivalence(
+            tests,
+            margin=float(data["margin"]),
+            source=data.get("margin_source") or "the claim's margin",
+            alpha=alpha,
+            side=data.get("side"),
+        )
 
     def at_the_boundary(self) -> Decision:
         """The same rule on the same data moved to the boundary of the claim: each estimate

@@ -28,6 +28,7 @@ import numpy as np
 from laplace_lab._checks import integer
 from laplace_lab._random import keyed_generator
 from laplace_lab.paper_checks.verification.decisions import Decision
+from laplace_lab.paper_checks.verification.full_record import attach
 from laplace_lab.paper_checks.verification.kinds import DECIDED, Kind, Setting, Status
 from laplace_lab.paper_checks.verification.mutants import Mutant, applied, clear_caches
 from laplace_lab.paper_checks.verification.recorded import Recorded
@@ -437,6 +438,9 @@ def run_claim(item: Claim, ctx: Context) -> Verdict:
             found = nonfinite(getattr(verdict, name), name)
             if found is not None:
                 raise ImplementationError(f"a non-finite number in the evidence: {found}")
+        if not ctx.full and ctx.mutant is None:
+            recorded = attach(item.func.__module__, item.name, tuple(verdict.recorded))
+            verdict = replace(verdict, recorded=recorded)
         verdict = _through_rules(item, verdict)
     except ImplementationError as err:
         message = f"Our implementation failed a self-check: {err}"
