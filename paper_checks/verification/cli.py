@@ -211,6 +211,7 @@ def _command(args: argparse.Namespace) -> str:
     parts += ["--seed", str(args.seed), "--mutants", args.mutants, "--out", str(args.out)]
     parts += ["--seeds", str(args.seeds)] if args.seeds != 1 else []
     parts += ["--scheduler", args.scheduler] if args.scheduler else []
+    parts += ["--record"] if getattr(args, "record", False) else []
     parts += ["--paper", args.paper] if args.paper else []
     for name in args.claim or ():
         parts += ["--claim", name]

@@ -75,7 +75,7 @@ def write_records(
         if v.status not in _DECIDED:
             continue
         decision = v.decision or Decision(
-            o.claim.kind, v.status, "the full run's verdict", points=(v.reason,)
+            o.claim.kind, v.status, "the full run's verdict", points=(v.full_reason,)
         )
         data = {
             "claim": o.claim.key,
@@ -94,7 +94,7 @@ def write_records(
             "command": command,
             "commit": commit,
             "date": date,
-            "summary": f"{v.status.value} in full mode: {v.reason}",
+            "summary": f"{v.status.value} in full mode: {v.full_reason}",
             "data": data,
         }
         path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", "utf-8")
