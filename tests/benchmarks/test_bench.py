@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 
+import numpy as np
 import pytest
 
 from laplace_lab.benchmarks import Row, benchmarks, format_table, run_benchmarks
@@ -113,3 +114,27 @@ def test_gpu_benchmark_logic_on_a_numpy_stand_in():
     assert s.correct and "differ by 0.0e+00" in s.note
     lr = bench_gpu.low_rank(fake, 40, 500, r=5)
     assert lr.correct and "eigenvalues differ by 0.0e+00" in lr.note
+
+
+def test_peer_rows_agree_with_curvlinops_and_posteriors_on_a_small_problem(monkeypatch):
+    """Every peer row's answers agree with ours (the timings are not asserted: a row's
+    correctness is what a bench run cannot do without)."""
+    pytest.importorskip("curvlinops")
+    pytest.importorskip("posteriors")
+    from laplace_lab.benchmarks import bench_peers
+
+    monkeypatch.setattr(bench_peers, "N_ROWS", 40)
+    monkeypatch.setattr(bench_peers, "PRODUCTS", 2)
+    rows = bench_peers.run()
+    assert len(rows) == 6
+    assert all(r.correct for r in rows), [r.note for r in rows if not r.correct]
+    assert {r.baseline for r in rows} == {"posteriors 0.1.3", "curvlinops 3.0.1"}
+
+
+def test_a_peer_that_disagrees_marks_its_row_wrong():
+    from laplace_lab.benchmarks import bench_peers
+
+    row = bench_peers._row(
+        "toy", lambda: np.ones(3), {"peer": lambda: np.array([1.0, 1.0, 1.1])}, "float64", ""
+    )
+    assert not row.correct and "peer differs from ours by 0.1" in row.note

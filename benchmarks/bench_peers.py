@@ -1,0 +1,228 @@
+"""The GGN of a network against the field's curvature libraries, side by side in one process.
+
+Rows (each in float64 and float32, regression with σ0² = 0.25):
+
+- the full GGN Jᵀ J / σ0² of a tanh MLP 10→50→50→1 (p = 3,151) on N = 1,000 rows: ours
+  (:class:`~laplace_lab.numerics.network_ggn.NetworkGGN`, ``dense``) against curvlinops 3.0.1
+  (``GGNLinearOperator @ I``) and posteriors 0.1.3 (``laplace.dense_ggn``);
+- the diagonal of the GGN of the 3×200 MLP (p = 82,401) on N = 1,000 rows: ours
+  (``NetworkGGN.diagonal``) against posteriors (``laplace.diag_ggn``); curvlinops 3.0.1 has
+  Hutchinson estimates of a diagonal, not the exact one, so it has no row here;
+- 10 GGN-vector products of the 3×200 MLP on N = 1,000 rows, after one warm-up product
+  (ours keeps the layers' signals of its first pass; curvlinops' operator is built once):
+  ours (``NetworkGGN.matvec``) against curvlinops (``GGNLinearOperator @ v``).
+
+Each peer is called through its documented API here, in the bench layer (the conformance
+adapters are not imported: the layers of docs/architecture.md keep benchmarks apart from
+conformance). Every peer's answer must agree with ours (relative 1e-8 in float64, 1e-3 in
+float32), else the row is marked wrong. The ratio is the fastest peer's time over ours; the
+note lists every peer's time. Times are the best of 3 calls after a warm-up call. Peers
+missing from the environment are left out of the row; a row without any peer is skipped.
+
+References
+----------
+.. [1] F. Dangel, R. Eschenhagen, et al., curvlinops: linear operators for curvature matrices
+   in PyTorch, https://github.com/f-dangel/curvlinops (3.0.1).
+.. [2] S. Duffield et al., "Scalable Bayesian Learning with posteriors", arXiv:2406.00104
+   (posteriors 0.1.3).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from laplace_lab.benchmarks._harness import BenchmarkSkipped, Row, benchmark, main_for, timed
+
+NOISE_VAR = 0.25
+N_ROWS = 1000
+PRODUCTS = 10
+_TOLERANCE = {"float64": 1e-8, "float32": 1e-3}
+
+
+def _have(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _problem(kind: str, dtype: Any) -> tuple[Any, Any, Any]:
+    """(model in eval mode, X, y) in ``dtype``, from fixed seeds."""
+    import torch
+
+    from laplace_lab.networks.models import mlp, mlp_3x200
+
+    torch.manual_seed(0)
+    if kind == "small":
+        model, d_in = mlp(10, [50, 50], activation="tanh"), 10
+    else:
+        model, d_in = mlp_3x200(8), 8
+    model = model.to(dtype).eval()
+    rng = np.random.default_rng(0)
+    X = torch.as_tensor(rng.standard_normal((N_ROWS, d_in)), dtype=dtype)
+    y = torch.as_tensor(rng.standard_normal(N_ROWS), dtype=dtype)
+    return model, X, y
+
+
+def _ours(model: Any, X: Any) -> Any:
+    from laplace_lab.numerics.network_ggn import NetworkGGN
+
+    return NetworkGGN(model, X, noise_var=NOISE_VAR, prior_precision=1.0)
+
+
+def _curvlinops_operator(model: Any, X: Any, y: Any) -> tuple[Any, float]:
+    """(curvlinops' GGN operator of the summed MSE loss, the factor c that makes it Jᵀ J/σ0²)."""
+    import curvlinops
+    import torch
+
+    params = [t for t in model.parameters() if t.requires_grad]
+    op = curvlinops.GGNLinearOperator(
+        model,
+        torch.nn.MSELoss(reduction="sum"),
+        params,
+        [(X, y.reshape(-1, 1))],
+        check_deterministic=False,
+    )
+    return op, 0.5 / NOISE_VAR  # MSE's GGN is 2 Jᵀ J
+
+
+def _posteriors_state(structure: str, model: Any, X: Any, y: Any) -> Any:
+    """posteriors' ``dense_ggn`` or ``diag_ggn`` state; its precision minus the unit prior is
+    the GGN of the summed Gaussian log-likelihood with variance σ0²."""
+    import posteriors
+    import torch
+    from torch.distributions import Normal
+
+    names = [(n, t.shape) for n, t in model.named_parameters()]
+    sizes = [int(t.numel()) for t in model.parameters()]
+    theta = torch.cat([t.detach().reshape(-1) for t in model.parameters()])
+
+    def forward(flat: Any, batch: Any) -> tuple[Any, Any]:
+        pieces = {n: p.view(s) for (n, s), p in zip(names, flat.split(sizes), strict=True)}
+        return torch.func.functional_call(model, pieces, (batch[0],)), torch.tensor([])
+
+    def log_likelihood(z: Any, batch: Any) -> Any:
+        return Normal(z[:, 0], NOISE_VAR**0.5).log_prob(batch[1]).sum()
+
+    method = getattr(posteriors.laplace, f"{structure}_ggn")
+    init = {"init_prec": 1.0} if structure == "dense" else {"init_prec_diag": 1.0}
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(theta.dtype)
+    try:
+        transform = method.build(forward, log_likelihood, **init)
+        state, _ = transform.update(transform.init(theta), (X, y))
+    finally:
+        torch.set_default_dtype(previous)
+    return state
+
+
+def _numpy(a: Any) -> np.ndarray:
+    return a.detach().double().numpy() if hasattr(a, "detach") else np.asarray(a, np.float64)
+
+
+def _row(
+    name: str,
+    ours: Callable[[], Any],
+    peers: dict[str, Callable[[], Any]],
+    dtype_name: str,
+    note: str,
+) -> Row:
+    """Time ``ours`` and each peer (best of 3 after a warm-up); compare their answers."""
+    answer, t_ours = timed(ours, repeat=1)
+    answer, t_ours = timed(ours, repeat=3)
+    ref = _numpy(answer)
+    times, wrong = {}, []
+    for peer, fn in peers.items():
+        fn()
+        got, times[peer] = timed(fn, repeat=3)
+        got = _numpy(got)
+        err = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-300))
+        if not err <= _TOLERANCE[dtype_name]:
+            wrong.append(f"{peer} differs from ours by {err:.2g} (relative)")
+    fastest = min(times, key=times.get)
+    listed = ", ".join(f"{p} {t:.3g} s" for p, t in sorted(times.items(), key=lambda x: x[1]))
+    return Row(
+        f"{name} [{dtype_name}]",
+        t_ours,
+        fastest,
+        times[fastest],
+        min_ratio=1.0,
+        correct=not wrong,
+        note="; ".join([f"peers: {listed}", note, *wrong]),
+    )
+
+
+@benchmark("peers")
+def run(full: bool = False) -> list[Row]:
+    """The rows of the module docstring (``full`` changes nothing: the sizes are fixed)."""
+    import torch
+
+    cl, post = _have("curvlinops"), _have("posteriors")
+    if not (cl or post):
+        raise BenchmarkSkipped("neither curvlinops nor posteriors is installed")
+    rows = []
+    for dtype in (torch.float64, torch.float32):
+        dname = str(dtype).removeprefix("torch.")
+        model, X, y = _problem("small", dtype)
+        p = sum(int(t.numel()) for t in model.parameters())
+        eye = np.eye(p)
+        peers: dict[str, Callable[[], Any]] = {}
+        if cl:
+            op, c = _curvlinops_operator(model, X, y)
+            identity = torch.eye(p, dtype=dtype)
+            peers["curvlinops 3.0.1"] = lambda op=op, c=c, identity=identity: c * (op @ identity)
+        if post:
+            peers["posteriors 0.1.3"] = lambda m=model, X=X, y=y, p=p: (
+                _posteriors_state("dense", m, X, y).prec - torch.eye(p, dtype=X.dtype)
+            )
+        rows.append(
+            _row(
+                f"full GGN, MLP 10-50-50-1 (p = {p:,}), N = {N_ROWS:,}",
+                lambda m=model, X=X, eye=eye: _ours(m, X).dense() - eye,
+                peers,
+                dname,
+                "ours builds NetworkGGN and its dense Ω each call",
+            )
+        )
+        model, X, y = _problem("large", dtype)
+        p = sum(int(t.numel()) for t in model.parameters())
+        if post:
+            rows.append(
+                _row(
+                    f"diagonal GGN, 3x200 MLP (p = {p:,}), N = {N_ROWS:,}",
+                    lambda m=model, X=X: _ours(m, X).diagonal() - 1.0,
+                    {
+                        "posteriors 0.1.3": lambda m=model, X=X, y=y: (
+                            _posteriors_state("diag", m, X, y).prec_diag - 1.0
+                        )
+                    },
+                    dname,
+                    "curvlinops 3.0.1 offers no exact GGN diagonal",
+                )
+            )
+        if cl:
+            ggn = _ours(model, X)
+            op, c = _curvlinops_operator(model, X, y)
+            V = np.random.default_rng(1).standard_normal((p, PRODUCTS))
+            Vt = torch.as_tensor(V, dtype=dtype)
+            rows.append(
+                _row(
+                    f"{PRODUCTS} GGN-vector products, 3x200 MLP (p = {p:,}), N = {N_ROWS:,}",
+                    lambda ggn=ggn, V=V: np.column_stack(
+                        [ggn.matvec(V[:, j], include_prior=False) for j in range(PRODUCTS)]
+                    ),
+                    {
+                        "curvlinops 3.0.1": lambda op=op, c=c, Vt=Vt: torch.stack(
+                            [c * (op @ Vt[:, j]) for j in range(PRODUCTS)], dim=1
+                        )
+                    },
+                    dname,
+                    "one vector at a time; ours after the first pass that keeps the signals",
+                )
+            )
+    return rows
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_for(run))
