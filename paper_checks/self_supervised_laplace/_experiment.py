@@ -12,7 +12,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from laplace_lab.paper_checks.self_supervised_laplace import _audits
-from laplace_lab.paper_checks.verification import Context, Status, cached
+from laplace_lab.paper_checks.verification import Context, cached, decisions, require
+from laplace_lab.paper_checks.verification.comparisons import t_quantile
 from laplace_lab.theory.conjugate_base import ConjugateModel
 from laplace_lab.theory.rates import RateFit
 from laplace_lab.theory.ssla import ssla_predictive
@@ -94,28 +95,71 @@ def fit_json(f: RateFit) -> dict[str, float]:
 SLOPE_TOL = 0.05
 
 
-def at_least_as_fast(f: RateFit, rate: float) -> bool:
-    """Shown to decay like O(n^rate) or faster: the whole 95% CI of the slope lies at or
-    below ``rate`` + SLOPE_TOL (an uninformative, wide CI does not confirm)."""
-    return f.ci_high <= rate + SLOPE_TOL
+def replicate_slopes(
+    values: np.ndarray, ns: tuple[int, ...] = PAPER_NS, floor: float = 0.0
+) -> np.ndarray:
+    """The OLS slope of log value on log n of each replication (values: R × len(ns)); points
+    at or below ``floor`` (roundoff) are left out, and a replication needs 3 points left."""
+    x = np.log(np.asarray(ns, dtype=np.float64))
+    out = []
+    for row in np.asarray(values, dtype=np.float64):
+        require(bool(np.all(np.isfinite(row))), f"a gap or divergence is not finite: {row}")
+        keep = row > floor
+        require(int(keep.sum()) >= 3, f"fewer than 3 points above the floor {floor:g}: {row}")
+        out.append(float(np.polyfit(x[keep], np.log(row[keep]), 1)[0]))
+    return np.asarray(out)
 
 
-def rate_status(
-    fits: dict[str, RateFit] | list[RateFit], rate: float, tol: float = SLOPE_TOL
-) -> Status:
-    """The status of "every gap decays like O(n^rate) or faster" from fitted slopes.
+def rate_decision(
+    series: dict[str, np.ndarray],
+    rate: float,
+    tol: float = SLOPE_TOL,
+    *,
+    ns: tuple[int, ...] = PAPER_NS,
+    floor: float = 0.0,
+    command: str = "",
+) -> decisions.Decision:
+    """ "Every series decays like O(n^rate) or faster", by the superiority rule.
 
-    CONFIRMED when every 95% CI of the slope lies at or below ``rate + tol``; REFUTED when
-    some CI lies wholly above it (a decay shown to be slower); INCONCLUSIVE otherwise (a CI
-    that straddles the tolerance decides nothing: a wide interval neither confirms nor
-    refutes).
+    One statistic per replication: the slope of each replication's log series on log n
+    (:func:`replicate_slopes`; the n of one replication share its data, so they are not
+    replicates). Each series' mean slope must lie significantly below ``rate + tol`` (the
+    one-sided t over replications, every series); a slope significantly above it at α/m
+    refutes; otherwise INCONCLUSIVE. ``tol`` is the slack for finite-n curvature.
     """
-    fits = list(fits.values()) if isinstance(fits, dict) else list(fits)
-    if all(f.ci_high <= rate + tol for f in fits):
-        return Status.CONFIRMED
-    if any(f.ci_low > rate + tol for f in fits):
-        return Status.REFUTED
-    return Status.INCONCLUSIVE
+    tests = [
+        decisions.test(
+            f"slope of log {label} on log n",
+            replicate_slopes(values, ns, floor),
+            threshold=rate + tol,
+            side=-1,
+        )
+        for label, values in series.items()
+    ]
+    return decisions.superiority(tests, command=command)
+
+
+def fit_decision(
+    fits: dict[str, RateFit], rate: float, tol: float = SLOPE_TOL
+) -> decisions.Decision:
+    """The superiority rule on slopes fitted to one sample path each (no replications): the
+    OLS slope's t test with n_points − 2 degrees of freedom, its standard error read off the
+    fit's 95% interval."""
+    tests = []
+    for label, f in fits.items():
+        df = f.n_points - 2
+        se = (f.ci_high - f.slope) / t_quantile(0.975, df)
+        tests.append(
+            decisions.test(
+                f"slope of log {label} on log n",
+                mean=f.slope,
+                se=se,
+                df=df,
+                threshold=rate + tol,
+                side=-1,
+            )
+        )
+    return decisions.superiority(tests)
 
 
 def slopes_text(fits: dict[str, RateFit]) -> str:

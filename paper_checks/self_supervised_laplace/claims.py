@@ -22,7 +22,7 @@ from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     fit,
     fit_json,
     gaps_figure,
-    rate_status,
+    rate_decision,
     replications,
     slopes_text,
 )
@@ -61,27 +61,26 @@ _REFIT_SQRT_N = Mutant(
 def _gap_rate_verdict(ctx: Context, col: int, what: str, note: str, name: str) -> Verdict:
     """Verdict for 'gap column ``col`` is O(1/n)' in both models (Lemma 1, Theorem 1)."""
     exp = experiment(ctx.seed, ctx.full)
+    series = {f"{what} ({m})": exp[m]["gaps"][:, :, col] for m in MODELS}
+    d = rate_decision(series, -1.0, command=_FULL.format(name))
     fits = {m: fit(exp[m]["gaps"][:, :, col]) for m in MODELS}
-    status = rate_status(fits, -1.0)
-    worst = max(f.slope for f in fits.values())
+    worst = max(t.mean for t in d.tests)
     return Verdict(
-        status,
+        d.status,
         measured=worst,
         expected=-1.0,
-        tolerance=f"95% CI of the slope at or below -1 + {SLOPE_TOL} (wholly above refutes)",
+        tolerance=d.rule,
         summary=f"{what} decays with slope {worst:.3f} in n (O(1/n) is −1)",
+        decision=d,
         evidence=[
-            f"OLS slope of log {what} on log n, n = 20..10⁶, ŷ = {Y_FIXED}, "
-            f"{replications(exp)} replications pooled: " + slopes_text(fits) + ".",
+            f"Slope of log {what} on log n, n = 20..10⁶, ŷ = {Y_FIXED}, one per replication "
+            f"({replications(exp)}), against −1 + {SLOPE_TOL}; pooled OLS for the figure: "
+            + slopes_text(fits)
+            + ".",
             f"Tolerance {SLOPE_TOL} on the exponent: finite-n curvature (1/(n + 1) against 1/n "
             "at n = 20) moves a fitted slope by a few hundredths.",
             note,
-        ]
-        + (
-            [f"Neither decided: more replications, {_FULL.format(name)}."]
-            if status is Status.INCONCLUSIVE
-            else []
-        ),
+        ],
         details={m: fit_json(f) for m, f in fits.items()},
     )
 
@@ -92,14 +91,15 @@ def _gap_rate_verdict(ctx: Context, col: int, what: str, note: str, name: str) -
     name="lemma1-refit-gap-rate",
     location="Lemma 1, §4",
     statement="For a fixed self-predicted ŷ, θ̃ = θ̂ + O(1/n).",
-    kind=Kind.EXACT,
+    kind=Kind.SUPERIORITY,
     setting=_PAPER_MODELS,
     mutants=(_REFIT_SQRT_N,),
 )
 def _lemma1(ctx: Context) -> Verdict:
     """Lemma 1: "It holds that θ̃ = θ̂ + O(n⁻¹) [...] That is, θ̃ ≈ θ̂ for growing n."
 
-    A rate, decided on the slope of log |θ̃ − θ̂| against log n (:func:`rate_status`).
+    A rate, decided on the slopes of log |θ̃ − θ̂| against log n, one per replication
+    (:func:`~._experiment.rate_decision`).
     """
     verdict = _gap_rate_verdict(
         ctx,
@@ -126,7 +126,7 @@ def _lemma1(ctx: Context) -> Verdict:
     name="theorem1-rate",
     location="Theorem 1, §4",
     statement="ℓ̃(θ̃) = ℓ̃(θ̂) + O((Ln + 1)/n²), i.e. the refit changes ℓ̃ by O(1/n).",
-    kind=Kind.EXACT,
+    kind=Kind.SUPERIORITY,
     setting=_PAPER_MODELS,
     mutants=(
         Mutant(
@@ -154,7 +154,7 @@ def _theorem1(ctx: Context) -> Verdict:
     location="Proof of Theorem 1, eqs. (19)-(20), App. A",
     statement="ℓ_D(θ̃) = ℓ_D(θ̂) + O(‖θ̂ − θ̃‖²) = ℓ_D(θ̂) + O(n⁻²).",
     expected=Status.REFUTED,
-    kind=Kind.EXACT,
+    kind=Kind.SUPERIORITY,
     setting=_PAPER_MODELS,
     mutants=(
         Mutant(
@@ -175,13 +175,19 @@ def _theorem1_eq19(ctx: Context) -> Verdict:
     """
     exp = experiment(ctx.seed, ctx.full)
     fits = {m: fit(exp[m]["gaps"][:, :, 2]) for m in MODELS}
-    status = rate_status(fits, -2.0, tol=0.1)
+    d = rate_decision(
+        {f"ℓ_D(θ̂) − ℓ_D(θ̃) ({m})": exp[m]["gaps"][:, :, 2] for m in MODELS},
+        -2.0,
+        tol=0.1,
+        command=_FULL.format("theorem1-proof-eq19"),
+    )
     g = exp["normal-normal"]["gaps"][0, -1, 2]
     return Verdict(
-        status,
-        measured=max(f.slope for f in fits.values()),
+        d.status,
+        decision=d,
+        measured=max(t.mean for t in d.tests),
         expected=-2.0,
-        tolerance="slope CI at or below -1.9 confirms, wholly above it refutes",
+        tolerance=d.rule,
         summary=(
             f"ℓ_D(θ̂) − ℓ_D(θ̃) = {g:.2e} at n = 10⁶; fitted slope up to "
             f"{max(f.slope for f in fits.values()):.2f} (O(n⁻²) is −2)"
@@ -203,7 +209,7 @@ def _theorem1_eq19(ctx: Context) -> Verdict:
     name="corollary1-rates",
     location="Corollary 1, §4",
     statement="J̃(θ̃)/n = J̃(θ̂)/n + O(1/n) and π(θ̃) = π(θ̂) + O(1/n).",
-    kind=Kind.EXACT,
+    kind=Kind.SUPERIORITY,
     setting=_PAPER_MODELS,
     mutants=(
         Mutant(
@@ -224,11 +230,22 @@ def _corollary1(ctx: Context) -> Verdict:
     ns = PAPER_NS[big:]
     fi, fp = fit(g[:, :, 3], ns), fit(g[:, :, 4], ns)
     fp_n = fit(exp["normal-normal"]["gaps"][:, big:, 4], ns)
+    d = rate_decision(
+        {
+            "|J̃(θ̃) − J̃(θ̂)|/n (poisson-gamma)": g[:, :, 3],
+            "|π(θ̃) − π(θ̂)| (poisson-gamma)": g[:, :, 4],
+            "|π(θ̃) − π(θ̂)| (normal-normal)": exp["normal-normal"]["gaps"][:, big:, 4],
+        },
+        -1.0,
+        ns=ns,
+        command=_FULL.format("corollary1-rates"),
+    )
     return Verdict(
-        rate_status([fi, fp, fp_n], -1.0),
-        measured=max(fi.slope, fp.slope, fp_n.slope),
+        d.status,
+        decision=d,
+        measured=max(t.mean for t in d.tests),
         expected=-1.0,
-        tolerance="95% CI of the slope at or below -1 + 0.05 (wholly above refutes)",
+        tolerance=d.rule,
         summary=f"slopes {fi.slope:.3f} (J̃/n), {fp.slope:.3f} and {fp_n.slope:.3f} (π)",
         evidence=[
             f"Slopes fitted on n = {', '.join(f'{n:g}' for n in ns)} (O(1/n) is asymptotic; "

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from laplace_lab.paper_checks.self_supervised_laplace import _audits, _mutants
-from laplace_lab.paper_checks.self_supervised_laplace._experiment import TV_CLOSE, rate_status
+from laplace_lab.paper_checks.self_supervised_laplace._experiment import TV_CLOSE, fit_decision
 from laplace_lab.paper_checks.verification import (
     Context,
     Kind,
@@ -262,7 +262,7 @@ def _exact_with_log_n_penalty(model, data, _true=exact_log_evidence):
     location="§3, eq. (11) (Konishi & Kitagawa 2008, §9.1.3)",
     statement="log p(D) ≈ ℓ_D(θ̂) + (q/2) log 2π − ½ log|J(θ̂)| + log π(θ̂), θ̂ the MLE, with an "
     "error that vanishes as n grows.",
-    kind=Kind.EXACT,
+    kind=Kind.SUPERIORITY,
     setting=Setting.paper(),
     mutants=(
         Mutant(
@@ -321,8 +321,10 @@ def eq11_evidence(ctx: Context) -> Verdict:
         for n in ns
     ]
     fits = {k: _audits.fit_rate(ns, v) for k, v in errors.items()}
+    d = fit_decision({f"|eq. (11) − exact| ({k})": f for k, f in fits.items()}, 0.0, tol=0.0)
     return Verdict(
-        rate_status(fits, 0.0, tol=0.0),
+        d.status,
+        decision=d,
         summary="|eq. (11) − exact log evidence| falls with slopes "
         + ", ".join(f"{f.slope:.2f}" for f in fits.values())
         + " in n",
