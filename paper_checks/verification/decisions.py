@@ -14,6 +14,12 @@ INCONCLUSIVE, for every kind of claim (:class:`~.kinds.Kind`).
   numbers. CONFIRMED when the (1 − 2α) interval lies inside (−δ, δ); REFUTED when it lies wholly
   beyond one end of the margin; INCONCLUSIVE otherwise. A non-significant difference never
   confirms. With ``side`` it is a non-inferiority test (one bound only).
+- :func:`as_printed` — a comparison of numbers printed in a table without error bars (an
+  exact kind): each printed number stands for any value within half a unit of its last digit,
+  so a comparison holds when it holds for every such value, fails when it fails for every
+  one, and is a tie (INCONCLUSIVE) when rounding could reverse it. Rounding is not sampling
+  noise: a table without error bars decides what it prints, never whether a difference
+  exceeds the seed-to-seed spread.
 - :func:`tie` — an ordering on a grid or a count that ties is INCONCLUSIVE, never a decision.
 - :func:`existence`, :func:`counterexample` and :func:`cost` — a witness found exactly; a
   universal statement refuted by a counterexample (and confirmed by none only when the search
@@ -59,11 +65,14 @@ __all__ = [
     "ALPHA",
     "POWER",
     "Decision",
+    "Printed",
     "Test",
+    "as_printed",
     "counterexample",
     "equivalence",
     "exact",
     "existence",
+    "printed",
     "proportion",
     "superiority",
     "test",
@@ -583,6 +592,106 @@ def counterexample(found: bool, *, witness: str, exhaustive: bool = False) -> De
         status = Status.CONFIRMED if exhaustive else Status.INCONCLUSIVE
     rule = "a counterexample refutes" + ("; the search is exhaustive" if exhaustive else "")
     return Decision(Kind.EXISTENCE, status, rule, points=(witness,))
+
+
+#: Relative room for the binary representation of printed decimals (0.790 − 0.789 ≠ 0.001).
+_ROUNDING_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A difference of two printed numbers, against a threshold on one side.
+
+    Each number stands for any value within half a unit of its last printed digit, so the
+    difference of the values lies within ``slack`` (one unit, or the sum of the two half
+    units) of ``difference``; it is given in the units the claim compares in.
+    """
+
+    label: str
+    difference: float
+    slack: float
+    threshold: float = 0.0
+    side: int = +1
+
+    @property
+    def beyond(self) -> float:
+        """side × (difference − threshold): positive on the claimed side."""
+        return self.side * (self.difference - self.threshold)
+
+    @property
+    def holds(self) -> bool:
+        """The comparison holds for every value the printed numbers stand for (a difference
+        of exactly one slack still does: the rounding intervals are half-open)."""
+        return self.beyond >= self.slack * (1.0 - _ROUNDING_RTOL)
+
+    @property
+    def fails(self) -> bool:
+        """The comparison fails for every value the printed numbers stand for."""
+        return self.beyond <= -self.slack * (1.0 - _ROUNDING_RTOL)
+
+    def text(self, fmt: str = ".3g") -> str:
+        rel = ">" if self.side > 0 else "<"
+        verdict = "holds" if self.holds else "fails" if self.fails else "rounding could reverse it"
+        return (
+            f"{self.label} {self.difference:{fmt}} ± {self.slack:{fmt}} (rounding), needed "
+            f"{rel} {self.threshold:{fmt}}: {verdict}"
+        )
+
+
+def printed(
+    label: str,
+    a: float,
+    b: float,
+    unit: float,
+    *,
+    threshold: float = 0.0,
+    side: int = +1,
+    scale: float = 1.0,
+) -> Printed:
+    """``(a − b)/scale`` of two numbers printed to ``unit`` (one unit of their last digit)."""
+    if side not in (-1, 1):
+        raise ValueError(f"side must be +1 or -1; got side={side!r}")
+    if not (math.isfinite(unit) and unit > 0 and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"unit and scale must be finite and > 0; got {unit}, {scale}")
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(threshold)):
+        raise ValueError(f"a, b and threshold must be finite; got {a}, {b}, {threshold}")
+    return Printed(label, (a - b) / scale, unit / scale, threshold, side)
+
+
+def as_printed(comparisons: Printed | Sequence[Printed], *, what: str = "") -> Decision:
+    """Decide a statement about a table's printed numbers (module docstring): CONFIRMED when
+    every comparison holds for every value the numbers stand for, REFUTED when one fails for
+    every such value, INCONCLUSIVE (a tie) when rounding could reverse one."""
+    comparisons = (comparisons,) if isinstance(comparisons, Printed) else tuple(comparisons)
+    if not comparisons:
+        raise ValueError("as_printed needs at least one comparison")
+    if all(c.holds for c in comparisons):
+        status = Status.CONFIRMED
+    elif any(c.fails for c in comparisons):
+        status = Status.REFUTED
+    else:
+        status = Status.INCONCLUSIVE
+    first = next(
+        (c for c in comparisons if (c.fails if status is Status.REFUTED else not c.holds)),
+        comparisons[0],
+    )
+    order = [first, *(c for c in comparisons if c is not first)]
+    head = {
+        Status.CONFIRMED: "holds as printed",
+        Status.REFUTED: "fails as printed",
+        Status.INCONCLUSIVE: "a tie: the rounding of the printed digits could reverse",
+    }[status]
+    rule = (
+        "as printed: every comparison must hold for every value within half a unit of each "
+        "printed digit; one that fails for every such value refutes"
+        + (f" ({what})" if what else "")
+    )
+    return Decision(
+        Kind.EXACT,
+        status,
+        rule,
+        points=(f"{head}: " + order[0].text(), *(c.text() for c in order[1:])),
+    )
 
 
 def tie(kind: Kind, what: str, *, command: str = "") -> Decision:

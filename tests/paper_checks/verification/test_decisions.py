@@ -311,3 +311,26 @@ def test_a_proportion_is_the_score_test_and_all_successes_are_not_certainty():
     )
     with pytest.raises(ValueError, match="successes"):
         decisions.proportion("p", 6, 5, threshold=0.5)
+
+
+def test_as_printed_holds_fails_or_ties_by_the_rounding_of_the_last_digit():
+    from laplace_lab.paper_checks.verification.decisions import as_printed, printed
+
+    # 0.821 vs 0.789 printed to 1e-3: the values differ by 0.032 ± 0.001, above 0 always
+    assert as_printed(printed("AUC gain", 0.821, 0.789, 1e-3)).status is Status.CONFIRMED
+    # 0.790 vs 0.789: values in [0.7895, 0.7905) and [0.7885, 0.7895) differ by more than 0
+    assert as_printed(printed("AUC gain", 0.790, 0.789, 1e-3)).status is Status.CONFIRMED
+    # equal printed numbers: the values may differ either way, a tie
+    tie = as_printed(printed("AUC gain", 0.789, 0.789, 1e-3))
+    assert tie.status is Status.INCONCLUSIVE and "could reverse" in tie.points[0]
+    # 0.788 vs 0.789: at or below 0 for every value the digits stand for
+    assert as_printed(printed("AUC gain", 0.788, 0.789, 1e-3)).status is Status.REFUTED
+    # non-inferiority in units of a margin: 0.04-point loss against a 0.045 margin, ACC to 0.01
+    loss = printed("ACC loss / δ", 91.03, 90.99, 0.01, threshold=1.0, side=-1, scale=0.045)
+    assert as_printed(loss).status is Status.INCONCLUSIVE
+    ok = printed("ACC loss / δ", 91.01, 91.00, 0.01, threshold=1.0, side=-1, scale=0.045)
+    both = as_printed([ok, loss])
+    assert both.status is Status.INCONCLUSIVE and both.points[0].startswith("a tie")
+    assert both.kind is Kind.EXACT and both.tests == ()
+    with pytest.raises(ValueError, match="unit and scale"):
+        printed("x", 1.0, 0.5, 0.0)
