@@ -6,13 +6,21 @@ eq. 16).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from laplace_lab.paper_checks.self_supervised_laplace import _audits
-from laplace_lab.paper_checks.verification import Context, cached, decisions, require
+from laplace_lab.paper_checks.verification import (
+    Context,
+    Mutant,
+    Status,
+    cached,
+    decisions,
+    require,
+)
 from laplace_lab.paper_checks.verification.comparisons import t_quantile
 from laplace_lab.theory.conjugate_base import ConjugateModel
 from laplace_lab.theory.rates import RateFit
@@ -127,16 +135,35 @@ def rate_decision(
     one-sided t over replications, every series); a slope significantly above it at α/m
     refutes; otherwise INCONCLUSIVE. ``tol`` is the slack for finite-n curvature.
     """
+    this = sys.modules[__name__]
     tests = [
-        decisions.test(
-            f"slope of log {label} on log n",
-            replicate_slopes(values, ns, floor),
-            threshold=rate + tol,
-            side=-1,
+        this._slope_test(
+            f"slope of log {label} on log n", replicate_slopes(values, ns, floor), rate + tol
         )
         for label, values in series.items()
     ]
     return decisions.superiority(tests, command=command)
+
+
+def _slope_test(label: str, slopes: np.ndarray, threshold: float) -> decisions.Test:
+    """The one-sided test of the mean slope below ``threshold``."""
+    return decisions.test(label, slopes, threshold=threshold, side=-1)
+
+
+def _slope_test_at_threshold(label: str, slopes: np.ndarray, threshold: float) -> decisions.Test:
+    """The same test with the slopes moved to mean ``threshold``, their spread kept."""
+    return decisions.test(label, slopes - slopes.mean() + threshold, threshold=threshold, side=-1)
+
+
+#: The null mutant of every rate claim: the slopes at the threshold on average (no effect).
+SLOPES_AT_THRESHOLD = Mutant(
+    "slopes-at-the-threshold",
+    "every series' slopes moved to the threshold rate on average, their spread kept (no "
+    "effect): the rule must answer INCONCLUSIVE",
+    {(sys.modules[__name__], "_slope_test"): _slope_test_at_threshold},
+    expect=Status.INCONCLUSIVE,
+    reuses=(experiment,),
+)
 
 
 def fit_decision(
@@ -149,10 +176,11 @@ def fit_decision(
     for label, f in fits.items():
         df = f.n_points - 2
         se = (f.ci_high - f.slope) / t_quantile(0.975, df)
+        mean = sys.modules[__name__]._fitted_slope(f, rate + tol)
         tests.append(
             decisions.test(
                 f"slope of log {label} on log n",
-                mean=f.slope,
+                mean=mean,
                 se=se,
                 df=df,
                 threshold=rate + tol,
@@ -160,6 +188,20 @@ def fit_decision(
             )
         )
     return decisions.superiority(tests)
+
+
+def _fitted_slope(f: RateFit, threshold: float) -> float:
+    return f.slope
+
+
+#: The null mutant of a rate fitted to one sample path: the slope at the threshold.
+FITTED_SLOPE_AT_THRESHOLD = Mutant(
+    "fitted-slope-at-the-threshold",
+    "every fitted slope at the threshold rate, its standard error kept (no effect): the rule "
+    "must answer INCONCLUSIVE",
+    {(sys.modules[__name__], "_fitted_slope"): lambda f, threshold: threshold},
+    expect=Status.INCONCLUSIVE,
+)
 
 
 def slopes_text(fits: dict[str, RateFit]) -> str:

@@ -17,6 +17,7 @@ from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     MODELS,
     PAPER,
     SLOPE_TOL,
+    SLOPES_AT_THRESHOLD,
     Y_FIXED,
     experiment,
     fit,
@@ -93,7 +94,7 @@ def _gap_rate_verdict(ctx: Context, col: int, what: str, note: str, name: str) -
     statement="For a fixed self-predicted ŷ, θ̃ = θ̂ + O(1/n).",
     kind=Kind.SUPERIORITY,
     setting=_PAPER_MODELS,
-    mutants=(_REFIT_SQRT_N,),
+    mutants=(_REFIT_SQRT_N, SLOPES_AT_THRESHOLD),
 )
 def _lemma1(ctx: Context) -> Verdict:
     """Lemma 1: "It holds that θ̃ = θ̂ + O(n⁻¹) [...] That is, θ̃ ≈ θ̂ for growing n."
@@ -134,6 +135,7 @@ def _lemma1(ctx: Context) -> Verdict:
             "ℓ̃(θ̃) − ℓ̃(θ̂) decaying like n^-½",
             {refit_gaps: _mutants.augmented_gap_slower},
         ),
+        SLOPES_AT_THRESHOLD,
     ),
 )
 def _theorem1(ctx: Context) -> Verdict:
@@ -163,6 +165,7 @@ def _theorem1(ctx: Context) -> Verdict:
             {refit_gaps: _mutants.data_gap_of_mean_loglik},
             expect=Status.CONFIRMED,
         ),
+        SLOPES_AT_THRESHOLD,
     ),
 )
 def _theorem1_eq19(ctx: Context) -> Verdict:
@@ -217,6 +220,7 @@ def _theorem1_eq19(ctx: Context) -> Verdict:
             "|J̃(θ̃) − J̃(θ̂)| without Corollary 1's 1/n",
             {refit_gaps: _mutants.information_gap_unnormalised},
         ),
+        SLOPES_AT_THRESHOLD,
     ),
 )
 def _corollary1(ctx: Context) -> Verdict:

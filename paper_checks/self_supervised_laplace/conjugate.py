@@ -19,6 +19,7 @@ from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     MODELS,
     PAPER,
     ROUNDOFF_FLOOR,
+    SLOPES_AT_THRESHOLD,
     TV_CLOSE,
     experiment,
     fit,
@@ -183,6 +184,7 @@ def _recover(ctx: Context) -> Verdict:
                 (PoissonGamma, "_mle"): _mutants.poisson_mle_shifted,
             },
         ),
+        SLOPES_AT_THRESHOLD,
     ),
 )
 def _converges(ctx: Context) -> Verdict:

@@ -18,7 +18,11 @@ import sys
 import numpy as np
 
 from laplace_lab.paper_checks.self_supervised_laplace import _audits, _mutants
-from laplace_lab.paper_checks.self_supervised_laplace._experiment import TV_CLOSE, fit_decision
+from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
+    FITTED_SLOPE_AT_THRESHOLD,
+    TV_CLOSE,
+    fit_decision,
+)
 from laplace_lab.paper_checks.verification import (
     Context,
     Kind,
@@ -285,6 +289,7 @@ def _exact_with_log_n_penalty(model, data, _true=exact_log_evidence):
             {fit_rate: _mutants.rate_interval_by_z},
             expect=Status.ERROR,
         ),
+        FITTED_SLOPE_AT_THRESHOLD,
     ),
 )
 def eq11_evidence(ctx: Context) -> Verdict:

@@ -64,9 +64,14 @@ EARLY = 4
 CLOSE = 0.5
 #: "Approximates the LLA predictive variances": a median relative variance error below this.
 TOL = 0.25
-#: "Effectively block-diagonal": the learned train–context block below this fraction of the
-#: NTK's (an order of magnitude smaller).
+#: "Effectively block-diagonal": the paper gives no number, so the reading is ours — the
+#: learned train–context block below this fraction of the NTK's (an order of magnitude
+#: smaller) confirms ...
 CROSS = 0.1
+#: ... and only a block significantly above this more lenient fraction (a quarter of the NTK's)
+#: refutes: between the two readings the verdict would rest on our choice of threshold, so it
+#: is INCONCLUSIVE.
+CROSS_LENIENT = 0.25
 
 
 def _uniform_probes(num_probes: int, p: int, *, rng: object, dtype: object = None, **_: object):
@@ -191,6 +196,20 @@ def _variance_errors(
     return out[0], out[1]
 
 
+def _at_threshold(threshold: float, replicate: int, full: bool, shift: float = 0.0) -> float:
+    """A statistic held at ``threshold`` on average over the replicates: threshold × (1 + 0.05
+    cos(2π(r + shift)/n)), whose mean over r = 0..n−1 is the threshold (a null mutant)."""
+    n = REPLICATES[full]
+    return threshold * (1.0 + 0.05 * np.cos(2.0 * np.pi * (replicate + shift) / n))
+
+
+def _variance_errors_at_tolerance(
+    seed: int, full: bool, context: bool, replicate: int = 0
+) -> tuple[float, float]:
+    """Variance errors held at :data:`TOL` on average (no effect either way)."""
+    return _at_threshold(TOL, replicate, full), _at_threshold(TOL, replicate, full, 0.5)
+
+
 @claim(
     paper=PAPER,
     name="scalla-variance-vs-exact-lla",
@@ -201,7 +220,16 @@ def _variance_errors(
     ),
     kind=Kind.SUPERIORITY,
     setting=TOY,
-    mutants=(UNIFORM_PROBES,),
+    mutants=(
+        UNIFORM_PROBES,
+        Mutant(
+            "variance-error-at-tolerance",
+            f"median variance errors at the tolerance {TOL} on average over the toys (no "
+            "effect): the rule must answer INCONCLUSIVE",
+            {_variance_errors: _variance_errors_at_tolerance},
+            expect=Status.INCONCLUSIVE,
+        ),
+    ),
 )
 def scalla_variance_vs_exact_lla(ctx: Context) -> Verdict:
     """§2.2: "This enforces the surrogate model to approximate the LLA predictive variances
@@ -209,7 +237,9 @@ def scalla_variance_vs_exact_lla(ctx: Context) -> Verdict:
     error in and out of distribution, each tested below a tolerance of ours (the paper states
     no number)."""
     n = REPLICATES[ctx.full]
-    errors = np.array([_variance_errors(ctx.seed, ctx.full, True, r) for r in range(n)])
+    errors = np.array(
+        [sys.modules[__name__]._variance_errors(ctx.seed, ctx.full, True, r) for r in range(n)]
+    )
     d = decisions.superiority(
         [
             decisions.test(
@@ -257,6 +287,24 @@ def _train_without_context(
 RATIO = 0.75
 
 
+def _ood_kernel_errors(seed: int, full: bool, replicate: int) -> dict[str, float]:
+    """Relative Frobenius error of the learned kernel on one toy's OOD inputs, without and
+    with context points."""
+    t = toy(seed, replicate)
+    K = ntk(t.model, t.X_ood)
+    return {
+        name: relative_error(
+            learned(surrogate(seed, full, M, context, False, replicate=replicate), t.X_ood), K
+        )
+        for name, context in (("without", False), ("with", True))
+    }
+
+
+def _ood_errors_at_ratio(seed: int, full: bool, replicate: int) -> dict[str, float]:
+    """OOD kernel errors whose ratio is held at :data:`RATIO` on average (no effect)."""
+    return {"without": 1.0, "with": _at_threshold(RATIO, replicate, full)}
+
+
 @claim(
     paper=PAPER,
     name="context-points-generalise",
@@ -277,6 +325,13 @@ RATIO = 0.75
             reuses=(toy,),
         ),
         Mutant(
+            "ratio-at-three-quarters",
+            f"OOD kernel errors with context at {RATIO} of those without on average over the "
+            "toys (no effect): the rule must answer INCONCLUSIVE",
+            {(sys.modules[__name__], "_ood_kernel_errors"): _ood_errors_at_ratio},
+            expect=Status.INCONCLUSIVE,
+        ),
+        Mutant(
             "ood-inputs-in-context",
             "the far-region sampler ignoring its random stream: the OOD inputs repeat the "
             "first context inputs",
@@ -292,18 +347,7 @@ def context_points_generalise(ctx: Context) -> Verdict:
     """
     seed, full = ctx.seed, ctx.full
     n = REPLICATES[full]
-    rows = []
-    for r in range(n):
-        t = toy(seed, r)
-        K = ntk(t.model, t.X_ood)
-        rows.append(
-            {
-                name: relative_error(
-                    learned(surrogate(seed, full, M, context, False, replicate=r), t.X_ood), K
-                )
-                for name, context in (("without", False), ("with", True))
-            }
-        )
+    rows = [sys.modules[__name__]._ood_kernel_errors(seed, full, r) for r in range(n)]
     without = np.array([row["without"] for row in rows])
     with_ = np.array([row["with"] for row in rows])
     d = decisions.superiority(
@@ -380,29 +424,55 @@ def _cross_ratios(seed: int, full: bool, replicate: int = 0) -> dict[str, float]
             {(SurrogateFit, "features"): _block_features},
             expect=Status.CONFIRMED,
         ),
+        Mutant(
+            "half-the-block-reads-as-block-diagonal",
+            "a reading under which a cross block up to half the NTK's is 'effectively "
+            "block-diagonal': the measured 0.4 then lies between the two readings, and the "
+            "verdict must not rest on the choice",
+            {(sys.modules[__name__], "CROSS_LENIENT"): 0.5},
+            expect=Status.INCONCLUSIVE,
+            reuses=(surrogate, toy),
+        ),
     ),
 )
 def biased_kernel_block_diagonal(ctx: Context) -> Verdict:
     """§2.3: "This operation effectively enforces a block-diagonal structure in the covariance
-    matrix given by the approximate kernel" — a stated property against a tolerance of ours
-    (the cross block an order of magnitude below the NTK's), over toys."""
+    matrix given by the approximate kernel" — a stated property whose tolerance the paper does
+    not give: over toys, the cross block below :data:`CROSS` of the NTK's confirms, above
+    :data:`CROSS_LENIENT` refutes, and a verdict that would depend on the choice between the
+    two readings is INCONCLUSIVE."""
     n = REPLICATES[ctx.full]
     rows = [_cross_ratios(ctx.seed, ctx.full, r) for r in range(n)]
     col = {k: np.array([row[k] for row in rows]) for k in rows[0]}
-    d = decisions.superiority(
-        decisions.test(
-            "‖Q_tc‖_F / ‖K_tc‖_F of the biased kernel", col["biased"], threshold=CROSS, side=-1
-        ),
-        command=COMMAND.format(name="biased-kernel-block-diagonal"),
+    command = COMMAND.format(name="biased-kernel-block-diagonal")
+    label = "‖Q_tc‖_F / ‖K_tc‖_F of the biased kernel"
+    strict, lenient = (
+        decisions.superiority(
+            decisions.test(label, col["biased"], threshold=at, side=-1), command=command
+        )
+        for at in (CROSS, sys.modules[__name__].CROSS_LENIENT)
     )
+    lenient_at = sys.modules[__name__].CROSS_LENIENT
+    if strict.status is Status.CONFIRMED or lenient.status is Status.REFUTED:
+        d = strict if strict.status is Status.CONFIRMED else lenient
+    elif Status.INCONCLUSIVE in (strict.status, lenient.status):
+        d = strict if strict.status is Status.INCONCLUSIVE else lenient
+    else:
+        d = decisions.tie(
+            Kind.SUPERIORITY,
+            f"above {CROSS} but below {lenient_at} of the NTK's block: the verdict rests on "
+            "the threshold, which the paper does not give",
+            command=command,
+        )
     mean = {k: float(v.mean()) for k, v in col.items()}
     return Verdict(
         d.status,
         measured=mean["biased"],
         expected=f"< {CROSS}",
         tolerance=(
-            f"one-sided t over {n} toys at α = 0.05: ‖Q_tc‖_F < {CROSS} ‖K_tc‖_F (the cross "
-            "block an order of magnitude smaller)"
+            f"one-sided t over {n} toys at α = 0.05: ‖Q_tc‖_F < {CROSS} ‖K_tc‖_F confirms (an "
+            f"order of magnitude smaller), > {CROSS_LENIENT} ‖K_tc‖_F refutes (thresholds of "
+            "ours: the paper gives none)"
         ),
         summary=(
             f"the biased kernel keeps {mean['biased']:.2f} of the NTK's train–context block "
