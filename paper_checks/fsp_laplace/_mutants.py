@@ -65,18 +65,6 @@ def unwidened_box(cls, X, *, widen=0.5, _true=ContextBox.around.__func__):
     return _true(cls, X, widen=0.0)
 
 
-def ood_inputs_unstandardised(d, n, *, rng):
-    """The out-of-distribution rows of the UCI claims without their per-feature
-    standardisation: the first d breast-cancer features on their own scales (areas in the
-    hundreds), which give every such row away to any uncertainty."""
-    from sklearn.datasets import load_breast_cancer
-
-    from laplace_lab._random import as_generator
-
-    X = load_breast_cancer().data[:, :d]
-    return X[np.sort(as_generator(rng).choice(X.shape[0], size=n, replace=False))]
-
-
 def co2_scores_without_effect(method, metric, full, seed, _true=co2_scores):
     """Every method's Mauna Loa scores replaced by FSP-Laplace's, and the test-optimal σ by
     the learned σ: every difference a Mauna Loa claim tests is zero."""

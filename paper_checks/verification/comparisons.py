@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ALPHA", "POWER", "Test", "proportion", "t_quantile", "test"]
+__all__ = ["ALPHA", "POWER", "Test", "cross_validated", "proportion", "t_quantile", "test"]
 
 #: The level of every one-sided test, fixed before measuring.
 ALPHA = 0.05
@@ -144,6 +144,44 @@ def proportion(label: str, successes: int, n: int, *, threshold: float, side: in
         raise ValueError(f"threshold must be a probability in (0, 1]; got {threshold!r}")
     se = math.sqrt(threshold * (1.0 - threshold) / n)
     return test(label, threshold=threshold, side=side, mean=successes / n, se=se)
+
+
+def cross_validated(
+    label: str,
+    values: Sequence[float],
+    *,
+    test_over_train: float,
+    threshold: float = 0.0,
+    side: int = +1,
+) -> Test:
+    """A :class:`Test` of a mean over the test folds of (repeated) cross-validation, with the
+    corrected resampled standard error of Nadeau and Bengio (2003).
+
+    The folds of one data set share their training rows, so their scores are correlated and
+    the plain standard error s/√J understates the uncertainty; the corrected variance of the
+    mean is (1/J + n_test/n_train)·s², with J − 1 degrees of freedom. ``test_over_train`` is
+    n_test/n_train of one fold.
+
+    References
+    ----------
+    .. [1] C. Nadeau and Y. Bengio, "Inference for the Generalization Error", Machine
+       Learning 52 (2003) 239–281, §4 (the corrected resampled t-test).
+    """
+    vals = np.asarray(values, dtype=float).ravel()
+    if vals.size < 2 or not np.all(np.isfinite(vals)):
+        raise ValueError(f"values of {label!r} must be at least 2 finite folds; got {vals}")
+    if not (math.isfinite(test_over_train) and test_over_train > 0):
+        raise ValueError(f"test_over_train must be > 0; got {test_over_train!r}")
+    var = float(np.var(vals, ddof=1))
+    se = math.sqrt((1.0 / vals.size + test_over_train) * var)
+    return test(
+        label,
+        mean=float(vals.mean()),
+        se=se,
+        df=float(vals.size - 1),
+        threshold=threshold,
+        side=side,
+    )
 
 
 def test(

@@ -56,6 +56,7 @@ from laplace_lab.paper_checks.verification.comparisons import (
     ALPHA,
     POWER,
     Test,
+    cross_validated,
     proportion,
     test,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "Test",
     "as_printed",
     "counterexample",
+    "cross_validated",
     "equivalence",
     "exact",
     "existence",

@@ -58,35 +58,34 @@ def test_periodic_decision_refutes_a_periodic_laplace():
     assert d.status is Status.REFUTED and len(d.tests) == 1
 
 
-def test_ood_replicated_run_counts_and_is_refuted():
+def test_ood_replicated_run_counts_and_is_inconclusive_with_correlated_folds():
+    # 40 folds of 8 repeated cross-validations of Boston, mean gap −0.034 (−1.98 margins of
+    # 0.017): with the folds' shared training rows accounted for (Nadeau–Bengio) the interval
+    # still reaches above −1 margin, so the run neither confirms nor refutes
     rec, _, d = redecided(
         "uci-fsp-ood-near-laplace",
         lambda got: uci.ood_decision(
-            {k: tuple(v["values"]) for k, v in got.items()},
-            margin=uci.OOD_MARGIN,
+            {k: tuple(v["values"]) for k, v in got.items() if ":" in k},
             alpha=uci.ood_alpha(True),
         ),
         record=REPLICATED_RECORD,
         why="more folds",
     )
-    assert d.status is Status.REFUTED and d.kind is Kind.EQUIVALENCE
-    assert d.tests[0].n == 40 and rec[0].counts
+    assert d.status is Status.INCONCLUSIVE and d.kind is Kind.EQUIVALENCE
+    assert d.tests[0].mean == pytest.approx(-0.03373 / 0.017, rel=1e-3) and rec[0].counts
 
 
 def test_ood_real_data_run_with_five_folds_is_inconclusive():
     got = _stored("uci-fsp-ood-near-laplace", FULL_RECORD)
-    d = uci.ood_decision(
-        {n: tuple(v["values"]) for n, v in got.items()},
-        margin=uci.OOD_MARGIN,
-        alpha=decisions.ALPHA,
-    )
+    d = uci.ood_decision({n: tuple(v["values"]) for n, v in got.items()}, alpha=decisions.ALPHA)
     assert d.status is Status.INCONCLUSIVE
 
 
 def test_ood_decision_at_the_margin_never_confirms():
     # Gaps centred on −margin: the non-inferiority bound cannot clear it.
-    gaps = {"set: gap": tuple(-uci.OOD_MARGIN + e for e in (-0.01, 0.01, -0.005, 0.005, 0.0))}
-    d = uci.ood_decision(gaps, margin=uci.OOD_MARGIN, alpha=0.05)
+    m = uci.OOD_MARGIN["boston"]
+    gaps = {"boston: gap": tuple(-m + e for e in (-0.01, 0.01, -0.005, 0.005, 0.0))}
+    d = uci.ood_decision(gaps, alpha=0.05)
     assert d.status is Status.INCONCLUSIVE
 
 
