@@ -194,7 +194,7 @@ def scoreboard_markdown(payload: dict[str, Any]) -> str:
                     reasons.append(f"- `{case['case']}`, {lib}, {status}: {reason}")
             lines.append(row(values))
         if reasons:
-            lines += ["", "Reasons (SKIP: the target does not declare the capability):", ""]
+            lines += ["", "Reasons (a SKIP's: the target does not declare the capability):", ""]
             lines += reasons
     return "\n".join(lines) + "\n"
 
