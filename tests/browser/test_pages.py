@@ -6,7 +6,8 @@ figures): no console error, every image loaded and captioned, no text cut with "
 the filters hide and show claims, every in-page link resolves; (b) ``docs/scoreboard.html``
 opened from disk: no console error, its local links exist, each finding tag links to a section
 of docs/validation.md, a cell opened shows its whole reason, no text cut; (c) the docs site
-(``mkdocs build --strict``) served over HTTP: its search finds "subnetwork", with titles free of raw HTML.
+(``mkdocs build --strict``) served over HTTP: its search finds "subnetwork", with titles free
+of raw HTML.
 
 Without Chromium or Playwright the module is skipped, except under ``CI=true``, where it fails.
 ``LAPLACE_LAB_CHROMIUM`` names another Chromium binary.
