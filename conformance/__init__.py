@@ -25,6 +25,7 @@ _EXPORTS = {
     "write_validation_report": "report",
     "CAPABILITIES": "contract",
     "MASK_METHODS": "contract",
+    "NotOffered": "contract",
     "Target": "contract",
     "load_target": "contract",
     "Case": "registry",
@@ -49,6 +50,7 @@ __all__ = [
     # the contract
     "CAPABILITIES",
     "MASK_METHODS",
+    "NotOffered",
     "Target",
     "load_target",
     # the registry of cases

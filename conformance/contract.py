@@ -155,6 +155,7 @@ __all__ = [
     "LINKS",
     "MASK_METHODS",
     "SAMPLE_STRUCTURES",
+    "NotOffered",
     "Target",
     "load_target",
 ]
@@ -194,6 +195,17 @@ MASK_METHODS = (
     "last_k",
     "neural_linear",
 )
+
+
+class NotOffered(ValueError):
+    """The target does not offer what a call asks for (a structure, a convention, a
+    likelihood, a prior), with the reason; an adapter raises it *before* it calls the library.
+
+    The runner reports such a case N/A (not offered), apart from ERROR, which is kept for a
+    library that crashed or answered outside the contract on what it does offer. The message
+    names the library, its version and why (``"not offered by laplax 0.0.2: no
+    Kronecker-factored curvature"``).
+    """
 
 
 @dataclass(frozen=True)

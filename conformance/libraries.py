@@ -18,7 +18,14 @@ import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["LIBRARIES", "Finding", "Library", "get_library", "target_spec"]
+__all__ = ["FINDING_KINDS", "LIBRARIES", "Finding", "Library", "get_library", "target_spec"]
+
+#: What a finding is: a *bug* (the library is wrong on something it offers), a *documented
+#: limitation* (it says it does not do this, yet the defect named is real, e.g. a missing
+#: input check), a *default* (right when asked, wrong as shipped: a default setting falls
+#: short) or *not offered* (the adapter refuses the request before calling the library, with
+#: the reason: the scoreboard's N/A).
+FINDING_KINDS = ("bug", "documented limitation", "default", "not offered")
 
 
 @dataclass(frozen=True)
@@ -27,17 +34,31 @@ class Finding:
 
     Parameters
     ----------
+    id : str
+        ``"<library> F<n>"``, unique across libraries, the same in ``docs/validation.md``
+        (its section's anchor is :attr:`link`).
+    kind : str
+        One of :data:`FINDING_KINDS`.
     title : str
         One line: what is wrong.
-    link : str
-        Where it is described, relative to ``docs/`` (``validation.md#finding-1``).
     cases : tuple of str
         Case names or name prefixes (ending in ``/``) it explains.
     """
 
+    id: str
+    kind: str
     title: str
-    link: str
     cases: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if self.kind not in FINDING_KINDS:
+            raise ValueError(f"kind must be one of {FINDING_KINDS}; got kind={self.kind!r}")
+
+    @property
+    def link(self) -> str:
+        """Its section in ``docs/validation.md``, relative to ``docs/``
+        (``"laplace-torch F1"`` → ``validation.md#laplace-torch-f1``)."""
+        return "validation.md#" + self.id.lower().replace(" ", "-")
 
     def explains(self, case: str) -> bool:
         """Whether the case ``case`` is one this finding explains."""
@@ -110,8 +131,9 @@ _LAPLACE_TORCH_INSTALL = (
 #: Findings of laplace-torch 0.3 (docs/validation.md, "laplace-torch 0.3").
 _LAPLACE_TORCH_FINDINGS = (
     Finding(
+        "laplace-torch F1",
+        "bug",
         "float64 models get a GGN formed in float32",
-        "validation.md#finding-1",
         (
             "predictive/linear-gaussian",
             "predictive/linear-gaussian-diagonal-prior",
@@ -133,27 +155,31 @@ _LAPLACE_TORCH_FINDINGS = (
         ),
     ),
     Finding(
+        "laplace-torch F2",
+        "bug",
         "a diagonal prior cannot be used on a subnetwork",
-        "validation.md#finding-2",
         (
             "predictive/mlp-regression-diagonal-prior",
             "diagonal-subnetwork/mlp-regression-diagonal-prior",
         ),
     ),
     Finding(
+        "laplace-torch F3",
+        "bug",
         "LowRankLaplace does not run from laplace-torch's own pins "
         "(its asdfghjkl 0.1a4 installs the module asdl)",
-        "validation.md#finding-3",
         ("low-rank/", "structured-samples/low-rank/"),
     ),
     Finding(
+        "laplace-torch F4",
+        "default",
         "the default prior-precision optimisation stops short of the optimum",
-        "validation.md#finding-4",
         ("empirical-bayes/",),
     ),
     Finding(
+        "laplace-torch F5",
+        "bug",
         "the empirical Fisher of a Gaussian likelihood is off by the factor 2σ0²",
-        "validation.md#finding-5",
         (
             "empirical-fisher/linear-gaussian-diagonal-prior-full",
             "empirical-fisher/mlp-regression-full",
@@ -162,8 +188,9 @@ _LAPLACE_TORCH_FINDINGS = (
         ),
     ),
     Finding(
-        "KronLaplace offers the separate weight–bias convention only (by design)",
-        "validation.md#diagonal-and-kfac-laplace",
+        "laplace-torch F6",
+        "not offered",
+        "KronLaplace offers the separate weight–bias convention only",
         (
             "kfac/linear-gaussian-joint",
             "kfac/mlp-regression-joint",
@@ -176,8 +203,9 @@ _LAPLACE_TORCH_FINDINGS = (
         ),
     ),
     Finding(
-        "last-layer Laplace has no one-logit Bernoulli likelihood (by design)",
-        "validation.md#last-layer-laplace",
+        "laplace-torch F7",
+        "not offered",
+        "last-layer Laplace has no one-logit Bernoulli likelihood",
         ("last-layer/mlp-binary-full", "last-layer/mlp-binary-diag", "last-layer/mlp-binary-kron"),
     ),
 )
@@ -185,8 +213,9 @@ _LAPLACE_TORCH_FINDINGS = (
 #: Findings of posteriors 0.1.3 (docs/validation.md, "posteriors 0.1.3").
 _POSTERIORS_FINDINGS = (
     Finding(
-        "no Kronecker-factored curvature (by design)",
-        "validation.md#posteriors-0-1-3",
+        "posteriors F1",
+        "not offered",
+        "no Kronecker-factored curvature (upstream work open: normal-computing/posteriors#55)",
         (
             "last-layer/mlp-regression-kron",
             "last-layer/mlp-regression-float32-kron",
@@ -199,8 +228,9 @@ _POSTERIORS_FINDINGS = (
 #: Findings of laplax 0.0.2 (docs/validation.md, "laplax 0.0.2").
 _LAPLAX_FINDINGS = (
     Finding(
+        "laplax F1",
+        "bug",
         "the low-rank curvature is not the top-r eigenpairs of the GGN",
-        "validation.md#laplax-finding-1",
         (  # on mlp-binary its error is 0.36 critical excesses: a FAIL at some seeds
             "low-rank/",
             "structured-samples/low-rank/mlp-multiclass",
@@ -208,28 +238,34 @@ _LAPLAX_FINDINGS = (
         ),
     ),
     Finding(
-        "the low-rank posterior takes an isotropic prior only (by design)",
-        "validation.md#structured-posterior-samples",
-        ("structured-samples/low-rank/mlp-regression-diagonal-prior",),
-    ),
-    Finding(
+        "laplax F2",
+        "bug",
         "the marginal likelihood has no classification likelihood",
-        "validation.md#laplax-finding-2",
         ("evidence/mlp-binary", "evidence/mlp-multiclass"),
     ),
     Finding(
-        "the marginal likelihood takes an isotropic prior only",
-        "validation.md#laplax-finding-3",
+        "laplax F3",
+        "documented limitation",
+        "the marginal likelihood takes an isotropic prior only, and a vector prior silently "
+        "returns a length-p 'evidence' (no input check)",
         ("evidence/linear-gaussian-diagonal-prior",),
     ),
     Finding(
+        "laplax F4",
+        "bug",
         "the Laplace bridge fails on one test input's logits",
-        "validation.md#laplax-finding-4",
         ("probabilities/bridge/",),
     ),
     Finding(
-        "no Kronecker-factored curvature (by design)",
-        "validation.md#laplax-0-0-2",
+        "laplax F5",
+        "not offered",
+        "the low-rank posterior takes an isotropic prior only",
+        ("structured-samples/low-rank/mlp-regression-diagonal-prior",),
+    ),
+    Finding(
+        "laplax F6",
+        "not offered",
+        "no Kronecker-factored curvature (upstream work open: laplax-org/laplax#46)",
         (
             "last-layer/mlp-regression-kron",
             "last-layer/mlp-regression-float32-kron",

@@ -6,10 +6,11 @@ contract of :mod:`laplace_lab.conformance.contract`, or a library name the score
 e.g. ``laplace-torch``) adds one test per conformance case, with the id
 ``laplace-conformance::<case>``. A failing case fails its test with the case's summary (the
 finding: what was compared, the worst entry, the tolerance, a named bug where one fits) and
-the stand-alone reproducer; a case whose capability the target does not offer is skipped
-with the reason. ``--laplace-case PREFIX`` (repeatable) runs some cases only; ``-m
-laplace_conformance`` selects the suite's tests alone; ``--junitxml`` reports them as any
-other test.
+the stand-alone reproducer; a case whose capability the target does not declare (SKIP), or
+whose request it does not offer (N/A: its adapter raised ``NotOffered`` before calling the
+library), is skipped with the reason. ``--laplace-case PREFIX`` (repeatable) runs some cases
+only; ``-m laplace_conformance`` selects the suite's tests alone; ``--junitxml`` reports them
+as any other test.
 
 Example, in a library's CI::
 
@@ -93,8 +94,8 @@ class ConformanceCase(pytest.Item):
         (result,) = validate(self.target, only=[self.case.name], seed=self.seed).results
         if result.outcome is Outcome.PASS:
             return
-        if result.outcome is Outcome.SKIP or result.outcome.value in ("N/A", "NA"):
-            pytest.skip(f"{self.case.name}: {result.summary}")
+        if result.outcome in (Outcome.SKIP, Outcome.NA):
+            pytest.skip(f"{self.case.name}: {result.outcome.value}: {result.summary}")
         raise ConformanceFailure(
             f"{result.outcome.value}: {self.case.name}: {result.summary}\n\n"
             f"Reproducer (runs on its own):\n{result.reproducer}"

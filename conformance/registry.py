@@ -51,6 +51,7 @@ class Outcome(enum.StrEnum):
     PASS = "PASS"
     FAIL = "FAIL"  # the target disagrees with the oracle beyond the tolerance
     ERROR = "ERROR"  # the target raised, or returned something outside the contract
+    NA = "N/A"  # the target declares the capability but not this request (NotOffered)
     SKIP = "SKIP"  # the target does not declare the capability
 
 

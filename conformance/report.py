@@ -120,7 +120,7 @@ body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0
 line-height:1.45;color:#222}table{border-collapse:collapse;width:100%;font-size:.9rem}
 td,th{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f3f3f3}.PASS{color:#1a7f37}.FAIL{color:#b42318}.SKIP{color:#9a6700}
-.ERROR{color:#8250df}section{margin:2rem 0}pre{background:#f6f8fa;padding:.6rem;
+.ERROR{color:#8250df}.NA{color:#57606a}section{margin:2rem 0}pre{background:#f6f8fa;padding:.6rem;
 overflow-x:auto}
 """
 
@@ -133,12 +133,12 @@ def _html(v: Validation) -> str:
         name = f"<a href='#{anchor}'>{e(r.case.name)}</a>" if r.reproducer else e(r.case.name)
         rows.append(
             f"<tr><td>{name}</td><td>{e(r.case.capability)}</td><td>{e(r.case.problem)}</td>"
-            f"<td class='{r.outcome.value}'><b>{r.outcome.value}</b></td>"
+            f"<td class='{r.outcome.name}'><b>{r.outcome.value}</b></td>"
             f"<td>{e(r.summary)}</td></tr>"
         )
     sections = [
         f"<section id='{e(r.case.name.replace('/', '-'))}'><h2>{e(r.case.name)}: "
-        f"<span class='{r.outcome.value}'>{r.outcome.value}</span></h2><p><i>Case.</i> "
+        f"<span class='{r.outcome.name}'>{r.outcome.value}</span></h2><p><i>Case.</i> "
         f"{e(r.case.description)} ({e(r.case.problem)}).</p><p><i>Found.</i> {e(r.summary)}"
         f"</p><p><i>Reproducer:</i></p><pre>{e(r.reproducer)}</pre></section>"
         for r in v.results

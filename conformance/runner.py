@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from laplace_lab._checks import integer
-from laplace_lab.conformance.contract import Target, load_target
+from laplace_lab.conformance.contract import NotOffered, Target, load_target
 from laplace_lab.conformance.diagnosis import FLOAT32_SIZED, Recording, float32_sized
 from laplace_lab.conformance.named_bugs import named_bug
 from laplace_lab.conformance.oracle import DenseOracle
@@ -22,6 +22,7 @@ from laplace_lab.conformance.problems import Problem, build_problem
 from laplace_lab.conformance.registry import Case, CaseResult, Check, Outcome, cases, get_case
 
 __all__ = [
+    "NotOfferedError",
     "TargetError",
     "Validation",
     "call_expression",
@@ -43,6 +44,11 @@ class TargetError(Exception):
         self.reproducer = reproducer
 
 
+class NotOfferedError(TargetError):
+    """The target refused the call before calling its library: it raised
+    :class:`~laplace_lab.conformance.contract.NotOffered` (reported N/A, not ERROR)."""
+
+
 @dataclass(frozen=True)
 class Validation:
     """Every case's result on one target."""
@@ -53,7 +59,8 @@ class Validation:
 
     @property
     def passed(self) -> bool:
-        """No FAIL and no ERROR (SKIPs are capabilities the target does not declare)."""
+        """No FAIL and no ERROR (SKIPs are capabilities the target does not declare, N/As
+        requests of a declared capability that it does not offer)."""
         return not any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in self.results)
 
     def counts(self) -> dict[str, int]:
@@ -118,7 +125,8 @@ def call_target(
     ``rows`` selects the test inputs passed after ``y_train`` (``None`` for capabilities
     without test inputs); ``extra`` keywords (``subset``, ``k``, ``rank``, ``n_samples``,
     ``seed``) follow the contract. Anything the target raises, and a change of the model's
-    parameters, becomes a :class:`TargetError` carrying the call.
+    parameters, becomes a :class:`TargetError` carrying the call; a
+    :class:`~laplace_lab.conformance.contract.NotOffered` refusal a :class:`NotOfferedError`.
     """
     model = problem.fresh_model()
     before = _parameters(model)
@@ -128,6 +136,8 @@ def call_target(
     expr = call_expression(capability, problem, rows=rows, method=method, **extra)
     try:
         out = target.call(capability, *args, method=method, **problem.target_kwargs(), **extra)
+    except NotOffered as exc:
+        raise NotOfferedError(str(exc), expr) from exc
     except Exception as exc:
         message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         raise TargetError(message, expr) from exc
@@ -218,6 +228,9 @@ def _run_case(target: Target, case: Case, seed: int) -> CaseResult:
     recording = Recording.of(target)
     try:
         check = case.run(recording, problem, oracle, seed=seed)
+    except NotOfferedError as err:
+        seconds = time.perf_counter() - start
+        return CaseResult(case, Outcome.NA, str(err), {}, "", seconds)
     except TargetError as err:
         seconds = time.perf_counter() - start
         text = reproducer(target, case, seed, err.reproducer)

@@ -5,9 +5,14 @@
 :func:`run_scoreboard` validates each installed library; :func:`scoreboard_payload` is the
 result as one JSON object (valid against :data:`SCOREBOARD_SCHEMA`); :func:`write_scoreboard`
 writes ``scoreboard.json``, ``scoreboard.html``, ``scoreboard.md`` and one stand-alone
-reproducer per FAIL and ERROR, ``reproducers/<library>/<case>.py``. Given the seed, every
-part but ``generated`` (date, commit, run times) is the same on every run, up to the
-rounding of the error-to-tolerance ratios (two significant digits).
+reproducer per FAIL and ERROR, ``reproducers/<library>/<case>.py``. Five statuses: PASS, FAIL,
+ERROR (the library crashed or answered outside the contract on what it offers), N/A (not
+offered: the adapter refused the request before calling the library, with the reason) and
+SKIP (the capability is not declared). Each finding has an id unique across libraries
+(``"laplace-torch F1"``), the same in ``docs/validation.md``, and a kind (bug, documented
+limitation, default, not offered: :data:`~laplace_lab.conformance.libraries.FINDING_KINDS`).
+Given the seed, every part but ``generated`` (date, commit, run times) is the same on every
+run, up to the rounding of the error-to-tolerance ratios (two significant digits).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from laplace_lab._checks import integer
-from laplace_lab.conformance.libraries import LIBRARIES, Library
+from laplace_lab.conformance.libraries import FINDING_KINDS, LIBRARIES, Library
 from laplace_lab.conformance.registry import CaseResult, Outcome
 from laplace_lab.conformance.report import TOLERANCE_RULE
 from laplace_lab.conformance.runner import Validation, import_block, validate
@@ -42,8 +47,6 @@ __all__ = [
 
 #: The command that regenerates the committed page (docs/scoreboard.md and its files).
 REGENERATE = "laplace-lab validate --scoreboard --seed 0 --out docs"
-#: Longest reason kept in a cell (the reproducer keeps the whole summary).
-REASON_CHARS = 240
 #: The longest line of a reproducer before it declares its long lines to the linter.
 LINE_LENGTH = 99
 
@@ -125,8 +128,8 @@ def _ratio(result: CaseResult) -> float | None:
 
 
 def _reason(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 1] + "…"
+    """The whole summary on one line (nothing cut)."""
+    return " ".join(text.split())
 
 
 def _commit() -> str:
@@ -157,7 +160,7 @@ def _library_payload(run: LibraryRun) -> dict[str, Any]:
                 "ratio": _ratio(r),
                 "reason": _reason(r.summary),
                 "reproducer": _reproducer_path(lib.name, r.case.name) if r.reproducer else None,
-                "finding": None if finding is None else finding.link,
+                "finding": None if finding is None else finding.id,
             }
         )
     return {
@@ -215,7 +218,13 @@ def scoreboard_payload(board: Scoreboard, *, date: str | None = None) -> dict[st
             {"library": lib.name, "install": lib.install} for lib in board.not_installed
         ],
         "findings": [
-            {"library": run.library.name, "title": f.title, "link": f.link}
+            {
+                "id": f.id,
+                "library": run.library.name,
+                "kind": f.kind,
+                "title": f.title,
+                "link": f.link,
+            }
             for run in board.runs
             for f in run.library.findings
         ],
@@ -234,8 +243,8 @@ def _reproducer_file(run: LibraryRun, result: CaseResult, seed: int) -> str:
     ]
     if finding is not None:
         head.append(
-            f"Known finding: {finding.title}; described, with a reproducer of its own where "
-            f"one was written, in docs/{finding.link}."
+            f"Known finding {finding.id} ({finding.kind}): {finding.title}; described, with a "
+            f"reproducer of its own where one was written, in docs/{finding.link}."
         )
     head += [
         f"Needs laplace-lab and {lib.name} ({lib.install}). Rebuilds the case from its seed "
@@ -408,7 +417,15 @@ SCOREBOARD_SCHEMA: dict[str, Any] = {
         },
         "findings": {
             "type": "array",
-            "items": {"type": "object", "properties": _strings("library", "title", "link")},
+            "items": {
+                "type": "object",
+                "required": ["id", "library", "kind", "title", "link"],
+                "properties": {
+                    **_strings("id", "library", "title", "link"),
+                    "kind": {"enum": list(FINDING_KINDS)},
+                },
+                "additionalProperties": False,
+            },
         },
     },
     "additionalProperties": False,

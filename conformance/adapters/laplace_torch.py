@@ -47,8 +47,8 @@ CurvlinopsGGN, prior mean 0, temperature 1):
   backends give each bias a Kronecker factor of its own (``CurvlinopsInterface.kron``
   calls ``KFACLinearOperator(separate_weight_and_bias=True)`` and appends ``[B, A]`` for the
   weight and ``[B]`` for the bias), the convention ``"separate"``; the joint [W b] factor is
-  not offered, so ``convention="joint"`` raises. Its backend's ``fisher_type`` is type-2
-  (the exact output Hessian, ``stochastic=False``), so for C logits
+  not offered, so ``convention="joint"`` is refused (:data:`NOT_OFFERED`). Its backend's
+  ``fisher_type`` is type-2 (the exact output Hessian, ``stochastic=False``), so for C logits
   (``likelihood="classification"``, ``CrossEntropyLoss(reduction="sum")``) B is the
   contract's G_l = Σ_n D_nᵀ(diag(π_n) − π_nπ_nᵀ)D_n and the variances are the diagonal of
   ``functional_variance``, (M, C);
@@ -58,7 +58,7 @@ CurvlinopsGGN, prior mean 0, temperature 1):
   ``torch.nn.Linear``) and its Jacobian [φ ⊗ I, I] puts the bias after the weight, as
   ``parameters()`` does; ``KronLLLaplace`` gives the bias its own factor (``"separate"``).
   Its Jacobians take the last layer's outputs for the model's, so the two-logit model
-  [0, f] cannot stand in for a binary model, and ``likelihood="binary"`` raises;
+  [0, f] cannot stand in for a binary model, and ``likelihood="binary"`` is refused;
 - empirical-Fisher Laplace: ``hessian_structure=structure`` ("full" or "diag") with
   ``backend=CurvlinopsEF`` (:data:`EF_BACKEND`; ``BackPackEF`` is the other EF backend), its
   GLM variances. laplace-torch's EF is the Gram of the per-sample gradients of its loss
@@ -88,6 +88,23 @@ from typing import Any
 import numpy as np
 
 from laplace_lab._checks import positive_int
+from laplace_lab.conformance.contract import NotOffered
+
+#: What laplace-torch 0.3 does not offer: the adapter refuses these requests with
+#: :class:`~laplace_lab.conformance.contract.NotOffered` before calling laplace-torch, and
+#: the scoreboard reports them N/A (module docstring).
+NOT_OFFERED = {
+    "joint-kfac": (
+        "not offered by laplace-torch 0.3: its KronLaplace gives every bias its own "
+        "Kronecker factor (the 'separate' convention) and has no joint [W b] factor"
+    ),
+    "binary-last-layer": (
+        "not offered by laplace-torch 0.3: it has no one-logit Bernoulli likelihood "
+        "(aleximmer/Laplace#107, closed: its curvature backends had no BCE loss), and its "
+        "last-layer Jacobians (backend.last_layer_jacobians) take the last Linear layer's "
+        "outputs for the model's, so the two-logit model [0, f] cannot stand in for it"
+    ),
+}
 
 __all__ = ["predictive_variance"]
 
@@ -277,10 +294,7 @@ def structured_posterior_samples(
             f"structure must be one of {list(HESSIAN_STRUCTURES)}; got structure={structure!r}"
         )
     if structure == "kron" and convention != "separate":
-        raise ValueError(
-            f"laplace-torch's KronLaplace gives every bias its own Kronecker factor (the "
-            f"'separate' convention) and has no joint [W b] factor; got convention={convention!r}"
-        )
+        raise NotOffered(f"{NOT_OFFERED['joint-kfac']}; got convention={convention!r}")
     options = {}
     if structure == "low_rank":
         options = {"backend_kwargs": {"low_rank": positive_int(rank, "rank")}}
@@ -431,10 +445,7 @@ def kfac_predictive_variance(
     """``hessian_structure="kron"`` (``KronLaplace``): its GLM variances; ``convention``
     must be ``"separate"``, the only one laplace-torch has (module docstring)."""
     if convention != "separate":
-        raise ValueError(
-            f"laplace-torch's KronLaplace gives every bias its own Kronecker factor (the "
-            f"'separate' convention) and has no joint [W b] factor; got convention={convention!r}"
-        )
+        raise NotOffered(f"{NOT_OFFERED['joint-kfac']}; got convention={convention!r}")
     fit = {"likelihood": likelihood, "prior_precision": prior_precision, "noise_var": noise_var}
     la, _ = _fit(model, X_train, y_train, **fit, structure="kron")
     return _variances(la, X_test, likelihood)
@@ -453,15 +464,11 @@ def last_layer_predictive_variance(
 ) -> np.ndarray:
     """``Laplace(model, lik, subset_of_weights="last_layer", hessian_structure=structure)``
     (``FullLLLaplace``, ``DiagLLLaplace``, ``KronLLLaplace``): its GLM variances; binary
-    models raise (module docstring)."""
+    models are refused (module docstring)."""
     import torch
 
     if likelihood == "binary":
-        raise ValueError(
-            "laplace-torch has no one-logit Bernoulli likelihood, and its last-layer Jacobians "
-            "(backend.last_layer_jacobians) take the last Linear layer's outputs for the "
-            "model's, so the two-logit model [0, f] cannot stand in for it"
-        )
+        raise NotOffered(NOT_OFFERED["binary-last-layer"])
     laplace = _laplace_torch()
     net, lik, loader = _setup(model, X_train, y_train, likelihood)
     prior: Any = prior_precision

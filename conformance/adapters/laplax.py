@@ -59,8 +59,8 @@ curvature, the posterior and the predictive are laplax's; how the contract maps 
   and on the ``"lobpcg"`` one of ``rank`` (its scale U diag((S + α)^{-1/2} − α^{-1/2}) Uᵀ +
   α^{-1/2} I, the symmetric inverse square root of U S Uᵀ + αI for orthonormal U, from the
   same LOBPCG eigenpairs as ``low_rank_predictive_variance``). laplax's low-rank posterior
-  adds the prior as the scalar of its ``LowRankTerms``, so a non-isotropic V raises; it has
-  no KFAC, so ``structure="kron"`` raises;
+  adds the prior as the scalar of its ``LowRankTerms``, so a non-isotropic V is refused; it
+  has no KFAC, so ``structure="kron"`` is refused (:data:`NOT_OFFERED`);
 - ``predictive_probabilities``: ``set_lin_pushforward`` with laplax's predictives:
   ``"probit"`` is ``lin_special_pred_act`` with ``special_pred_type="mean_field_0"``
   (softmax(μ/√(1 + π/8·v))), ``"bridge"`` is ``"laplace_bridge"`` with
@@ -72,7 +72,7 @@ curvature, the posterior and the predictive are laplax's; how the contract maps 
   variance on the first logit is 0, and P(y = 1) is the second column;
 - ``last_layer_predictive_variance``: the full and diagonal curvatures on S = the last
   ``torch.nn.Linear``'s [W, b]; laplax has no Kronecker-factored curvature, so
-  ``structure="kron"`` raises.
+  ``structure="kron"`` is refused.
 
 Not served: KFAC and EKFAC (laplax has neither), subnetwork masks, and empirical Bayes:
 ``laplax.calibration`` tunes the prior precision by a grid search over log α (its only
@@ -112,11 +112,26 @@ from laplace_lab.conformance.adapters._parameters import (
     prior_vector,
     subset_indices,
 )
+from laplace_lab.conformance.contract import NotOffered
 
 __all__ = ["predictive_variance"]
 
 #: The laplax release this adapter is written against.
 VERSION = "0.0.2"
+#: What laplax 0.0.2 does not offer: the adapter refuses these requests with
+#: :class:`~laplace_lab.conformance.contract.NotOffered` before calling laplax, and the
+#: scoreboard reports them N/A (module docstring).
+NOT_OFFERED = {
+    "kron": (
+        f"not offered by laplax {VERSION}: no Kronecker-factored (KFAC) curvature (upstream work "
+        "open: laplax-org/laplax#46, 'experimental kfac -> main', and K-FAC on the road to "
+        "version 0.1, laplax-org/laplax#50)"
+    ),
+    "low-rank-prior": (
+        f"not offered by laplax {VERSION}: its low-rank posterior adds the prior as the scalar "
+        "of its LowRankTerms (an isotropic prior only)"
+    ),
+}
 #: laplax's loss for each likelihood.
 LOSSES = {"regression": "mse", "binary": "binary_cross_entropy", "multiclass": "cross_entropy"}
 #: laplax's predictive for each closed-form link of the contract.
@@ -445,20 +460,14 @@ def structured_posterior_samples(
 ) -> np.ndarray:
     """θ ~ N(θ̂, P⁻¹) by laplax's weight sampler on its ``curv_type="diagonal"`` or
     ``"lobpcg"`` posterior (module docstring); ``"kron"`` and a non-isotropic prior with
-    ``"low_rank"`` raise."""
+    ``"low_rank"`` are refused (:data:`NOT_OFFERED`)."""
     jax = _jax()
     one_of(structure, "structure", ("diag", "kron", "low_rank"))
     if structure == "kron":
-        raise ValueError(
-            f"laplax {VERSION} has no Kronecker-factored (KFAC) curvature; "
-            "structure='kron' is not served"
-        )
+        raise NotOffered(f"{NOT_OFFERED['kron']}; got structure='kron'")
     S = subset_indices(model, None)
     if structure == "low_rank" and np.ptp(prior_vector(model, prior_precision)) != 0.0:
-        raise ValueError(
-            f"laplax {VERSION}'s low-rank posterior adds the prior as the scalar of its "
-            "LowRankTerms (an isotropic prior only); got a non-isotropic prior_precision"
-        )
+        raise NotOffered(f"{NOT_OFFERED['low-rank-prior']}; got a non-isotropic prior_precision")
     n_samples = positive_int(n_samples, "n_samples")
     key = jax.random.key(integer(seed, "seed", low=0))
     network, inputs = _inputs(
@@ -560,13 +569,10 @@ def last_layer_predictive_variance(
     structure: str,
 ) -> np.ndarray:
     """The full or diagonal GGN Laplace over the last Linear layer's [W, b]; ``"kron"``
-    raises (laplax has no Kronecker-factored curvature)."""
+    is refused (laplax has no Kronecker-factored curvature)."""
     one_of(structure, "structure", ("full", "diag", "kron"))
     if structure == "kron":
-        raise ValueError(
-            f"laplax {VERSION} has no Kronecker-factored (KFAC) curvature; "
-            "structure='kron' is not served"
-        )
+        raise NotOffered(f"{NOT_OFFERED['kron']}; got structure='kron'")
     return _variances(
         "full" if structure == "full" else "diagonal",
         model,

@@ -47,7 +47,7 @@ density ``log_posterior(params, batch)``; it has no predictive of its own beyond
   for trees of 1-D tensors (a matrix-shaped weight raises): the flat θ_S is one;
 - ``last_layer_predictive_variance``: the full and diagonal variances on S = the last
   ``torch.nn.Linear``'s [W, b]; posteriors has no Kronecker-factored curvature, so
-  ``structure="kron"`` raises.
+  ``structure="kron"`` is refused (:data:`NOT_OFFERED`).
 
 - ``ef_predictive_variance``: the empirical-Fisher Laplace, ``laplace.dense_fisher``
   (``"full"``, gᵀP⁻¹g with P its ``prec``, by Cholesky as above) and
@@ -104,12 +104,21 @@ from laplace_lab.conformance.adapters._parameters import (
     prior_vector,
     subset_indices,
 )
-from laplace_lab.conformance.contract import EF_STRUCTURES
+from laplace_lab.conformance.contract import EF_STRUCTURES, NotOffered
 
 __all__ = ["predictive_variance"]
 
 #: The posteriors release this adapter is written against.
 VERSION = "0.1.3"
+#: What posteriors 0.1.3 does not offer: the adapter refuses these requests with
+#: :class:`~laplace_lab.conformance.contract.NotOffered` before calling posteriors, and the
+#: scoreboard reports them N/A (module docstring).
+NOT_OFFERED = {
+    "kron": (
+        f"not offered by posteriors {VERSION}: no Kronecker-factored (KFAC) curvature "
+        "(upstream work open: normal-computing/posteriors#55, 'Add KFAC')"
+    ),
+}
 
 
 def _posteriors() -> Any:
@@ -361,13 +370,10 @@ def last_layer_predictive_variance(
     structure: str,
 ) -> np.ndarray:
     """The full or diagonal GGN Laplace over the last Linear layer's [W, b]; ``"kron"``
-    raises (posteriors has no Kronecker-factored curvature)."""
+    is refused (posteriors has no Kronecker-factored curvature)."""
     one_of(structure, "structure", ("full", "diag", "kron"))
     if structure == "kron":
-        raise ValueError(
-            f"posteriors {VERSION} has no Kronecker-factored (KFAC) curvature; "
-            "structure='kron' is not served"
-        )
+        raise NotOffered(f"{NOT_OFFERED['kron']}; got structure='kron'")
     variance = _full_variance if structure == "full" else _diagonal_variance
     return variance(
         model,

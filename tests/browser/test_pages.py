@@ -4,8 +4,10 @@ driven by Playwright for Python, nothing downloaded at run time.
 (a) the verification report written by ``laplace-lab check`` for two cheap claims (one with
 figures): no console error, every image loaded and captioned, no text cut with "…" or clipped,
 the filters hide and show claims, every in-page link resolves; (b) ``docs/scoreboard.html``
-opened from disk: no console error, its local links exist; (c) the docs site (``mkdocs build
---strict``) served over HTTP: its search finds "subnetwork", with titles free of raw HTML.
+opened from disk: no console error, its local links exist, each finding tag links to a section
+of docs/validation.md, a cell opened shows its whole reason, no text cut; (c) the docs site
+(``mkdocs build --strict``) served over HTTP: its search finds "subnetwork", with titles free
+of raw HTML.
 
 Without Chromium or Playwright the module is skipped, except under ``CI=true``, where it fails.
 ``LAPLACE_LAB_CHROMIUM`` names another Chromium binary.
@@ -161,11 +163,28 @@ def _local_links(page: Any, base: Path) -> list[str]:
 
 def test_scoreboard_page(page: Page) -> None:
     scoreboard = ROOT / "docs" / "scoreboard.html"
-    page.page.goto(scoreboard.as_uri())
-    page.page.wait_for_load_state("load")
-    assert page.page.title()
-    assert _local_links(page.page, scoreboard.parent) == []
-    assert page.page.evaluate(_BROKEN_ANCHORS) == []
+    p = page.page
+    p.goto(scoreboard.as_uri())
+    p.wait_for_load_state("load")
+    assert p.title()
+    assert _local_links(p, scoreboard.parent) == []
+    assert p.evaluate(_BROKEN_ANCHORS) == []
+    # every finding tag links to a section of docs/validation.md that exists
+    validation = (scoreboard.parent / "validation.md").read_text("utf-8")
+    tags = p.eval_on_selector_all("a.finding", "els => els.map(e => e.getAttribute('href'))")
+    assert tags
+    missing = {h for h in tags if f'<a id="{h.partition("#")[2]}"></a>' not in validation}
+    assert missing == set()
+    # a cell that is not a PASS shows its whole reason when opened, not only on hover
+    cells = p.locator("td.ERROR details, td.NA details, td.FAIL details")
+    assert cells.count() > 0
+    for i in (0, cells.count() - 1):
+        cell = cells.nth(i)
+        reason = cell.locator("p.reason")
+        assert not reason.is_visible()
+        cell.locator("summary").click()
+        assert reason.is_visible() and reason.inner_text().strip()
+    assert p.evaluate(_CUT) == []
     assert page.errors == []
 
 

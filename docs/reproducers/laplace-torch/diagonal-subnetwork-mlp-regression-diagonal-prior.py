@@ -7,8 +7,9 @@
 #
 # Found: ValueError: Length of prior precision does not align with architecture.
 #
-# Known finding: a diagonal prior cannot be used on a subnetwork; described, with a reproducer of
-# its own where one was written, in docs/validation.md#finding-2.
+# Known finding laplace-torch F2 (bug): a diagonal prior cannot be used on a subnetwork;
+# described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f2.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1

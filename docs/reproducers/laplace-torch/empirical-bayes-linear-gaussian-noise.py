@@ -7,8 +7,9 @@
 # 1.71e+03 (log σ0²); got α = 1.586786781, σ0² = 0.466449133526; optimum α = 1.58758010587, σ0² =
 # 0.466026898066; tolerance 6.61e-07 on log α, 5.29e-07 on log σ0²
 #
-# Known finding: the default prior-precision optimisation stops short of the optimum; described,
-# with a reproducer of its own where one was written, in docs/validation.md#finding-4.
+# Known finding laplace-torch F4 (default): the default prior-precision optimisation stops short
+# of the optimum; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f4.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1
@@ -29,4 +30,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('linear-gaussian', seed=0)
 kw = problem.target_kwargs()
 got = target.optimize_prior(problem.model, problem.X_train, problem.y_train, **kw, optimize_noise=True)
-print(got)  # optimum (1.5875801058697114, 0.4660268980664); log tolerance 6.61e-07, 5.29e-07
+print(got)  # optimum (1.5875801058697114, 0.46602689806640013); log tolerance 6.61e-07, 5.29e-07

@@ -7,8 +7,9 @@
 # 612 (log α); got α = 1.63121673868, σ0² = 0.3; optimum α = 1.6305501729, σ0² = 0.3; tolerance
 # 6.67e-07 on log α, 4.44e-16 on log σ0²
 #
-# Known finding: the default prior-precision optimisation stops short of the optimum; described,
-# with a reproducer of its own where one was written, in docs/validation.md#finding-4.
+# Known finding laplace-torch F4 (default): the default prior-precision optimisation stops short
+# of the optimum; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f4.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1

@@ -7,8 +7,9 @@
 # 561 (log α); got α = 1.2093773947, σ0² = 1; optimum α = 1.20717689237, σ0² = 1; tolerance
 # 3.25e-06 on log α, 4.44e-16 on log σ0²
 #
-# Known finding: the default prior-precision optimisation stops short of the optimum; described,
-# with a reproducer of its own where one was written, in docs/validation.md#finding-4.
+# Known finding laplace-torch F4 (default): the default prior-precision optimisation stops short
+# of the optimum; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f4.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1
@@ -29,4 +30,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('mlp-binary', seed=0)
 kw = problem.target_kwargs()
 got = target.optimize_prior(problem.model, problem.X_train, problem.y_train, **kw, optimize_noise=False)
-print(got)  # optimum (1.2071768923652706, 1.0); log tolerance 3.25e-06, 4.44e-16
+print(got)  # optimum (1.2071768923652713, 1.0); log tolerance 3.25e-06, 4.44e-16

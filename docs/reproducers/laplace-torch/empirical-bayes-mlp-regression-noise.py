@@ -7,8 +7,9 @@
 # 52.1 (log α); got α = 2.5690558524, σ0² = 0.266323072434; optimum α = 2.5683026587, σ0² =
 # 0.266366269009; tolerance 5.63e-06 on log α, 4.14e-06 on log σ0²
 #
-# Known finding: the default prior-precision optimisation stops short of the optimum; described,
-# with a reproducer of its own where one was written, in docs/validation.md#finding-4.
+# Known finding laplace-torch F4 (default): the default prior-precision optimisation stops short
+# of the optimum; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f4.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1
@@ -29,4 +30,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('mlp-regression', seed=0)
 kw = problem.target_kwargs()
 got = target.optimize_prior(problem.model, problem.X_train, problem.y_train, **kw, optimize_noise=True)
-print(got)  # optimum (2.5683026586977737, 0.26636626900916105); log tolerance 5.63e-06, 4.14e-06
+print(got)  # optimum (2.568302658697774, 0.26636626900916116); log tolerance 5.63e-06, 4.14e-06

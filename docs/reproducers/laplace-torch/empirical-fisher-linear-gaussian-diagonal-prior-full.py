@@ -9,8 +9,9 @@
 # relative error 0.579; worst at test point 0: got 0.775142317653, oracle 0.4907908165, tolerance
 # 6.15e-13
 #
-# Known finding: the empirical Fisher of a Gaussian likelihood is off by the factor 2σ0²;
-# described, with a reproducer of its own where one was written, in docs/validation.md#finding-5.
+# Known finding laplace-torch F5 (bug): the empirical Fisher of a Gaussian likelihood is off by
+# the factor 2σ0²; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f5.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1
@@ -31,4 +32,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('linear-gaussian-diagonal-prior', seed=0)
 kw = problem.target_kwargs()
 got = target.ef_predictive_variance(problem.model, problem.X_train, problem.y_train, problem.X_test[0:1], **kw, structure='full')
-print(got)  # oracle 0.4907908165004167 ± 6.15e-13
+print(got)  # oracle 0.4907908165004178 ± 6.15e-13

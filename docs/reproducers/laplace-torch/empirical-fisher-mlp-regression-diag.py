@@ -6,8 +6,9 @@
 # Found: variance vs the dense diag EF: max |error| / tolerance = 9.75e+11, max relative error
 # 0.264; worst at test point 1: got 0.495333590172, oracle 0.391944607587, tolerance 1.06e-13
 #
-# Known finding: the empirical Fisher of a Gaussian likelihood is off by the factor 2σ0²;
-# described, with a reproducer of its own where one was written, in docs/validation.md#finding-5.
+# Known finding laplace-torch F5 (bug): the empirical Fisher of a Gaussian likelihood is off by
+# the factor 2σ0²; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f5.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1
@@ -28,4 +29,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('mlp-regression', seed=0)
 kw = problem.target_kwargs()
 got = target.ef_predictive_variance(problem.model, problem.X_train, problem.y_train, problem.X_test[1:2], **kw, structure='diag')
-print(got)  # oracle 0.39194460758683763 ± 1.06e-13
+print(got)  # oracle 0.3919446075868378 ± 1.06e-13

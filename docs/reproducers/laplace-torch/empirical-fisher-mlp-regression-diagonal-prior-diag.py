@@ -5,10 +5,11 @@
 # Case: a non-isotropic diagonal prior V, diag (problem mlp-regression-diagonal-prior).
 #
 # Found: variance vs the dense diag EF: max |error| / tolerance = 4.19e+11, max relative error
-# 0.474; worst at test point 3: got 2.05768150079, oracle 1.41204229821, tolerance 1.54e-12
+# 0.474; worst at test point 3: got 2.05768150559, oracle 1.41204230672, tolerance 1.54e-12
 #
-# Known finding: the empirical Fisher of a Gaussian likelihood is off by the factor 2σ0²;
-# described, with a reproducer of its own where one was written, in docs/validation.md#finding-5.
+# Known finding laplace-torch F5 (bug): the empirical Fisher of a Gaussian likelihood is off by
+# the factor 2σ0²; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f5.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1
@@ -29,4 +30,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('mlp-regression-diagonal-prior', seed=0)
 kw = problem.target_kwargs()
 got = target.ef_predictive_variance(problem.model, problem.X_train, problem.y_train, problem.X_test[3:4], **kw, structure='diag')
-print(got)  # oracle 1.41204229821421 ± 1.54e-12
+print(got)  # oracle 1.412042306724879 ± 1.54e-12

@@ -6,8 +6,8 @@
 # the evidence of Bayesian linear regression: max |error| / tolerance = 1.99e+04, max relative
 # error 5.57e-10; worst at value: got -19.6413274975, oracle -19.6413275085, tolerance 5.51e-13
 #
-# Known finding: float64 models get a GGN formed in float32; described, with a reproducer of its
-# own where one was written, in docs/validation.md#finding-1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
+# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1
@@ -28,4 +28,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('linear-gaussian', seed=0)
 kw = problem.target_kwargs()
 got = target.log_marginal_likelihood(problem.model, problem.X_train, problem.y_train, **kw)
-print(got)  # oracle -19.641327508468752 ± 5.51e-13
+print(got)  # oracle -19.641327508468745 ± 5.51e-13

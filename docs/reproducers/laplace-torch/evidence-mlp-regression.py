@@ -6,8 +6,8 @@
 # the dense Laplace formula: max |error| / tolerance = 605, max relative error 1.47e-09; worst at
 # value: got -18.9058849412, oracle -18.9058849689, tolerance 4.59e-11
 #
-# Known finding: float64 models get a GGN formed in float32; described, with a reproducer of its
-# own where one was written, in docs/validation.md#finding-1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
+# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1
@@ -28,4 +28,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('mlp-regression', seed=0)
 kw = problem.target_kwargs()
 got = target.log_marginal_likelihood(problem.model, problem.X_train, problem.y_train, **kw)
-print(got)  # oracle -18.905884968945735 ± 4.59e-11
+print(got)  # oracle -18.905884968945738 ± 4.59e-11

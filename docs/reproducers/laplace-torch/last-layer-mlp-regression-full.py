@@ -8,8 +8,8 @@
 # dense last-layer full: max |error| / tolerance = 1.01e+05, max relative error 2.47e-08; worst
 # at test point 5: got 0.0574265926524, oracle 0.0574265912363, tolerance 1.4e-14
 #
-# Known finding: float64 models get a GGN formed in float32; described, with a reproducer of its
-# own where one was written, in docs/validation.md#finding-1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
+# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1
@@ -30,4 +30,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('mlp-regression', seed=0)
 kw = problem.target_kwargs()
 got = target.last_layer_predictive_variance(problem.model, problem.X_train, problem.y_train, problem.X_test[5:6], **kw, structure='full')
-print(got)  # oracle 0.05742659123629869 ± 1.4e-14
+print(got)  # oracle 0.05742659123629866 ± 1.4e-14

@@ -6,8 +6,9 @@
 # Found: ImportError: To use LowRankLaplace, please install the old asdfghjkl dependency: pip
 # install git+https://git@github.com/wiseodd/asdl@asdfghjkl
 #
-# Known finding: LowRankLaplace does not run from laplace-torch's own pins (its asdfghjkl 0.1a4 installs the module asdl); described, with a reproducer of
-# its own where one was written, in docs/validation.md#finding-3.
+# Known finding laplace-torch F3 (bug): LowRankLaplace does not run from laplace-torch's own pins
+# (its asdfghjkl 0.1a4 installs the module asdl); described, with a reproducer of its own where
+# one was written, in docs/validation.md#laplace-torch-f3.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1

@@ -8,8 +8,8 @@
 # Bayesian linear regression: max |error| / tolerance = 1.88e+05, max relative error 4.94e-08;
 # worst at test point 1: got 0.413869591375, oracle 0.41386957095, tolerance 1.09e-13
 #
-# Known finding: float64 models get a GGN formed in float32; described, with a reproducer of its
-# own where one was written, in docs/validation.md#finding-1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
+# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1

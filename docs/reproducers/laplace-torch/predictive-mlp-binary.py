@@ -7,8 +7,8 @@
 # dense GGN oracle: max |error| / tolerance = 3.63e+04, max relative error 7.04e-09; worst at
 # test point 2: got 0.361412020196, oracle 0.361412017652, tolerance 7e-14
 #
-# Known finding: float64 models get a GGN formed in float32; described, with a reproducer of its
-# own where one was written, in docs/validation.md#finding-1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
+# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1

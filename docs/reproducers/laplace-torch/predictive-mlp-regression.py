@@ -7,8 +7,8 @@
 # dense GGN oracle: max |error| / tolerance = 3.85e+04, max relative error 2.76e-08; worst at
 # test point 2: got 0.359116236404, oracle 0.359116226498, tolerance 2.57e-13
 #
-# Known finding: float64 models get a GGN formed in float32; described, with a reproducer of its
-# own where one was written, in docs/validation.md#finding-1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
+# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1
@@ -29,4 +29,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('mlp-regression', seed=0)
 kw = problem.target_kwargs()
 got = target(problem.model, problem.X_train, problem.y_train, problem.X_test[2:3], **kw, subset=None)
-print(got)  # oracle 0.3591162264978618 ± 2.57e-13
+print(got)  # oracle 0.359116226497862 ± 2.57e-13

@@ -8,8 +8,8 @@
 # 3.83e-10; worst at test point 0: got 0.229297087864, oracle 0.229297087776, tolerance 1.92e-14;
 # ignoring the variance would be off by 1.26e+12 tolerances
 #
-# Known finding: float64 models get a GGN formed in float32; described, with a reproducer of its
-# own where one was written, in docs/validation.md#finding-1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
+# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-lab and laplace-torch (pip install 'laplace-lab[laplace-torch]' && pip install
 # --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1
@@ -30,4 +30,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('mlp-binary', seed=0)
 kw = problem.target_kwargs()
 got = target.predictive_probabilities(problem.model, problem.X_train, problem.y_train, problem.X_test[0:1], **kw, link='probit', n_samples=100000, seed=3442158520)
-print(got)  # oracle 0.22929708777620436 ± 1.92e-14
+print(got)  # oracle 0.22929708777620428 ± 1.92e-14

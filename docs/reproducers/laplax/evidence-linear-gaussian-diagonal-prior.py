@@ -4,8 +4,9 @@
 #
 # Found: the log marginal likelihood must have shape (1,); got (5,)
 #
-# Known finding: the marginal likelihood takes an isotropic prior only; described, with a
-# reproducer of its own where one was written, in docs/validation.md#laplax-finding-3.
+# Known finding laplax F3 (documented limitation): the marginal likelihood takes an isotropic
+# prior only, and a vector prior silently returns a length-p 'evidence' (no input check);
+# described, with a reproducer of its own where one was written, in docs/validation.md#laplax-f3.
 #
 # Needs laplace-lab and laplax (pip install 'laplace-lab[laplax]' (laplax==0.0.2, jax==0.10.2,
 # jaxlib==0.10.2)). Rebuilds the case from its seed and calls laplax through its adapter,

@@ -6,8 +6,8 @@
 # simplicity, JAX has removed its internal frames from the traceback of the following exception.
 # Set JAX_TRACEBACK_FILTERING=off to include these.
 #
-# Known finding: the marginal likelihood has no classification likelihood; described, with a
-# reproducer of its own where one was written, in docs/validation.md#laplax-finding-2.
+# Known finding laplax F2 (bug): the marginal likelihood has no classification likelihood;
+# described, with a reproducer of its own where one was written, in docs/validation.md#laplax-f2.
 #
 # Needs laplace-lab and laplax (pip install 'laplace-lab[laplax]' (laplax==0.0.2, jax==0.10.2,
 # jaxlib==0.10.2)). Rebuilds the case from its seed and calls laplax through its adapter,

@@ -6,8 +6,8 @@
 # Found: rank-2 variance vs exact top-2: max |error| / tolerance = 8.41e+04, max relative error
 # 48; worst at test point 5: got 10.2367061264, oracle 0.208890981464, tolerance 0.000119
 #
-# Known finding: the low-rank curvature is not the top-r eigenpairs of the GGN; described, with a
-# reproducer of its own where one was written, in docs/validation.md#laplax-finding-1.
+# Known finding laplax F1 (bug): the low-rank curvature is not the top-r eigenpairs of the GGN;
+# described, with a reproducer of its own where one was written, in docs/validation.md#laplax-f1.
 #
 # Needs laplace-lab and laplax (pip install 'laplace-lab[laplax]' (laplax==0.0.2, jax==0.10.2,
 # jaxlib==0.10.2)). Rebuilds the case from its seed and calls laplax through its adapter,
@@ -26,4 +26,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('linear-gaussian-spectrum', seed=0)
 kw = problem.target_kwargs()
 got = target.low_rank_predictive_variance(problem.model, problem.X_train, problem.y_train, problem.X_test[5:6], **kw, rank=2)
-print(got)  # oracle 0.20889098146418045 ± 0.000119
+print(got)  # oracle 0.20889098146417998 ± 0.000119

@@ -4,11 +4,11 @@
 # Case: the softmax GGN of a 3-logit MLP (problem mlp-multiclass).
 #
 # Found: rank-2 variance vs exact top-2: max |error| / tolerance = 4.54e+04, max relative error
-# 0.0598; worst at test point 4, class 2: got 0.469825319839, oracle 0.443304483828, tolerance
+# 0.0598; worst at test point 4, class 2: got 0.469825317137, oracle 0.443304482881, tolerance
 # 5.84e-07
 #
-# Known finding: the low-rank curvature is not the top-r eigenpairs of the GGN; described, with a
-# reproducer of its own where one was written, in docs/validation.md#laplax-finding-1.
+# Known finding laplax F1 (bug): the low-rank curvature is not the top-r eigenpairs of the GGN;
+# described, with a reproducer of its own where one was written, in docs/validation.md#laplax-f1.
 #
 # Needs laplace-lab and laplax (pip install 'laplace-lab[laplax]' (laplax==0.0.2, jax==0.10.2,
 # jaxlib==0.10.2)). Rebuilds the case from its seed and calls laplax through its adapter,
@@ -27,4 +27,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('mlp-multiclass', seed=0)
 kw = problem.target_kwargs()
 got = target.low_rank_predictive_variance(problem.model, problem.X_train, problem.y_train, problem.X_test[4:5], **kw, rank=2)
-print(got)  # oracle 0.4433044838280451 ± 5.84e-07
+print(got)  # oracle 0.4433044828809565 ± 5.84e-07

@@ -6,8 +6,8 @@
 # Found: rank-3 variance vs exact top-3: max |error| / tolerance = 14.1, max relative error
 # 6.39e-05; worst at test point 2: got 0.711753879369, oracle 0.711708416909, tolerance 3.21e-06
 #
-# Known finding: the low-rank curvature is not the top-r eigenpairs of the GGN; described, with a
-# reproducer of its own where one was written, in docs/validation.md#laplax-finding-1.
+# Known finding laplax F1 (bug): the low-rank curvature is not the top-r eigenpairs of the GGN;
+# described, with a reproducer of its own where one was written, in docs/validation.md#laplax-f1.
 #
 # Needs laplace-lab and laplax (pip install 'laplace-lab[laplax]' (laplax==0.0.2, jax==0.10.2,
 # jaxlib==0.10.2)). Rebuilds the case from its seed and calls laplax through its adapter,
@@ -26,4 +26,4 @@ np.set_printoptions(precision=17)  # every digit of what is printed
 problem = build_problem('mlp-regression', seed=0)
 kw = problem.target_kwargs()
 got = target.low_rank_predictive_variance(problem.model, problem.X_train, problem.y_train, problem.X_test[2:3], **kw, rank=3)
-print(got)  # oracle 0.7117084169089661 ± 3.21e-06
+print(got)  # oracle 0.7117084169089674 ± 3.21e-06

@@ -7,8 +7,8 @@
 # (level 0.0005 each); E‖z‖²/k = 0.998 (1 if right), whitened covariance's eigenvalues in [0.785,
 # 1.28]
 #
-# Known finding: the low-rank curvature is not the top-r eigenpairs of the GGN; described, with a
-# reproducer of its own where one was written, in docs/validation.md#laplax-finding-1.
+# Known finding laplax F1 (bug): the low-rank curvature is not the top-r eigenpairs of the GGN;
+# described, with a reproducer of its own where one was written, in docs/validation.md#laplax-f1.
 #
 # Needs laplace-lab and laplax (pip install 'laplace-lab[laplax]' (laplax==0.0.2, jax==0.10.2,
 # jaxlib==0.10.2)). Rebuilds the case from its seed and calls laplax through its adapter,
