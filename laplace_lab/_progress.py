@@ -4,7 +4,7 @@ Every entry point that can run for minutes (``run_study``, ``replicate``, ``run_
 takes ``progress: bool = True`` and draws a tqdm bar (rate and ETA) on stderr.
 :func:`quiet_progress` silences every bar inside it, whatever the keyword says: the command
 line uses it where it prints its own progress (``laplace-lab check`` prints one line per
-claim, which a nested bar would overwrite).
+claim and draws one bar for the whole run, which a nested bar would overwrite).
 """
 
 from __future__ import annotations
@@ -20,10 +20,17 @@ _QUIET: ContextVar[bool] = ContextVar("laplace_lab_quiet_progress", default=Fals
 
 
 def progress_bar(
-    *, total: int, desc: str, unit: str, enabled: bool = True, initial: int = 0
+    *,
+    total: int,
+    desc: str,
+    unit: str,
+    enabled: bool = True,
+    initial: int = 0,
+    outermost: bool = False,
 ) -> Any:
     """A tqdm bar on stderr, or a disabled one (``enabled=False`` or inside
-    :func:`quiet_progress`); use it as a context manager and call ``update(n)``."""
+    :func:`quiet_progress`, unless ``outermost``: the one bar of a run that silences the bars
+    nested in it); use it as a context manager and call ``update(n)``."""
     from tqdm.auto import tqdm
 
     return tqdm(
@@ -31,7 +38,7 @@ def progress_bar(
         initial=initial,
         desc=desc,
         unit=unit,
-        disable=not enabled or _QUIET.get(),
+        disable=not enabled or (_QUIET.get() and not outermost),
         smoothing=0.05,
         dynamic_ncols=True,
     )

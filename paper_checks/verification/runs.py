@@ -8,12 +8,16 @@ claim's streams are keyed by its name (:meth:`.registry.Context.rng`), so a clai
 same verdict in any worker and any unit.
 Within a unit the true runs come first and the mutants after them: a mutant may reuse the
 true results of the cached helpers it names, never compute them. Each worker limits BLAS and
-torch to one thread, so that the workers do not oversubscribe the cores.
+torch to one thread, so that the workers do not oversubscribe the cores, and draws no bar.
+The parent prints each claim's line and its mutants' lines in the run's order, whatever order
+the units finish in (a claim's lines as soon as every earlier claim's are out), and, on a
+terminal, draws one bar over the claims and mutants with an ETA.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from laplace_lab._plugins import load_plugin
+from laplace_lab._progress import progress_bar, quiet_progress
 from laplace_lab.paper_checks.verification.costs import estimated_cost
 from laplace_lab.paper_checks.verification.outcome import Outcome
 from laplace_lab.paper_checks.verification.registry import (
@@ -59,6 +64,52 @@ def _chosen(item: Claim, mode: str) -> list[Any]:
     return [m for m in item.mutants if mode == "all" or not m.heavy]
 
 
+def _claim_line(item: Claim, number: str, verdict: Verdict, seconds: float) -> str:
+    return f"[{number}] {item.key} ({item.location}) ... {verdict.status.value} in {seconds:.1f} s"
+
+
+def _mutant_line(item: Claim, got: MutantOutcome) -> str:
+    return f"mutant {item.key}:{got.mutant.name} ... {got.status.value} in {got.seconds:.1f} s" + (
+        " — caught" if got.caught else f" — NOT CAUGHT (must be {got.mutant.expect})"
+    )
+
+
+def _lines(outcome: Outcome, number: str) -> list[str]:
+    """A claim's line and its mutants' lines, as the run prints them."""
+    item = outcome.claim
+    return [
+        _claim_line(item, number, outcome.verdict, outcome.seconds),
+        *(_mutant_line(item, m) for m in outcome.mutants),
+    ]
+
+
+class _InOrder:
+    """Prints the lines of finished claims in the run's order (whatever order the units of
+    work finish in), each as soon as every earlier claim's lines are out, and advances one
+    progress bar over the claims and their mutants."""
+
+    def __init__(self, claims: Sequence[Claim], plan: Plan, echo: Echo, bar: Any) -> None:
+        self.order = [c.key for c in claims]
+        self.number = {c.key: f"{i}/{len(claims)}" for i, c in enumerate(claims, 1)}
+        self.done: dict[str, Outcome] = {}
+        self.next = 0
+        self.echo, self.bar = echo, bar
+
+    def add(self, outcomes: Sequence[Outcome]) -> None:
+        for o in outcomes:
+            self.done[o.claim.key] = o
+            self.bar.update(1 + len(o.mutants))
+        while self.next < len(self.order) and self.order[self.next] in self.done:
+            key = self.order[self.next]
+            for line in _lines(self.done[key], self.number[key]):
+                self.echo(line)
+            self.next += 1
+
+
+def _total(claims: Sequence[Claim], plan: Plan) -> int:
+    return sum(1 + len(_chosen(c, plan.mutants)) for c in claims)
+
+
 def _run_group(
     claims: Sequence[Claim], plan: Plan, echo: Echo, numbers: Sequence[str]
 ) -> list[Outcome]:
@@ -69,24 +120,24 @@ def _run_group(
         start = time.perf_counter()
         verdict = run_claim(item, plan.ctx)
         verdicts.append((verdict, time.perf_counter() - start))
-        took = f"{verdict.status.value} in {verdicts[-1][1]:.1f} s"
-        echo(f"[{number}] {item.key} ({item.location}) ... {took}")
+        echo(_claim_line(item, number, verdict, verdicts[-1][1]))
     outcomes = []
     for item, (verdict, seconds) in zip(claims, verdicts, strict=True):
         mutants = []
         for m in _chosen(item, plan.mutants):
             got = run_mutant(item, m, plan.ctx)
             mutants.append(got)
-            echo(
-                f"mutant {item.key}:{m.name} ... {got.status.value} in {got.seconds:.1f} s"
-                + (" — caught" if got.caught else f" — NOT CAUGHT (must be {m.expect})")
-            )
+            echo(_mutant_line(item, got))
         outcomes.append(Outcome(item, verdict, seconds, tuple(mutants)))
     return outcomes
 
 
 def _print(line: str) -> None:
     print(line, flush=True)
+
+
+def _quiet(line: str) -> None:
+    """A worker's lines are printed by the parent, in order (:class:`_InOrder`)."""
 
 
 def _worker(
@@ -98,8 +149,8 @@ def _worker(
     for module in plan.plugins:
         load_plugin(module, "claim plugin")
     known = {c.key: c for c in all_claims()}
-    with single_thread():
-        outcomes = _run_group([known[k] for k in keys], plan, _print, numbers)
+    with single_thread(), quiet_progress():
+        outcomes = _run_group([known[k] for k in keys], plan, _quiet, numbers)
     return [
         (
             o.claim.key,
@@ -153,21 +204,30 @@ def run_claims(
     number = {c.key: f"{i}/{len(claims)}" for i, c in enumerate(claims, 1)}
     groups = _units(claims, cost)
     by_key = {c.key: c for c in claims}
-    if scheduler is not None:
-        done = _on_dask(groups, plan, number, scheduler, jobs, store, echo)
-        return [_outcomes(done[c.key], by_key)[c.key] for c in claims]
-    if jobs <= 1 or len(groups) <= 1:
+    if scheduler is None and (jobs <= 1 or len(groups) <= 1):
         return _run_group(list(claims), plan, echo, [number[c.key] for c in claims])
-    done: dict[str, Outcome] = {}
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=context) as pool:
-        futures = [
-            pool.submit(_worker, [c.key for c in g], [number[c.key] for c in g], plan)
-            for g in groups
-        ]
-        for future in as_completed(futures):
-            done.update(_outcomes(future.result(), by_key))
-    return [done[c.key] for c in claims]
+    total = _total(claims, plan)
+    tty = sys.stderr.isatty()
+    with progress_bar(
+        total=total, desc="claims and mutants", unit="run", enabled=tty, outermost=True
+    ) as bar:
+        lines = _InOrder(claims, plan, bar.write if not bar.disable else echo, bar)
+        if scheduler is not None:
+            done = _on_dask(groups, plan, number, scheduler, jobs, store, lines, by_key)
+            return [_outcomes(done[c.key], by_key)[c.key] for c in claims]
+        outcomes: dict[str, Outcome] = {}
+        context = multiprocessing.get_context("spawn")
+        workers = min(jobs, len(groups))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = [
+                pool.submit(_worker, [c.key for c in g], [number[c.key] for c in g], plan)
+                for g in groups
+            ]
+            for future in as_completed(futures):
+                got = _outcomes(future.result(), by_key)
+                outcomes.update(got)
+                lines.add(list(got.values()))
+    return [outcomes[c.key] for c in claims]
 
 
 def _on_dask(
@@ -177,13 +237,12 @@ def _on_dask(
     scheduler: str,
     jobs: int,
     store: UnitStore | None,
-    echo: Echo,
+    lines: _InOrder,
+    by_key: dict[str, Claim],
 ) -> dict[str, list]:
     """Each unit as one Dask task (a lost worker's tasks are rerun by Dask); the units
     ``store`` holds are read, not run. Plain results by claim key."""
     from distributed import as_completed as finished
-
-    from laplace_lab._progress import progress_bar
 
     def key_of(group: list[Claim]) -> str:
         return UnitStore.key(
@@ -203,7 +262,8 @@ def _on_dask(
             continue
         for result in stored:
             done[result[0]] = [result]
-        echo(f"stored: {', '.join(c.key for c in group)} (read, not recomputed)")
+        lines.echo(f"stored: {', '.join(c.key for c in group)} (read, not recomputed)")
+        lines.add(list(_outcomes(stored, by_key).values()))
     if not todo:
         return done
     address = None if scheduler == "local" else scheduler
@@ -220,12 +280,11 @@ def _on_dask(
             ): g
             for g in todo
         }
-        with progress_bar(total=len(futures), desc="units of work", unit="unit") as bar:
-            for future in finished(futures):
-                results = future.result()
-                if store is not None:
-                    store.put(key_of(futures[future]), results)
-                for result in results:
-                    done[result[0]] = [result]
-                bar.update(1)
+        for future in finished(futures):
+            results = future.result()
+            if store is not None:
+                store.put(key_of(futures[future]), results)
+            for result in results:
+                done[result[0]] = [result]
+            lines.add(list(_outcomes(results, by_key).values()))
     return done

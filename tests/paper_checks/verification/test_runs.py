@@ -142,3 +142,58 @@ def test_seeds_marks_a_claim_whose_verdict_changes_with_the_base_seed(tmp_path, 
         for key in ("seeded/coin", "seeded/steady"):
             _REGISTRY.pop(key, None)
         sys.modules.pop("seeded_claims", None)
+
+
+SLOW_FIRST = CLAIMS.replace(
+    "def below(ctx: Context) -> Verdict:\n",
+    "def below(ctx: Context) -> Verdict:\n    import time\n    time.sleep(2.0)\n",
+)
+
+
+class _Bar:
+    """A stand-in for the run's progress bar that records what it is told."""
+
+    disable = True
+
+    def __init__(self, **kwargs):
+        self.total, self.updates = kwargs["total"], []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n):
+        self.updates.append(n)
+
+
+def test_lines_come_in_the_runs_order_and_one_bar_counts_every_run(tmp_path, monkeypatch):
+    from laplace_lab.paper_checks.verification import runs
+
+    path = tmp_path / "slow_claims.py"
+    path.write_text(SLOW_FIRST)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import slow_claims  # noqa: F401  (registers the two claims here)
+
+    bars = []
+    monkeypatch.setattr(runs, "progress_bar", lambda **kw: bars.append(_Bar(**kw)) or bars[-1])
+    try:
+        claims = [_REGISTRY["par-a/below-limit"], _REGISTRY["par-b/always"]]
+        plan = Plan(Context(seed=3), "light", no_catalog, (str(path),))
+        lines: list[str] = []
+        # the first claim's unit sleeps 2 s, so the second unit finishes first
+        run_claims(claims, plan, jobs=2, echo=lines.append, cost=lambda c: 1.0)
+        assert [line.split(" ...")[0] for line in lines] == [
+            "[1/2] par-a/below-limit (1)",
+            "mutant par-a/below-limit:no-limit",
+            "[2/2] par-b/always (2)",
+            "mutant par-b/always:flipped",
+        ]
+        assert all(line.endswith("— caught") for line in lines if line.startswith("mutant"))
+        [bar] = bars
+        assert bar.total == 4 and bar.updates == [2, 2]
+    finally:
+        for key in ("par-a/below-limit", "par-b/always"):
+            _REGISTRY.pop(key, None)
+        sys.modules.pop("slow_claims", None)
