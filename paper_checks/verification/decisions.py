@@ -1,5 +1,6 @@
-"""The decision rules: one module that turns measurements into CONFIRMED, REFUTED or
-INCONCLUSIVE, for every kind of claim (:class:`~.kinds.Kind`).
+"""The decision rules that turn measurements into CONFIRMED, REFUTED or INCONCLUSIVE.
+
+They are one module, for every kind of claim (:class:`~.kinds.Kind`).
 
 - :func:`exact` — an identity or a stated value: CONFIRMED when the error is within the
   tolerance (rounding and conditioning), REFUTED otherwise.
