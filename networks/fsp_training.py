@@ -149,8 +149,11 @@ class EarlyStopping:
 
 @dataclass(frozen=True)
 class MapFit:
-    """The outcome of MAP training: learned noise scale (regression), the loss per step and,
-    under early stopping, the step whose weights were kept."""
+    """The outcome of MAP training, with the loss per step.
+
+    It also holds the learned noise scale (regression) and, under early stopping, the step
+    whose weights were kept.
+    """
 
     noise_std: float | None
     losses: tuple[float, ...]
