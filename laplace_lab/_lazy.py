@@ -1,5 +1,8 @@
-"""Public names of a package imported on first use (PEP 562), so that importing the package
-(for the command line's parser, say) does not import its heavy modules."""
+"""Public names of a package imported on first use (PEP 562).
+
+Importing the package (for the command line's parser, say) then does not import its heavy
+modules.
+"""
 
 from __future__ import annotations
 

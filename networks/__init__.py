@@ -1,5 +1,7 @@
-"""Shared network machinery: the model zoo, MAP-training recipes, data sets, SWAG and the
-FSP-Laplace pipeline on a torch model.
+"""Shared network machinery for the papers' experiments on torch models.
+
+It holds the model zoo, MAP-training recipes, data sets, SWAG and the FSP-Laplace pipeline
+on a torch model.
 
 Below the papers and above the kernels: it trains and evaluates networks with
 :mod:`laplace_lab.numerics`, and the papers' experiments

@@ -1,5 +1,7 @@
-"""MAP training under a function-space GP prior (FSP-Laplace, Algorithm 1) and under an
-isotropic Gaussian weight prior (the MAP / linearised-Laplace baseline).
+"""MAP training under a function-space GP prior and under an isotropic weight prior.
+
+The first is FSP-Laplace's Algorithm 1; the second, an isotropic Gaussian weight prior, is
+the MAP / linearised-Laplace baseline.
 
 T. Cinquin, M. Pförtner, V. Fortuin, P. Hennig, R. Bamler, "FSP-Laplace: Function-Space
 Priors for the Laplace Approximation in Bayesian Deep Learning", NeurIPS 2024,
@@ -147,8 +149,11 @@ class EarlyStopping:
 
 @dataclass(frozen=True)
 class MapFit:
-    """The outcome of MAP training: learned noise scale (regression), the loss per step and,
-    under early stopping, the step whose weights were kept."""
+    """The outcome of MAP training, with the loss per step.
+
+    It also holds the learned noise scale (regression) and, under early stopping, the step
+    whose weights were kept.
+    """
 
     noise_std: float | None
     losses: tuple[float, ...]

@@ -71,6 +71,14 @@ def mlp(d_in: int, widths: Sequence[int], d_out: int = 1, *, activation: str = "
     """Fully connected network d_in → widths[0] → … → d_out with biases everywhere.
 
     p = Σ_l (d_{l−1} + 1) d_l (App. C.1 formula for f_θ).
+
+    Examples
+    --------
+    3 inputs → 4 hidden units → 2 outputs: p = (3 + 1)·4 + (4 + 1)·2 = 26.
+
+    >>> from laplace_lab.networks.models import count_parameters, mlp
+    >>> count_parameters(mlp(3, [4], 2))
+    26
     """
     positive_int(d_in, "d_in")
     positive_int(d_out, "d_out")

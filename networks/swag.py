@@ -1,5 +1,6 @@
-"""Diagonal SWAG marginal variances (Maddox et al. 2019), the selection score of Daxberger et
-al.'s ResNet-18 experiments.
+"""Diagonal SWAG marginal variances, the selection score of Daxberger et al.'s ResNet-18 runs.
+
+SWAG is that of Maddox et al. (2019).
 
 E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato, "Bayesian
 Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.3: "We use diagonal

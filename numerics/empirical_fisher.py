@@ -1,5 +1,7 @@
-"""The empirical Fisher (EF) of a torch model: the Gram of the per-sample gradients of the
-negative log-likelihood at the labelled training points.
+"""The empirical Fisher (EF) of a torch model, from its per-sample gradients.
+
+The EF is the Gram of the per-sample gradients of the negative log-likelihood at the
+labelled training points.
 
 For the training pairs (x_n, y_n) and outputs f_n = f(x_n; θ̂), the per-sample gradient of
 the negative log-likelihood is, by the chain rule through the Jacobian J_n = ∂f(x_n)/∂θ,

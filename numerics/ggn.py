@@ -58,8 +58,11 @@ def _invertible(v: Array, xp: Any) -> Array:
 
 
 def prior_vector(prior_precision: Any, p: int, like: Array) -> Array:
-    """The prior precision V as a positive length-p vector in the namespace, dtype and device
-    of ``like`` (a scalar means αI); a ValueError naming ``prior_precision`` otherwise."""
+    """The prior precision V as a positive length-p vector in the namespace of ``like``.
+
+    The vector has the dtype and device of ``like`` (a scalar means αI); anything else is a
+    ValueError naming ``prior_precision``.
+    """
     xp = namespace(like)
     dev = array_api_compat.device(like)
     if isinstance(prior_precision, int | float | np.floating | np.integer) and not isinstance(

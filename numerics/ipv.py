@@ -135,8 +135,9 @@ def ipv_path(
 def ipv(
     Lam: Any, S: Any, *, n: float, noise_var: float = 1.0, prior_precision: Any = 1.0
 ) -> float:
-    """IPV(S) = (σ0²/N) tr((Λ_SS + cV_SS)⁻¹ Λ_SS), c = σ0²/N (eq. 8 of [1]_); backend
-    :func:`laplace_lab.theory.ipv`.
+    """IPV(S) = (σ0²/N) tr((Λ_SS + cV_SS)⁻¹ Λ_SS), c = σ0²/N, on any array backend.
+
+    Eq. 8 of [1]_; the backend form of :func:`laplace_lab.theory.ipv`.
 
     An empty S gives 0.0.
 
@@ -156,8 +157,10 @@ def ipv(
 def discrepancy(
     Lam: Any, S: Any, *, n: float, noise_var: float = 1.0, prior_precision: Any = 1.0
 ) -> float:
-    """Dis(S) = IPV_full − IPV(S) (§4; ≥ 0 by Theorem 1); backend
-    :func:`laplace_lab.theory.discrepancy`."""
+    """Dis(S) = IPV_full − IPV(S) (§4; ≥ 0 by Theorem 1), on any array backend.
+
+    The backend form of :func:`laplace_lab.theory.discrepancy`.
+    """
     kw = {"n": n, "noise_var": noise_var, "prior_precision": prior_precision}
     p = int(Lam.shape[0]) if hasattr(Lam, "shape") else len(Lam)
     return ipv(Lam, np.arange(p), **kw) - ipv(Lam, S, **kw)

@@ -350,6 +350,22 @@ def per_sample_jacobian(
     torch.Tensor
         (N, p) or (N, k) for one output; (N, C, p) or (N, C, k) for C outputs; on the
         model's device, in the parameters' dtype. ``out`` itself when given.
+
+    Examples
+    --------
+    For a linear layer f(x) = w₁x₁ + w₂x₂ + b the row of x is (x₁, x₂, 1), whatever the
+    weights:
+
+    >>> import numpy as np
+    >>> import torch
+    >>> from laplace_lab.numerics import per_sample_jacobian
+    >>> model = torch.nn.Linear(2, 1).double()
+    >>> J = per_sample_jacobian(model, np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> tuple(J.shape)
+    (2, 3)
+    >>> np.round(J.numpy(), 4)
+    array([[1., 2., 1.],
+           [3., 4., 1.]])
     """
     torch = _torch()
     _check_model(model)

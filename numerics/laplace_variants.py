@@ -1,5 +1,7 @@
-"""Predictive variances of the Laplace variants compared by Daxberger et al. (diagonal Laplace,
-the full GGN over a grid of isotropic prior precisions).
+"""Predictive variances of the Laplace variants compared by Daxberger et al.
+
+The variants are the diagonal Laplace and the full GGN over a grid of isotropic prior
+precisions.
 
 E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato, "Bayesian
 Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689: §3 (the linearized

@@ -124,6 +124,21 @@ def predictive_variance(ggn: GGN, G_test: Any) -> Array:
     ----------
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
        Results and Methods", arXiv:2605.09075 (2026), §2.1 eq. (3).
+
+    Examples
+    --------
+    Three observations of two parameters (σ0² = 1, V = I) give Ω = diag(2, 3), so
+    g = (1, 1) has the variance 1/2 + 1/3:
+
+    >>> import numpy as np
+    >>> from laplace_lab.numerics import GGN, predictive_variance
+    >>> J = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    >>> ggn = GGN.regression(J, noise_var=1.0, prior_precision=1.0)
+    >>> np.round(ggn.dense(), 4)
+    array([[2., 0.],
+           [0., 3.]])
+    >>> np.round(predictive_variance(ggn, np.array([[1.0, 1.0]])), 6)
+    array([0.833333])
     """
     ggn = _check_ggn(ggn)
     G, shape = _test_rows(ggn, G_test)

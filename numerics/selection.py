@@ -290,6 +290,23 @@ def greedy_laplace(
     ----------
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
        Results and Methods", arXiv:2605.09075 (2026), §3, Alg. 2; candidate count m: App. C.3.
+
+    Examples
+    --------
+    Ω = JᵀJ + I below has the diagonal (2, 2, 6). Greedy-Laplace takes index 2 first; the
+    Schur complement then leaves 2 − 2²/6 for index 0 and 2 − 1²/6 for index 1, so index 1
+    comes second, although indices 0 and 1 tie on the diagonal of Ω:
+
+    >>> import numpy as np
+    >>> from laplace_lab.numerics import GGN, greedy_laplace
+    >>> J = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 1.0]])
+    >>> ggn = GGN.regression(J, noise_var=1.0, prior_precision=1.0)
+    >>> np.round(ggn.dense(), 4)
+    array([[2., 0., 2.],
+           [0., 2., 1.],
+           [2., 1., 6.]])
+    >>> greedy_laplace(ggn, 2).tolist()
+    [2, 1]
     """
     ggn = _precision(ggn)
     p = ggn.p

@@ -308,8 +308,9 @@ def train_surrogate(
     lr: float = 1e-3,
     progress: bool = True,
 ) -> SurrogateFit:
-    """Train g_φ by JVP matching (eq. 3), optionally with context points (eq. 7) and the
-    biased target of eq. (9).
+    """Train g_φ by JVP matching (eq. 3), optionally with context points and a biased target.
+
+    The context points are those of eq. (7), the biased target that of eq. (9).
 
     Parameters
     ----------

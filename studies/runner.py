@@ -89,6 +89,31 @@ def replicate(
     Exactly the rows ``run_study`` stores for that point and base ``seed`` (same seeding,
     same one-thread BLAS), without a store: for checks that read a study's replications.
     ``params`` must give every grid key one value; ``progress`` shows a bar.
+
+    Examples
+    --------
+    The mean of n standard normals, three replications at n = 1000: each replication draws
+    from its own generator (seeded from the study, the grid point and the replication), so
+    the means differ, each within a few 1/√n ≈ 0.03 of 0, and a second call repeats them
+    exactly.
+
+    >>> from laplace_lab.studies import Study, replicate
+    >>> def run_one(params, rng):
+    ...     return {"mean": float(rng.normal(size=params["n"]).mean())}
+    >>> study = Study(
+    ...     name="normal-mean",
+    ...     description="The mean of n standard normals.",
+    ...     grid={"n": (100,)},
+    ...     full_grid={"n": (100, 1000)},
+    ...     replications=3,
+    ...     full_replications=10,
+    ...     run_one=run_one,
+    ... )
+    >>> rows = replicate(study, {"n": 1000}, 3, progress=False)
+    >>> [round(row["mean"], 3) for row in rows]
+    [0.054, 0.004, -0.04]
+    >>> rows == replicate(study, {"n": 1000}, 3, progress=False)
+    True
     """
     if not isinstance(study, Study):
         raise TypeError(f"study must be a Study; got {type(study).__name__}")

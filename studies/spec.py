@@ -240,7 +240,14 @@ class Study:
 
 
 def expand_grid(grid: Grid) -> list[Params]:
-    """All grid points, the Cartesian product in the declared key order (last key fastest)."""
+    """All grid points, the Cartesian product in the declared key order (last key fastest).
+
+    Examples
+    --------
+    >>> from laplace_lab.studies import expand_grid
+    >>> expand_grid({"N": (10, 100), "k": (1, 2)})
+    [{'N': 10, 'k': 1}, {'N': 10, 'k': 2}, {'N': 100, 'k': 1}, {'N': 100, 'k': 2}]
+    """
     keys = list(grid)
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
 

@@ -289,7 +289,10 @@ class Store:
 
 
 def default_store_path(study: Any, *, full: bool = False) -> Path:
-    """``results/<name>.sqlite`` (``results/<name>-full.sqlite`` for the full grid) of a
-    study (a :class:`~laplace_lab.studies.spec.Study`, or its name)."""
+    """The default store of a study: ``results/<name>.sqlite``.
+
+    It is ``results/<name>-full.sqlite`` for the full grid; ``study`` is a
+    :class:`~laplace_lab.studies.spec.Study` or its name.
+    """
     name = study if isinstance(study, str) else study.name
     return Path("results") / f"{name}{'-full' if full else ''}.sqlite"

@@ -1,5 +1,6 @@
-"""The common interface of the conjugate models (theory.conjugate, theory.conjugate_regression)
-and their input validators.
+"""The common interface of the conjugate models and their input validators.
+
+The models are those of theory.conjugate and theory.conjugate_regression.
 
 The models behind the SSLA / ASSLA checks of Rodemann et al., "Self-Supervised Laplace
 Approximation for Bayesian Uncertainty Quantification", arXiv:2605.12208, §3–5. A model

@@ -1,5 +1,7 @@
-"""Conjugate Bayesian linear regression: known noise (Gaussian predictive) and the
-normal–inverse-gamma prior (unknown noise, Student-t predictive).
+"""Conjugate Bayesian linear regression with known noise and with unknown noise.
+
+Known noise gives a Gaussian predictive; the normal–inverse-gamma prior (unknown noise)
+gives a Student-t predictive.
 
 Rodemann et al., "Self-Supervised Laplace Approximation for Bayesian Uncertainty
 Quantification", arXiv:2605.12208, §5, lists a "conjugate Bayesian linear regression" among

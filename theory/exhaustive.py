@@ -127,6 +127,21 @@ def exhaustive_extremes(
         The subset size, 0 ≤ k ≤ p.
     pool : sequence of int, optional
         Enumerate only subsets of these indices (e.g. those disjoint from S*).
+
+    Examples
+    --------
+    With a diagonal Λ, N = 1 and k = 1, IPV({i}) = λ_i / (λ_i + 1): the best single index
+    has the largest λ_i, the worst the smallest.
+
+    >>> import numpy as np
+    >>> from laplace_lab.theory import exhaustive_extremes
+    >>> ex = exhaustive_extremes(np.diag([4.0, 1.0, 2.0]), 1, n=1)
+    >>> ex.best.tolist(), round(ex.best_ipv, 6)  # 4 / 5
+    ([0], 0.8)
+    >>> ex.worst.tolist(), round(ex.worst_ipv, 6)  # 1 / 2
+    ([1], 0.5)
+    >>> ex.n_subsets  # C(3, 1)
+    3
     """
     subsets, values = all_ipvs(
         Lam, k, n=n, noise_var=noise_var, prior_precision=prior_precision, pool=pool

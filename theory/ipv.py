@@ -57,6 +57,18 @@ def ipv(
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace
        Approximations: New Results and Methods", arXiv:2605.09075 (2026), §4 eq. (8);
        trace form: Appendix A.2 eq. (18).
+
+    Examples
+    --------
+    With a diagonal Λ, V = I, σ0² = 1 and N = 1, each index i of S adds λ_i / (λ_i + 1):
+
+    >>> import numpy as np
+    >>> from laplace_lab.theory import ipv
+    >>> Lam = np.diag([3.0, 1.0])
+    >>> round(ipv(Lam, [0], n=1), 6)  # 3 / (3 + 1)
+    0.75
+    >>> round(ipv(Lam, [0, 1], n=1), 6)  # 3/4 + 1/2
+    1.25
     """
     L, scale, c, v = setup(Lam, n, noise_var, prior_precision)
     idx = subset(S, L.shape[0])

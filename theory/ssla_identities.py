@@ -1,6 +1,7 @@
-"""Numerical forms of the displayed identities behind SSLA: the Gaussian integral of eq. (8),
-the Laplace evidence of eq. (11) and the Fisher-information approximations of eq. (15) and
-Corollary 2.
+"""Numerical forms of the displayed identities behind SSLA.
+
+They are the Gaussian integral of eq. (8), the Laplace evidence of eq. (11) and the
+Fisher-information approximations of eq. (15) and Corollary 2.
 
 J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace Approximation for
 Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §3–4.

@@ -1,5 +1,7 @@
-"""The verification machinery: claims and verdicts, mutants, the experiment cache, recorded
-runs, errata and the report. It imports no paper; each paper's modules import it.
+"""The verification machinery that turns each paper's claims into checks with verdicts.
+
+It holds claims and verdicts, mutants, the experiment cache, recorded runs, errata and the
+report. It imports no paper; each paper's modules import it.
 
 A claim module of a paper needs only this package::
 

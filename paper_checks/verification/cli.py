@@ -1,4 +1,6 @@
-"""``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S] [--plugin M]
+"""The ``laplace-lab check`` command, which runs the paper claims and writes the report.
+
+``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S] [--plugin M]
 [--mutants none|light|all]``.
 
 Runs every registered paper claim, then each claim under its mutants (light ones by

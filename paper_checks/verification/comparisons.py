@@ -1,5 +1,7 @@
-"""A tested mean: a per-replicate statistic against a threshold, its one-sided bounds and
-its power — what the decision rules of :mod:`.decisions` decide on.
+"""A tested mean, which the decision rules of :mod:`.decisions` decide on.
+
+It is a per-replicate statistic against a threshold, with its one-sided bounds and its
+power.
 
 A :class:`Test` holds the replicates of one statistic (or an estimate with its standard error)
 and the side of the threshold a claim needs. Its one-sided (1 − α) bounds are Student-t bounds;

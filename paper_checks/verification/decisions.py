@@ -1,5 +1,6 @@
-"""The decision rules: one module that turns measurements into CONFIRMED, REFUTED or
-INCONCLUSIVE, for every kind of claim (:class:`~.kinds.Kind`).
+"""The decision rules that turn measurements into CONFIRMED, REFUTED or INCONCLUSIVE.
+
+They are one module, for every kind of claim (:class:`~.kinds.Kind`).
 
 - :func:`exact` — an identity or a stated value: CONFIRMED when the error is within the
   tolerance (rounding and conditioning), REFUTED otherwise.
@@ -388,6 +389,23 @@ def superiority(
         The number of tasks the sentence quantifies over, when a sequential design stopped
         before running them all (default: ``len(tests)``): the multiplicity correction counts
         every one of them.
+
+    Examples
+    --------
+    Three replicates of A − B with mean 2 and standard error 1/√3: the one-sided 95% lower
+    bound 2 − t₀.₉₅(2)/√3 = 0.3141 is above 0, so "A beats B" is CONFIRMED; replicates that
+    straddle 0 leave it INCONCLUSIVE, and a significant reverse ordering REFUTES it.
+
+    >>> from laplace_lab.paper_checks.verification.decisions import superiority, test
+    >>> t = test("A − B", [1.0, 2.0, 3.0], threshold=0.0, side=+1)
+    >>> round(t.bound(0.05, toward=+1), 4)
+    0.3141
+    >>> superiority(t).status.name
+    'CONFIRMED'
+    >>> superiority(test("A − B", [1.0, -1.0, 2.0])).status.name
+    'INCONCLUSIVE'
+    >>> superiority(test("A − B", [-1.0, -2.0, -3.0])).status.name
+    'REFUTED'
     """
     tests = (tests,) if isinstance(tests, Test) else tuple(tests)
     if not tests:
@@ -467,6 +485,19 @@ def equivalence(
     side : {None, +1, −1}
         None: two-sided equivalence. +1: non-inferiority, A − B > −δ (higher is better);
         −1: A − B < δ (lower is better).
+
+    Examples
+    --------
+    Four differences A − B near 0: their 90% interval lies within the margin ±0.1, so "A is
+    comparable to B" is CONFIRMED; against the margin ±0.01 the same evidence decides
+    nothing.
+
+    >>> from laplace_lab.paper_checks.verification.decisions import equivalence, test
+    >>> t = test("A − B", [0.01, -0.02, 0.0, 0.01])
+    >>> equivalence(t, margin=0.1, source="the paper's table").status.name
+    'CONFIRMED'
+    >>> equivalence(t, margin=0.01, source="the paper's table").status.name
+    'INCONCLUSIVE'
     """
     tests = (tests,) if isinstance(tests, Test) else tuple(tests)
     if not tests:

@@ -82,8 +82,11 @@ class Recorded:
 
 
 def load_recorded(path: str | Path) -> Recorded:
-    """Read a recorded run from a JSON file with ``command``, ``commit``, ``date``,
-    ``summary`` and ``data``; a missing field is a ValueError naming the file."""
+    """Read a recorded run from a JSON file.
+
+    The file holds ``command``, ``commit``, ``date``, ``summary`` and ``data``; a missing
+    field is a ValueError naming the file.
+    """
     path = Path(path)
     raw = json.loads(path.read_text(encoding="utf-8"))
     missing = [f for f in _FIELDS if not isinstance(raw.get(f), str) or not raw.get(f)]

@@ -195,8 +195,10 @@ class Context:
 
 
 class ImplementationError(RuntimeError):
-    """Our own implementation failed a self-check (e.g. the fast Greedy-Laplace differs from
-    the literal Algorithm 2): an ERROR verdict, never a verdict on the paper."""
+    """Our own implementation failed a self-check: an ERROR verdict, never one on the paper.
+
+    For example, the fast Greedy-Laplace differs from the literal Algorithm 2.
+    """
 
 
 def require(condition: bool, message: str) -> None:
@@ -207,8 +209,11 @@ def require(condition: bool, message: str) -> None:
 
 @dataclass(frozen=True)
 class Claim:
-    """A registered paper claim and its mutants (deliberately wrong variants, each with the
-    verdict it must produce: :mod:`laplace_lab.paper_checks.verification.mutants`)."""
+    """A registered paper claim and its mutants.
+
+    The mutants are deliberately wrong variants, each with the verdict it must produce
+    (:mod:`laplace_lab.paper_checks.verification.mutants`).
+    """
 
     paper: str
     name: str

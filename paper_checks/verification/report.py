@@ -1,5 +1,8 @@
-"""Write the verification report: ``index.html``, ``report.md`` and ``verdicts.json``
-(its schema: :data:`laplace_lab.paper_checks.verification.outcome.VERDICT_SCHEMA`)."""
+"""Write the verification report: ``index.html``, ``report.md`` and ``verdicts.json``.
+
+The schema of ``verdicts.json`` is
+:data:`laplace_lab.paper_checks.verification.outcome.VERDICT_SCHEMA`.
+"""
 
 from __future__ import annotations
 
