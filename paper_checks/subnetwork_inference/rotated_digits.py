@@ -13,10 +13,11 @@ superiority over the baselines (MAP, diagonal Laplace, an ensemble on the same s
 comparison of two selection rules (Wasserstein against random) are decided over replications
 by :func:`laplace_lab.paper_checks.verification.replicates.decide`. Equal error (a property of
 the linearised predictive of one network) is an equivalence (TOST) of the per-digit error
-difference against a margin, McNemar's exact test per angle reported beside it. Each
-replication is one stream of ``rotated-digits`` (split, MAP, SWAG, random draw); its statistic is the mean
-per-digit log-likelihood difference over the rotated angles, compared by a one-sided t-test
-across replications in two looks (8 replications, then 16 if the first is undecided), each at
+difference against a margin, McNemar's exact test per angle reported beside it.
+
+Each replication is one stream of ``rotated-digits`` (split, MAP, SWAG, random draw); its
+statistic is the mean per-digit log-likelihood difference over the rotated angles, compared
+by a one-sided t-test across replications in two looks (8 replications, then 16 if the first is undecided), each at
 the Bonferroni level of :func:`laplace_lab.paper_checks.verification.replicates.decide`.
 These replications are trained for the full mode's 40 epochs in quick mode too:
 the quick mode's 15-epoch MAP is not converged (2–3 times the 0° error of a 40-epoch MAP,
