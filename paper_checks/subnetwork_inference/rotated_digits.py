@@ -17,8 +17,9 @@ difference against a margin, McNemar's exact test per angle reported beside it.
 
 Each replication is one stream of ``rotated-digits`` (split, MAP, SWAG, random draw); its
 statistic is the mean per-digit log-likelihood difference over the rotated angles, compared
-by a one-sided t-test across replications in two looks (8 replications, then 16 if the first is undecided), each at
-the Bonferroni level of :func:`laplace_lab.paper_checks.verification.replicates.decide`.
+by a one-sided t-test across replications in two looks (8 replications, then 16 if the
+first is undecided), each at the Bonferroni level of
+:func:`laplace_lab.paper_checks.verification.replicates.decide`.
 These replications are trained for the full mode's 40 epochs in quick mode too:
 the quick mode's 15-epoch MAP is not converged (2–3 times the 0° error of a 40-epoch MAP,
 5–11% against 1–5%), and on it the two selections are almost indistinguishable (random ahead
