@@ -609,7 +609,13 @@ def dead_relu_selected(ctx: Context) -> Verdict:
         "variances is undefined (NaN)",
     )
     share, exact = (float(v) for v in shares.min(axis=0))
-    off = max(max(s["diagonal_dead_off_prior"], s["exact_dead_off_prior"]) for s in stats)
+    offs = np.array([[s["diagonal_dead_off_prior"], s["exact_dead_off_prior"]] for s in stats])
+    require(
+        np.all(np.isfinite(offs)),
+        "a dead weight's variance is not finite: its distance from the prior variance is "
+        "undefined (NaN)",
+    )
+    off = float(offs.max())
     ok = all(s["dead"] > 0 for s in stats) and share == 1.0 and off <= AT_PRIOR
     return Verdict(
         Status.CONFIRMED if ok else Status.REFUTED,

@@ -319,9 +319,12 @@ def ensemble_rotation_shift(
     ensemble_size: int = 5,
     n_test: int | None = None,
     epochs: int = 20,
+    n_ggn: int | None = None,
 ) -> RotationShift:
     """The deep ensemble (mean softmax of ``ensemble_size`` MAPs) on the split of
-    :func:`rotation_shift` for the same ``rng``; its only method is ``"Ensemble"``.
+    :func:`rotation_shift` for the same ``rng``; its only method is ``"Ensemble"``. Pass the
+    ``n_ggn`` of that run too: the GGN rows are drawn before the test digits, so the same
+    ``rng`` and ``n_ggn`` give the same test digits (paired comparisons).
 
     References
     ----------
@@ -330,7 +333,7 @@ def ensemble_rotation_shift(
        (ensembles of 5 networks).
     """
     size = positive_int(ensemble_size, "ensemble_size")
-    split = _split(rng, None, n_test)
+    split = _split(rng, n_ggn, n_test)
     members = [_train(split, r, epochs) for r in spawn(split.ensemble_rng, size)]
     out: dict[str, dict[str, list]] = {m: {} for m in _FIELDS}
     y = split.ds.y_test[split.test]

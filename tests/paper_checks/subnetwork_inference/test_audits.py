@@ -120,3 +120,32 @@ def test_swag_dead_relu_selection_audit(monkeypatch):
     v = run_claim(_claim("swag-avoids-dead-relu-weights"), Context())
     assert v.status is Status.ERROR
     assert "selection rule" in v.reason
+
+
+@pytest.mark.parametrize("where", ["share", "off_prior"])
+@pytest.mark.parametrize("first", [True, False])
+def test_a_nan_in_the_dead_weight_ranking_is_an_error_whatever_its_position(
+    monkeypatch, where, first
+):
+    """A NaN share at the prior variance, or a NaN distance of a dead weight's variance from
+    1/λ, must give ERROR before any comparison: min/max over NaN depend on the order."""
+    from laplace_lab.paper_checks.subnetwork_inference import toy_regression
+
+    good = {
+        "dead": 3,
+        "diagonal_top_at_prior_share": 1.0,
+        "exact_top_at_prior_share": 1.0,
+        "diagonal_top_live": 0,
+        "exact_top_live": 0,
+        "diagonal_dead_off_prior": 0.0,
+        "exact_dead_off_prior": 0.0,
+    }
+    key = "diagonal_top_at_prior_share" if where == "share" else "diagonal_dead_off_prior"
+    bad = {**good, key: float("nan")}
+    stats = [bad, good] if first else [good, bad]
+    monkeypatch.setattr(toy_regression, "_runs", lambda seed, full: (0, 1))
+    monkeypatch.setattr(toy_regression, "_dead_ranking", lambda r: stats[r])
+    with mutant_scope():
+        v = run_claim(_claim("dead-relu-weights-selected"), Context())
+    assert v.status is Status.ERROR
+    assert "NaN" in v.reason
