@@ -103,6 +103,8 @@ UNIFORM_PROBES = Mutant(
     "probes-covariance-third",
     "probes uniform on (−1, 1) (covariance I/3): eq. (4) fails, the target is K/3",
     {draw_probes: _uniform_probes},
+    # only the surrogate's training draws probes: the toy (MAP and exact LLA) is the true one
+    reuses=(toy,),
 )
 
 
