@@ -43,14 +43,19 @@ from laplace_lab.paper_checks.verification import (
     cached,
     claim,
     decisions,
+    require,
 )
 
 PAPER = "fsp-laplace"
 FAMILIES = ("RBF", "Matern-1/2")
 SIZES = (3, 5, 10, 25, 50, 100)
 #: "Useful uncertainty", fixed before measuring: the sd away from the data at least twice the
-#: sd at the data (the exact GP's ratio is far larger, so half of that is a low bar).
+#: sd at the data (the exact GP's ratio is far larger, so half of that is a low bar). This
+#: threshold is the project's reading of "useful", not the paper's: App. C.1 gives no number.
 USEFUL_RATIO = 2.0
+#: Replicates (data set and fit, ``rep`` 0, 1, 2 of the task) over which a prior and an M whose
+#: uncertainty is not useful must stay so to count as a counterexample.
+USEFUL_REPLICATES = 3
 #: "Captures the prior's beliefs", fixed before measuring: mean W₂ to the GP posterior ≤ 0.25
 #: prior standard deviations (a quarter of the prior's own spread at every point).
 CAPTURE_TOL = 0.25
@@ -97,6 +102,22 @@ def rbf_sweep(full: bool, seed: int) -> dict:
 def matern_sweep(full: bool, seed: int) -> dict:
     """:func:`sweep`'s rows of the Matérn-½ prior."""
     return _sweep("Matern-1/2", full, seed)
+
+
+@cached
+def sd_ratio(family: str, full: bool, seed: int, M: int, rep: int) -> float:
+    """The epistemic sd away from the data over the sd at the data of FSP-Laplace with M
+    Halton context points on replicate ``rep`` of the 1-D regression task (rep 0: the fit of
+    :func:`sweep`)."""
+    if rep == 0:
+        return sweep(full, seed)[family, M]["sd_ratio"]
+    t = synthetic.task("regression", full=full, seed=seed, rep=rep)
+    x = np.linspace(t.low, t.high, 201)[:, None]
+    a = np.abs(x[:, 0])
+    away, near = (a >= 1.5) | (a <= 0.25), (a >= 0.5) & (a <= 1.0)
+    fsp = synthetic.fit_fsp("regression", family, full, seed, M, rep=rep, covariance="halton")
+    sd = np.sqrt(fsp.predict(x).variance)
+    return float(sd[away].mean() / sd[near].mean())
 
 
 def sweep(full: bool, seed: int) -> dict:
@@ -163,7 +184,7 @@ def _figure(ctx: Context, res: dict) -> tuple[str, ...]:
             "'useful' read as sd away from the data ≥ 0.5 × sd at the data",
             {(sys.modules[__name__], "USEFUL_RATIO"): 0.5},
             expect=Status.CONFIRMED,
-            reuses=(rbf_sweep, matern_sweep),
+            reuses=(rbf_sweep, matern_sweep, sd_ratio),
         ),
     ),
 )
@@ -171,31 +192,59 @@ def _few_points(ctx: Context) -> Verdict:
     """App. C.1: "even with a very small number of context points (M = 3 and M = 5),
     FSP-Laplace still produces useful uncertainty estimates, although it cannot capture the
     beliefs specified by the prior" — a statement about every prior at M = 3 and 5, decided
-    by a counterexample: a prior and an M whose uncertainty is not useful. The counterexample
-    is structural (the first Halton points of the covariance step lie at the data and in the
-    gap), not a draw of noise: no replicates would change it."""
+    by a counterexample: a prior and an M whose uncertainty is not useful — its sd away from
+    the data below :data:`USEFUL_RATIO` times its sd at the data (the project's threshold; the
+    paper gives none) on every one of :data:`USEFUL_REPLICATES` replicates of the data set and
+    fit. A cell below it on the first replicate only leaves the claim INCONCLUSIVE. The
+    expected counterexample is structural (the first Halton points of the covariance step lie
+    at the data and in the gap), so the replicates should agree."""
     res = sweep(ctx.full, ctx.seed)
     threshold = sys.modules[__name__].USEFUL_RATIO
     small = [(f, M) for f in FAMILIES for M in (3, 5)]
     failing = [k for k in small if res[k]["sd_ratio"] < threshold]
+    # A cell that fails on the first replicate counts as a counterexample only if it fails on
+    # every replicate (data set and fit) — the threshold is the project's, so one fit is not
+    # enough to refute.
+    reps = {
+        (f, M): [sd_ratio(f, ctx.full, ctx.seed, M, r) for r in range(USEFUL_REPLICATES)]
+        for f, M in failing
+    }
+    require(np.all(np.isfinite([v for r in reps.values() for v in r])), "an sd ratio is NaN")
+    standing = [k for k in failing if all(v < threshold for v in reps[k])]
     where = ", ".join(f"{f} M={M}" for f, M in failing)
-    ratios = ", ".join(f"{res[k]['sd_ratio']:.2f}" for k in failing)
-    decision = decisions.existence(
-        not failing,
-        witness=(
-            f"counterexample: sd away / at the data {ratios} < {threshold:g} at {where}"
-            if failing
-            else f"sd away / at the data ≥ {threshold:g} at M = 3 and 5 for both priors"
-        ),
+    per_rep = "; ".join(
+        f"{f} M={M}: " + ", ".join(f"{v:.2f}" for v in reps[f, M]) for f, M in failing
     )
+    if not failing:
+        decision = decisions.existence(
+            True, witness=f"sd away / at the data ≥ {threshold:g} at M = 3 and 5 for both priors"
+        )
+    else:
+        decision = decisions.counterexample(
+            bool(standing),
+            witness=(
+                f"counterexample on all {USEFUL_REPLICATES} replicates: sd away / at the data "
+                f"< {threshold:g} at "
+                + ", ".join(f"{f} M={M}" for f, M in standing)
+                + f" ({per_rep})"
+                if standing
+                else f"sd away / at the data < {threshold:g} on the first replicate at {where} "
+                f"but not on all {USEFUL_REPLICATES} ({per_rep})"
+            ),
+        )
     return Verdict(
         decision.status,
         measured={f"{f} M={M}": round(res[f, M]["sd_ratio"], 3) for f, M in small},
         expected=f"sd away / sd at the data ≥ {threshold} for M = 3 and 5",
         tolerance="threshold fixed before measuring",
         summary=(
-            f"no useful uncertainty at {where}: sd away/at the data "
-            + ", ".join(f"{res[k]['sd_ratio']:.2f}" for k in failing)
+            f"no useful uncertainty (sd away/at the data < {threshold:g}, the project's "
+            f"threshold) on all {USEFUL_REPLICATES} replicates at "
+            + ", ".join(f"{f} M={M}" for f, M in standing)
+            + f": {per_rep}"
+            if standing
+            else f"sd away/at the data < {threshold:g} on the first replicate only at {where}: "
+            f"{per_rep}"
             if failing
             else f"sd away/at the data ≥ {threshold} at M = 3 and 5 for both priors"
         ),
@@ -204,8 +253,13 @@ def _few_points(ctx: Context) -> Verdict:
             "uniform context points per step of Algorithm 1, the first M Halton points for "
             "Algorithm 2; priors with marginal-likelihood hyperparameters.",
             f"Useful: epistemic sd away from the data (|x| ≥ 1.5 and |x| ≤ 0.25) at least "
-            f"{threshold} × the sd at the data (0.5 ≤ |x| ≤ 1), fixed before measuring; the "
-            "exact GP's ratio is given beside each row.",
+            f"{threshold} × the sd at the data (0.5 ≤ |x| ≤ 1), fixed before measuring — the "
+            "project's threshold, not the paper's (App. C.1 gives no number); the exact GP's "
+            "ratio is given beside each row.",
+            f"A prior and M below the threshold count as a counterexample only when below it "
+            f"on all {USEFUL_REPLICATES} replicates (data set and fit): "
+            + (per_rep if failing else "none below it on the first replicate")
+            + ".",
             (
                 f"Not useful at {where}: Algorithm 2's covariance has rank ≤ M, and the first "
                 "three Halton points of [−2, 2] are x = 0, −1, 1 — the gap and the data — so "
