@@ -49,6 +49,7 @@ __all__ = [
     "MeanVarianceCurvature",
     "assla_log_density",
     "fit_mean_variance",
+    "fit_mean_variance_batch",
     "fit_mean_variance_to",
     "gaussian_nll",
     "la_coverage",
@@ -157,6 +158,11 @@ def fit_mean_variance_to(
                 best, best_state = val, {k: v.clone() for k, v in model.state_dict().items()}
     if validation is not None:
         model.load_state_dict(best_state)
+    return _finish(ds, model)
+
+
+def _finish(ds: Any, model: Any) -> MeanVarianceFit:
+    """The fitted ``model`` in float64 and eval mode, its output Jacobians and outputs."""
     model = model.double().eval()
     J = per_sample_jacobian(model, ds.X_train).numpy()
     G = per_sample_jacobian(model, ds.X_test).numpy()
@@ -164,6 +170,82 @@ def fit_mean_variance_to(
         out_train = model(torch.as_tensor(np.asarray(ds.X_train), dtype=torch.float64)).numpy()
         out_test = model(torch.as_tensor(np.asarray(ds.X_test), dtype=torch.float64)).numpy()
     return MeanVarianceFit(ds, model, J, G, out_train, out_test)
+
+
+def _stacked_forward(
+    weights: list[torch.Tensor], biases: list[torch.Tensor], X: torch.Tensor
+) -> torch.Tensor:
+    """K stacked ReLU MLPs on their own inputs: X (K, B, d) → outputs (K, B, 2)."""
+    h = X
+    for layer, (W, b) in enumerate(zip(weights, biases, strict=True)):
+        h = torch.baddbmm(b, h, W)
+        if layer < len(weights) - 1:
+            h = torch.relu(h)
+    return h
+
+
+@single_threaded()
+def fit_mean_variance_batch(
+    datasets: list[Any],
+    *,
+    rngs: list[tuple[np.random.Generator, np.random.Generator]],
+    lr: float = 1e-2,
+    epochs: int = 300,
+    batch_size: int = 64,
+    prior_precision: float = 1.0,
+) -> list[MeanVarianceFit]:
+    """:func:`fit_mean_variance_to` (without early stopping) for K networks trained together.
+
+    Network k has its own data ``datasets[k]``, its initialisation from ``rngs[k][0]`` (the
+    single-network builder's) and its minibatch order from ``rngs[k][1]``. The K networks'
+    weights are stacked (K, ...) and trained as one computation with batched products; the
+    loss is the sum of the K networks' losses, so each network's gradient is its own, and
+    Adam, elementwise, is K independent Adams. The same function as the one-network trainer
+    up to float32 rounding; after training the networks are unstacked into K ordinary
+    modules. Every dataset must have the same number of training rows and inputs.
+    """
+    if len(datasets) != len(rngs) or not datasets:
+        raise ValueError("one (init, order) generator pair per dataset, at least one")
+    Xs = [np.asarray(ds.X_train) for ds in datasets]
+    if len({X.shape for X in Xs}) != 1:
+        raise ValueError("every dataset needs the same training shape")
+    d = int(Xs[0].shape[1])
+    models = [build_seeded(lambda: mlp_2x50(d, 2), rng=init_rng) for init_rng, _ in rngs]
+    linears = [[m for m in model.modules() if isinstance(m, torch.nn.Linear)] for model in models]
+    weights = [
+        torch.stack([lin[i].weight.detach().T for lin in linears]).contiguous().requires_grad_()
+        for i in range(len(linears[0]))
+    ]
+    biases = [
+        torch.stack([lin[i].bias.detach()[None, :] for lin in linears]).requires_grad_()
+        for i in range(len(linears[0]))
+    ]
+    X = torch.as_tensor(np.stack(Xs), dtype=torch.float32)
+    y = torch.as_tensor(np.stack([np.asarray(ds.y_train) for ds in datasets]), dtype=torch.float32)
+    params = weights + biases
+    opt = torch.optim.Adam(params, lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs, eta_min=0.0)
+    order_rngs = [np.random.default_rng(train_rng) for _, train_rng in rngs]
+    K, n = X.shape[0], X.shape[1]
+    rows = torch.arange(K)[:, None]
+    for _ in range(epochs):
+        order = torch.as_tensor(np.stack([g.permutation(n) for g in order_rngs]))
+        for a in range(0, n, batch_size):
+            idx = order[:, a : a + batch_size]
+            opt.zero_grad(set_to_none=True)
+            out = _stacked_forward(weights, biases, X[rows, idx])
+            nll = gaussian_nll(out.reshape(-1, 2), y[rows, idx].reshape(-1))
+            loss = nll.reshape(K, -1).mean(dim=1).sum()
+            loss = loss + prior_precision / (2.0 * n) * sum((t * t).sum() for t in params)
+            loss.backward()
+            opt.step()
+        sched.step()
+    with torch.no_grad():
+        for k, lin in enumerate(linears):
+            for i, layer in enumerate(lin):
+                layer.weight.copy_(weights[i][k].T)
+                layer.bias.copy_(biases[i][k, 0])
+    return [_finish(ds, model) for ds, model in zip(datasets, models, strict=True)]
 
 
 @dataclass(frozen=True)

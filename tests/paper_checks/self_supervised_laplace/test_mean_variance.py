@@ -92,3 +92,40 @@ def test_assla_normalises_to_the_plug_in_predictive(small_fit):
     res = la_coverage(small_fit, prior_precision=2.0)
     # eq. (17)'s determinant term is constant in ŷ: ASSLA is N(μ̂, σ̂²) up to the grid
     np.testing.assert_allclose(res.assla, res.plugin, atol=1.5 / res.n_test)
+
+
+def _toy(seed: int, n: int = 96):
+    from laplace_lab.networks.data import heteroscedastic_toy
+
+    return heteroscedastic_toy(n + 32, test_fraction=32 / (n + 32), rng=seed)
+
+
+def _pair(seed: int):
+    return tuple(np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+
+
+def test_batched_trainer_is_the_one_network_trainer_for_one_network():
+    from laplace_lab.paper_checks.self_supervised_laplace.experiments.mean_variance import (
+        fit_mean_variance_batch,
+        fit_mean_variance_to,
+    )
+
+    ds = _toy(3)
+    one = fit_mean_variance_to(ds, rng=_pair(7), epochs=3, batch_size=32)
+    (batch,) = fit_mean_variance_batch([ds], rngs=[_pair(7)], epochs=3, batch_size=32)
+    np.testing.assert_allclose(batch.out_train, one.out_train, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(batch.out_test, one.out_test, rtol=1e-4, atol=1e-5)
+    for a, b in zip(batch.model.parameters(), one.model.parameters(), strict=True):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), atol=1e-5)
+
+
+def test_networks_of_a_batch_are_independent():
+    from laplace_lab.paper_checks.self_supervised_laplace.experiments.mean_variance import (
+        fit_mean_variance_batch,
+    )
+
+    first = fit_mean_variance_batch([_toy(1), _toy(2)], rngs=[_pair(1), _pair(2)], epochs=2)
+    other = fit_mean_variance_batch([_toy(1), _toy(5)], rngs=[_pair(1), _pair(2)], epochs=2)
+    assert np.array_equal(first[0].out_train, other[0].out_train)
+    assert np.array_equal(first[0].J, other[0].J)
+    assert not np.array_equal(first[1].out_train, other[1].out_train)
