@@ -28,7 +28,6 @@ import numpy as np
 
 from laplace_lab._random import spawn
 from laplace_lab.networks.data import heteroscedastic_toy, split_standardise
-from laplace_lab.networks.training import single_threaded
 from laplace_lab.numerics.laplace_variants import SpectralLaplace
 from laplace_lab.numerics.network_ssla import (
     NormalPredictive,
@@ -55,7 +54,7 @@ from laplace_lab.paper_checks.self_supervised_laplace.experiments.mean_variance 
 )
 from laplace_lab.paper_checks.self_supervised_laplace.experiments.network import (
     HeteroscedasticFit,
-    fit_heteroscedastic,
+    fit_heteroscedastic_batch,
 )
 from laplace_lab.paper_checks.verification import (
     Context,
@@ -117,11 +116,23 @@ def _audit_inputs() -> str:
     )
 
 
+#: Networks trained together as one batched ensemble (a divisor of every look of
+#: :data:`SEEDS` and :data:`MORE_SEEDS`).
+BLOCK = 5
+
+
+@cached
+def _block(seed: int, start: int) -> tuple[HeteroscedasticFit, ...]:
+    """The MAP networks ``start`` … ``start + BLOCK − 1`` of the base seed, trained together
+    (:func:`.experiments.network.fit_heteroscedastic_batch`), each from its own stream."""
+    rngs = [_generator(seed, i) for i in range(start, start + BLOCK)]
+    return tuple(fit_heteroscedastic_batch(rngs, n_train=500, n_test=2000))
+
+
 @cached
 def _fit(seed: int, index: int) -> HeteroscedasticFit:
     """The ``index``-th MAP network of the base seed, with 2,000 held-out test points."""
-    with single_threaded():
-        return fit_heteroscedastic(rng=_generator(seed, index), n_train=500, n_test=2000)
+    return _block(seed, index - index % BLOCK)[index % BLOCK]
 
 
 @cached
@@ -129,11 +140,6 @@ def _run(seed: int, index: int) -> CurvatureCoverage:
     fit = _fit(seed, index)
     _audits.standardised_on_training_rows(fit.data, f"fitted network {index}")
     return curvature_coverage(fit)
-
-
-#: Mean + log-variance networks trained together as one batched ensemble (a divisor of every
-#: look of :data:`SEEDS` and :data:`MORE_SEEDS`).
-BLOCK = 5
 
 
 @cached

@@ -38,6 +38,7 @@ from laplace_lab.numerics.kfac import kfac_from_signals, layer_signals
 from laplace_lab.numerics.laplace_variants import SpectralLaplace, diagonal_laplace_variance
 from laplace_lab.numerics.network_ssla import NormalPredictive, gaussian_scores
 from laplace_lab.numerics.predictive import predictive_variance
+from laplace_lab.paper_checks.self_supervised_laplace.experiments.batched import train_stacked
 from laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature import (
     CURVATURES,
     LEVELS,
@@ -172,18 +173,6 @@ def _finish(ds: Any, model: Any) -> MeanVarianceFit:
     return MeanVarianceFit(ds, model, J, G, out_train, out_test)
 
 
-def _stacked_forward(
-    weights: list[torch.Tensor], biases: list[torch.Tensor], X: torch.Tensor
-) -> torch.Tensor:
-    """K stacked ReLU MLPs on their own inputs: X (K, B, d) → outputs (K, B, 2)."""
-    h = X
-    for layer, (W, b) in enumerate(zip(weights, biases, strict=True)):
-        h = torch.baddbmm(b, h, W)
-        if layer < len(weights) - 1:
-            h = torch.relu(h)
-    return h
-
-
 @single_threaded()
 def fit_mean_variance_batch(
     datasets: list[Any],
@@ -211,40 +200,17 @@ def fit_mean_variance_batch(
         raise ValueError("every dataset needs the same training shape")
     d = int(Xs[0].shape[1])
     models = [build_seeded(lambda: mlp_2x50(d, 2), rng=init_rng) for init_rng, _ in rngs]
-    linears = [[m for m in model.modules() if isinstance(m, torch.nn.Linear)] for model in models]
-    weights = [
-        torch.stack([lin[i].weight.detach().T for lin in linears]).contiguous().requires_grad_()
-        for i in range(len(linears[0]))
-    ]
-    biases = [
-        torch.stack([lin[i].bias.detach()[None, :] for lin in linears]).requires_grad_()
-        for i in range(len(linears[0]))
-    ]
-    X = torch.as_tensor(np.stack(Xs), dtype=torch.float32)
-    y = torch.as_tensor(np.stack([np.asarray(ds.y_train) for ds in datasets]), dtype=torch.float32)
-    params = weights + biases
-    opt = torch.optim.Adam(params, lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs, eta_min=0.0)
-    order_rngs = [np.random.default_rng(train_rng) for _, train_rng in rngs]
-    K, n = X.shape[0], X.shape[1]
-    rows = torch.arange(K)[:, None]
-    for _ in range(epochs):
-        order = torch.as_tensor(np.stack([g.permutation(n) for g in order_rngs]))
-        for a in range(0, n, batch_size):
-            idx = order[:, a : a + batch_size]
-            opt.zero_grad(set_to_none=True)
-            out = _stacked_forward(weights, biases, X[rows, idx])
-            nll = gaussian_nll(out.reshape(-1, 2), y[rows, idx].reshape(-1))
-            loss = nll.reshape(K, -1).mean(dim=1).sum()
-            loss = loss + prior_precision / (2.0 * n) * sum((t * t).sum() for t in params)
-            loss.backward()
-            opt.step()
-        sched.step()
-    with torch.no_grad():
-        for k, lin in enumerate(linears):
-            for i, layer in enumerate(lin):
-                layer.weight.copy_(weights[i][k].T)
-                layer.bias.copy_(biases[i][k, 0])
+    train_stacked(
+        models,
+        Xs,
+        [np.asarray(ds.y_train) for ds in datasets],
+        [np.random.default_rng(train_rng) for _, train_rng in rngs],
+        gaussian_nll,
+        lr=lr,
+        epochs=epochs,
+        batch_size=batch_size,
+        prior_precision=prior_precision,
+    )
     return [_finish(ds, model) for ds, model in zip(datasets, models, strict=True)]
 
 

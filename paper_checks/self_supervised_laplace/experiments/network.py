@@ -23,6 +23,7 @@ from laplace_lab.networks.training import (
     build_seeded,
     noise_variance,
     predict,
+    single_threaded,
 )
 from laplace_lab.networks.training import train_map as _train
 from laplace_lab.numerics.ggn import GGN
@@ -34,8 +35,14 @@ from laplace_lab.numerics.network_ssla import (
     ssla_predictive,
 )
 from laplace_lab.numerics.predictive import predictive_variance
+from laplace_lab.paper_checks.self_supervised_laplace.experiments.batched import train_stacked
 
-__all__ = ["HeteroscedasticFit", "fit_heteroscedastic", "heteroscedastic_comparison"]
+__all__ = [
+    "HeteroscedasticFit",
+    "fit_heteroscedastic",
+    "fit_heteroscedastic_batch",
+    "heteroscedastic_comparison",
+]
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,58 @@ def fit_heteroscedastic(
         torch.set_num_threads(previous)
     s2 = noise_variance(model, ds.X_train, ds.y_train)
     return HeteroscedasticFit(ds, model, J, G, s2, predict(model, ds.X_test))
+
+
+def _squared_error(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The unit-variance Gaussian NLL per point, ½(y − f)² (the regression loss of
+    :func:`laplace_lab.networks.training.train_map`)."""
+    return 0.5 * (out[:, 0] - y) ** 2
+
+
+@single_threaded()
+def fit_heteroscedastic_batch(
+    rngs: list[np.random.Generator],
+    *,
+    n_train: int = 500,
+    n_test: int = 500,
+    config: TrainConfig | None = None,
+) -> list[HeteroscedasticFit]:
+    """:func:`fit_heteroscedastic` for K seeds, the K networks trained together
+    (:func:`.batched.train_stacked`): each has the data, initialisation and minibatch order
+    of its own seed, as :func:`fit_heteroscedastic` draws them, and the same function up to
+    float32 rounding (Adam recipes without weight decay or gradient clipping only)."""
+    config = config or adam_recipe(lr=1e-2, epochs=300, batch_size=64)
+    if config.optimizer != "adam" or config.weight_decay or config.grad_clip is not None:
+        raise ValueError("the batched trainer runs Adam without weight decay or clipping")
+    datasets, models, orders = [], [], []
+    for rng in rngs:
+        data_rng, init_rng, train_rng = spawn(rng, 3)
+        datasets.append(
+            heteroscedastic_toy(
+                n_train + n_test, test_fraction=n_test / (n_train + n_test), rng=data_rng
+            )
+        )
+        models.append(build_seeded(lambda: mlp_2x50(1), rng=init_rng))
+        orders.append(np.random.default_rng(train_rng))
+    train_stacked(
+        models,
+        [np.asarray(ds.X_train) for ds in datasets],
+        [np.asarray(ds.y_train) for ds in datasets],
+        orders,
+        _squared_error,
+        lr=config.lr,
+        epochs=config.epochs,
+        batch_size=config.batch_size,
+        prior_precision=config.prior_precision,
+    )
+    fits = []
+    for ds, model in zip(datasets, models, strict=True):
+        model = model.double().eval()
+        J = per_sample_jacobian(model, ds.X_train).numpy()
+        G = per_sample_jacobian(model, ds.X_test).numpy()
+        s2 = noise_variance(model, ds.X_train, ds.y_train)
+        fits.append(HeteroscedasticFit(ds, model, J, G, s2, predict(model, ds.X_test)))
+    return fits
 
 
 def heteroscedastic_comparison(
