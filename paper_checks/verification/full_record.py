@@ -24,14 +24,11 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from laplace_lab.paper_checks.verification.decisions import Decision
 from laplace_lab.paper_checks.verification.kinds import Status
 from laplace_lab.paper_checks.verification.recorded import Recorded, load_recorded
-
-if TYPE_CHECKING:
-    from laplace_lab.paper_checks.verification.outcome import Outcome
 
 __all__ = ["PREFIX", "attach", "record_path", "write_records"]
 
@@ -64,11 +61,11 @@ def _changed_since(path: Path, commit: str) -> bool:
     return out.returncode != 0
 
 
-def write_records(
-    outcomes: Sequence[Outcome], *, command: str, commit: str, date: str
-) -> list[Path]:
+def write_records(outcomes: Sequence[Any], *, command: str, commit: str, date: str) -> list[Path]:
     """One record per claim the full run decided (module docstring; a claim module without a
-    file has nowhere to keep one); the paths written."""
+    file has nowhere to keep one); the paths written. ``outcomes`` are the run's
+    :class:`~laplace_lab.paper_checks.verification.outcome.Outcome` objects (not imported
+    here: the registry imports this module, and the outcome module the registry)."""
     written = []
     for o in outcomes:
         v = o.verdict
