@@ -129,7 +129,7 @@ def _row(
     note: str,
 ) -> Row:
     """Time ``ours`` and each peer (best of 3 after a warm-up); compare their answers."""
-    answer, t_ours = timed(ours, repeat=1)
+    ours()  # warm-up, as for every peer below
     answer, t_ours = timed(ours, repeat=3)
     ref = _numpy(answer)
     times, wrong = {}, []

@@ -88,7 +88,7 @@ class _InOrder:
     work finish in), each as soon as every earlier claim's lines are out, and advances one
     progress bar over the claims and their mutants."""
 
-    def __init__(self, claims: Sequence[Claim], plan: Plan, echo: Echo, bar: Any) -> None:
+    def __init__(self, claims: Sequence[Claim], echo: Echo, bar: Any) -> None:
         self.order = [c.key for c in claims]
         self.number = {c.key: f"{i}/{len(claims)}" for i, c in enumerate(claims, 1)}
         self.done: dict[str, Outcome] = {}
@@ -211,7 +211,7 @@ def run_claims(
     with progress_bar(
         total=total, desc="claims and mutants", unit="run", enabled=tty, outermost=True
     ) as bar:
-        lines = _InOrder(claims, plan, bar.write if not bar.disable else echo, bar)
+        lines = _InOrder(claims, bar.write if not bar.disable else echo, bar)
         if scheduler is not None:
             done = _on_dask(groups, plan, number, scheduler, jobs, store, lines, by_key)
             return [_outcomes(done[c.key], by_key)[c.key] for c in claims]
