@@ -39,7 +39,7 @@ from laplace_lab.paper_checks.subnetwork_inference.experiments.uci import (
     TrainedSplit,
     UCISplit,
     evaluate_split,
-    train_split,
+    train_splits,
 )
 from laplace_lab.paper_checks.verification import (
     Context,
@@ -79,17 +79,29 @@ def _plan(full: bool, quick_splits: int) -> list[str]:
 
 
 @cached
-def _trained(seed: int, full: bool, index: int, dataset: str) -> TrainedSplit:
-    """The networks of split ``index`` of the stream ``uci-subnetworks``: the first splits are
-    the same for every number of splits, so the two claims share them."""
-    rng = Context(seed=seed).rng("uci-subnetworks").spawn(index + 1)[index]
-    return train_split(dataset, rng=rng, epochs=1000 if full else 300)
+def _trained(seed: int, full: bool) -> tuple[TrainedSplit, ...]:
+    """The networks of every split of the plan (:func:`_plan`, :data:`QUICK_SPLITS` in quick
+    mode), split i from child i of the stream ``uci-subnetworks``; the splits of one data set
+    train together (:func:`train_splits`). The variance claim reads the first splits."""
+    plan = _plan(full, QUICK_SPLITS)
+    rngs = Context(seed=seed).rng("uci-subnetworks").spawn(len(plan))
+    out: list[TrainedSplit | None] = [None] * len(plan)
+    for dataset in dict.fromkeys(plan):
+        at = [i for i, d in enumerate(plan) if d == dataset]
+        epochs = 1000 if full else 300
+        for i, trained in zip(
+            at, train_splits(dataset, rngs=[rngs[i] for i in at], epochs=epochs), strict=True
+        ):
+            out[i] = trained
+    return tuple(out)
 
 
 @cached
 def _split(seed: int, full: bool, index: int, dataset: str) -> UCISplit:
     """Every posterior of split ``index`` (:func:`_trained`'s networks)."""
-    return evaluate_split(_trained(seed, full, index, dataset))
+    trained = _trained(seed, full)[index]
+    require(trained.dataset == dataset, f"split {index} is of {trained.dataset}, not {dataset}")
+    return evaluate_split(trained)
 
 
 def _splits(seed: int, full: bool, quick_splits: int = QUICK_SPLITS) -> tuple[UCISplit, ...]:
@@ -134,7 +146,7 @@ def _miswired(splits: tuple[UCISplit, ...], field: str, arch: str) -> np.ndarray
 
 
 #: A scaler fitted on training and test rows together: the audit of the split in
-#: :func:`~laplace_lab.paper_checks.subnetwork_inference.experiments.uci.train_split` stops it.
+#: :func:`~laplace_lab.paper_checks.subnetwork_inference.experiments.uci.train_splits` stops it.
 _POOLED_SCALER = {split_standardise: _mutants.pooled_split_standardise}
 
 

@@ -3,36 +3,25 @@ Rodemann et al., "Self-Supervised Laplace Approximation for Bayesian Uncertainty
 Quantification", TMLR, arXiv:2605.12208, §5.1 and App. C: Adam, cosine annealing, the prior
 term α‖θ‖²/(2N) added to the mean NLL of each minibatch).
 
-The weights of the K networks are stacked (K, ...) and their forward pass is one batched
-product per layer (``torch.baddbmm``). The objective is the sum of the K networks' own
-objectives, so the gradient of each network's slice is that network's gradient alone; Adam
-is elementwise, so one Adam over the stacked tensors is K independent Adams, and the cosine
-schedule is shared. Each network keeps its own data and its own minibatch order (its own
-generator). The result is the one-network training up to float32 rounding, at a fraction of
-torch's per-operation overhead on networks this small.
+The K networks are one :class:`~laplace_lab.networks.stacked.Stacked` ensemble. The
+objective is the sum of the K networks' own objectives, so the gradient of each network's
+slice is that network's gradient alone; Adam is elementwise, so one Adam over the stacked
+tensors is K independent Adams, and the cosine schedule is shared. Each network keeps its own
+data and its own minibatch order (its own generator). The result is the one-network training
+up to float32 rounding, at a fraction of torch's per-operation overhead on networks this
+small.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["stacked_forward", "train_stacked"]
+from laplace_lab.networks.stacked import Stacked
 
-
-def stacked_forward(
-    weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor], X: torch.Tensor
-) -> torch.Tensor:
-    """K stacked ReLU MLPs on their own inputs: X (K, B, d) → outputs (K, B, d_out)."""
-    h = X
-    for layer, (W, b) in enumerate(zip(weights, biases, strict=True)):
-        h = torch.baddbmm(b, h, W)
-        if layer < len(weights) - 1:
-            h = torch.relu(h)
-    return h
+__all__ = ["train_stacked"]
 
 
 def train_stacked(
@@ -58,21 +47,10 @@ def train_stacked(
         raise ValueError("one X, y and generator per model, at least one model")
     if len({np.asarray(X).shape for X in Xs}) != 1:
         raise ValueError("every network needs the same training shape")
-    linears: list[list[Any]] = [
-        [m for m in model.modules() if isinstance(m, torch.nn.Linear)] for model in models
-    ]
-    depth = len(linears[0])
-    weights = [
-        torch.stack([lin[i].weight.detach().T for lin in linears]).contiguous().requires_grad_()
-        for i in range(depth)
-    ]
-    biases = [
-        torch.stack([lin[i].bias.detach()[None, :] for lin in linears]).requires_grad_()
-        for i in range(depth)
-    ]
+    stack = Stacked.of(models)
     X = torch.as_tensor(np.stack([np.asarray(x) for x in Xs]), dtype=torch.float32)
     y = torch.as_tensor(np.stack([np.asarray(t) for t in ys]), dtype=torch.float32)
-    params = weights + biases
+    params = stack.parameters
     opt = torch.optim.Adam(params, lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs, eta_min=0.0)
     n = X.shape[1]
@@ -82,15 +60,11 @@ def train_stacked(
         for a in range(0, n, batch_size):
             idx = order[:, a : a + batch_size]
             opt.zero_grad(set_to_none=True)
-            out = stacked_forward(weights, biases, X[rows, idx])
+            out = stack(X[rows, idx])
             nll = per_point_nll(out.reshape(-1, out.shape[-1]), y[rows, idx].reshape(-1))
             loss = nll.reshape(K, -1).mean(dim=1).sum()
             loss = loss + prior_precision / (2.0 * n) * sum((t * t).sum() for t in params)
             loss.backward()
             opt.step()
         sched.step()
-    with torch.no_grad():
-        for k, lin in enumerate(linears):
-            for i, layer in enumerate(lin):
-                layer.weight.copy_(weights[i][k].T)
-                layer.bias.copy_(biases[i][k, 0])
+    stack.write_to(models)

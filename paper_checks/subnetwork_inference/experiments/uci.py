@@ -20,8 +20,8 @@ MAP), λ from a log grid by validation log-likelihood.
 
 from __future__ import annotations
 
-import copy
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +31,7 @@ from laplace_lab._checks import one_of
 from laplace_lab._random import spawn
 from laplace_lab.networks.data import load_boston, load_concrete
 from laplace_lab.networks.models import mlp, weight_indices
+from laplace_lab.networks.stacked import Stacked
 from laplace_lab.networks.training import build_seeded, noise_variance, predict, single_threaded
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.jacobians import per_sample_jacobian
@@ -48,7 +49,7 @@ __all__ = [
     "UCISplit",
     "evaluate_split",
     "require_standardised_on_training_rows",
-    "train_split",
+    "train_splits",
     "uci_split",
 ]
 
@@ -100,25 +101,36 @@ def _log_likelihood(y: np.ndarray, f: np.ndarray, var: np.ndarray) -> np.ndarray
     return -0.5 * np.log(2 * np.pi * var) - 0.5 * (y - f) ** 2 / var
 
 
-def _fit(model, X, y, Xv, yv, *, epochs: int, lr: float = 1e-2, alpha: float = 1.0):
-    """Full-batch Adam on mean ½(y − f)² + α‖θ‖²/(2N); keep the state of least validation MSE."""
-    Xt, yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32)
-    Xvt, yvt = torch.as_tensor(Xv, dtype=torch.float32), torch.as_tensor(yv, dtype=torch.float32)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    best, state, penalty = np.inf, None, alpha / (2.0 * len(y))
+def _fit(models, Xs, ys, Xvs, yvs, *, epochs: int, lr: float = 1e-2, alpha: float = 1.0):
+    """Full-batch Adam of K networks of one architecture, network k on mean ½(y − f)² +
+    α‖θ‖²/(2N) of its own split (Xs[k], ys[k]); each keeps its state of least validation MSE
+    on (Xvs[k], yvs[k]), checked every 10 epochs.
+
+    The K networks train as one :class:`~laplace_lab.networks.stacked.Stacked` ensemble on
+    the sum of their objectives: each network's slice gets its own gradient, and Adam is
+    elementwise, so this is K separate trainings up to float32 rounding.
+    """
+    stack = Stacked.of(models)
+    X, y, Xv, yv = (torch.as_tensor(np.stack(a), dtype=torch.float32) for a in (Xs, ys, Xvs, yvs))
+    opt = torch.optim.Adam(stack.parameters, lr=lr)
+    best, states, penalty = (
+        np.full(len(models), np.inf),
+        [None] * len(models),
+        alpha / (2.0 * y.shape[1]),
+    )
     for epoch in range(epochs):
         opt.zero_grad(set_to_none=True)
-        loss = 0.5 * torch.mean((model(Xt)[:, 0] - yt) ** 2)
-        loss = loss + penalty * sum((t * t).sum() for t in model.parameters())
+        loss = 0.5 * torch.mean((stack(X)[..., 0] - y) ** 2, dim=1).sum()
+        loss = loss + penalty * stack.squared_norms().sum()
         loss.backward()
         opt.step()
         if epoch % 10 == 9 or epoch == epochs - 1:
             with torch.no_grad():
-                mse = float(torch.mean((model(Xvt)[:, 0] - yvt) ** 2))
-            if mse < best:
-                best, state = mse, copy.deepcopy(model.state_dict())
-    model.load_state_dict(state)
-    return model.double().eval()
+                mse = torch.mean((stack(Xv)[..., 0] - yv) ** 2, dim=1).numpy()
+            for k in np.flatnonzero(mse < best):
+                best[k], states[k] = mse[k], stack.state(k)
+    stack.write_to(models, states)
+    return [model.double().eval() for model in models]
 
 
 @dataclass(frozen=True)
@@ -160,16 +172,17 @@ def require_standardised_on_training_rows(ds) -> None:
 
 
 @single_threaded()
-def train_split(
-    dataset: str, *, rng: np.random.Generator | int, epochs: int = 1000
-) -> TrainedSplit:
-    """Draw one split of ``dataset`` and fit the four networks by MAP (§6.2 of [1]_).
+def train_splits(
+    dataset: str, *, rngs: Sequence[np.random.Generator | int], epochs: int = 1000
+) -> tuple[TrainedSplit, ...]:
+    """Draw one split of ``dataset`` per generator and fit the four networks of each by MAP
+    (§6.2 of [1]_); the networks of one architecture train together (:func:`_fit`).
 
     Parameters
     ----------
     dataset : {"boston", "concrete"}
-    rng : numpy.random.Generator or int
-        Source of the split, the validation rows and the initialisations.
+    rngs : sequence of numpy.random.Generator or int
+        One per split: the source of its rows, its validation rows and its initialisations.
     epochs : int
         The most full-batch Adam epochs of each MAP (early stopping keeps the best).
 
@@ -179,24 +192,40 @@ def train_split(
        "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.2.
     """
     one_of(dataset, "dataset", tuple(_LOADERS))
-    data_rng, val_rng, init_rng = spawn(rng, 3)
-    ds = _LOADERS[dataset](rng=data_rng, test_fraction=0.1)
-    require_standardised_on_training_rows(ds)
-    n = ds.y_train.size
-    perm = val_rng.permutation(n)
-    va, tr = np.sort(perm[: int(0.15 * n)]), np.sort(perm[int(0.15 * n) :])
-    X, y, Xv, yv = ds.X_train[tr], ds.y_train[tr], ds.X_train[va], ds.y_train[va]
-    models = []
-    for widths, r in zip(ARCHITECTURES.values(), spawn(init_rng, 4), strict=True):
-        model = build_seeded(functools.partial(mlp, ds.n_features, widths, 1), rng=r)
-        models.append(_fit(model, X, y, Xv, yv, epochs=epochs))
-    return TrainedSplit(dataset, ds, tr, va, tuple(models))
+    drawn = []
+    for rng in rngs:
+        data_rng, val_rng, init_rng = spawn(rng, 3)
+        ds = _LOADERS[dataset](rng=data_rng, test_fraction=0.1)
+        require_standardised_on_training_rows(ds)
+        n = ds.y_train.size
+        perm = val_rng.permutation(n)
+        va, tr = np.sort(perm[: int(0.15 * n)]), np.sort(perm[int(0.15 * n) :])
+        models = [
+            build_seeded(functools.partial(mlp, ds.n_features, widths, 1), rng=r)
+            for widths, r in zip(ARCHITECTURES.values(), spawn(init_rng, 4), strict=True)
+        ]
+        drawn.append((ds, tr, va, models))
+    fitted = [
+        _fit(
+            [m[a] for *_, m in drawn],
+            [ds.X_train[tr] for ds, tr, _, _ in drawn],
+            [ds.y_train[tr] for ds, tr, _, _ in drawn],
+            [ds.X_train[va] for ds, _, va, _ in drawn],
+            [ds.y_train[va] for ds, _, va, _ in drawn],
+            epochs=epochs,
+        )
+        for a in range(len(ARCHITECTURES))
+    ]
+    return tuple(
+        TrainedSplit(dataset, ds, tr, va, tuple(f[i] for f in fitted))
+        for i, (ds, tr, va, _) in enumerate(drawn)
+    )
 
 
 @single_threaded()
 def uci_split(dataset: str, *, rng: np.random.Generator | int, epochs: int = 1000) -> UCISplit:
     """Train the four networks on one split of ``dataset`` and evaluate every posterior:
-    :func:`evaluate_split` of :func:`train_split`.
+    :func:`evaluate_split` of :func:`train_splits`.
 
     References
     ----------
@@ -204,7 +233,7 @@ def uci_split(dataset: str, *, rng: np.random.Generator | int, epochs: int = 100
        "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.2 and
        Fig. 3.
     """
-    return evaluate_split(train_split(dataset, rng=rng, epochs=epochs))
+    return evaluate_split(train_splits(dataset, rngs=[rng], epochs=epochs)[0])
 
 
 @single_threaded()

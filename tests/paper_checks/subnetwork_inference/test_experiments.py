@@ -123,3 +123,18 @@ def test_toy_regression_random_tie_break_selects_among_the_largest_variances():
         assert var[S].min() >= np.delete(var, S).max()
     for m in plain.std:
         np.testing.assert_array_equal(plain.std[m], tied.std[m])
+
+
+def test_uci_networks_trained_together_are_each_trained_alone():
+    """The four networks of a split train with the same networks of the other splits as one
+    stacked ensemble: each one is its own full-batch Adam, early stopping included."""
+    from laplace_lab.paper_checks.subnetwork_inference.experiments.uci import train_splits
+
+    together = train_splits("boston", rngs=np.random.default_rng(5).spawn(2), epochs=40)
+    alone = train_splits("boston", rngs=np.random.default_rng(5).spawn(2)[1:], epochs=40)[0]
+    for a, b in zip(together[1].models, alone.models, strict=True):
+        for p, q in zip(a.parameters(), b.parameters(), strict=True):
+            assert torch.allclose(p, q, rtol=0, atol=1e-5)
+    assert not torch.allclose(
+        next(together[0].models[0].parameters()), next(alone.models[0].parameters())
+    )
