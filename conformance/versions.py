@@ -104,16 +104,26 @@ class Environment:
         )
 
 
-#: The versions compared, oldest first: every laplace-torch version with a curvlinops its
-#: metadata accepts (0.2.1: ``curvlinops-for-pytorch>=2.0``, the 2.x line; 0.2.3 and 0.3:
-#: ``>=3.0.1``). All pin ``asdfghjkl==0.1a4`` and leave BackPACK open (1.7.1, the newest).
+#: The versions compared, oldest first, each with the newest curvlinops it runs with among
+#: those its metadata accepts (0.2.1 and 0.2.2.2: ``curvlinops-for-pytorch>=2.0``, of which
+#: only the 2.x line imports; 0.2.3 and 0.3: ``>=3.0.1``). All pin ``asdfghjkl==0.1a4`` and
+#: leave BackPACK open (1.7.1, the newest). :data:`NOT_COMPARED` says why the others are not.
 ENVIRONMENTS: Mapping[str, Environment] = {
     "0.2.1": Environment(
         "0.2.1",
         curvlinops="2.0.1",
         extra=("numpy<2",),
-        why="laplace-torch 0.2.1 requires curvlinops-for-pytorch>=2.0; 2.0.1 is the newest "
-        "2.x and requires numpy<2",
+        why="laplace-torch 0.2.1 requires curvlinops-for-pytorch>=2.0 but imports "
+        "`curvlinops._base`, which 3.x no longer has; 2.0.1 is the newest 2.x and requires "
+        "numpy<2",
+    ),
+    "0.2.2.2": Environment(
+        "0.2.2.2",
+        curvlinops="2.0.1",
+        extra=("numpy<2",),
+        why="laplace-torch 0.2.2.2 requires curvlinops-for-pytorch>=2.0 but imports "
+        "`curvlinops._base`, which 3.x no longer has (beside 3.0.1 every case is an ERROR, "
+        "`No module named 'curvlinops._base'`); 2.0.1 is the newest 2.x and requires numpy<2",
     ),
     "0.2.3": Environment(
         "0.2.3",
@@ -136,7 +146,7 @@ class VersionFinding:
     Parameters
     ----------
     id : str
-        ``"laplace-torch <version> V<n>"``.
+        ``"laplace-torch <version> V<n>"``, the oldest version it is found in.
     kind : str
         As :class:`~laplace_lab.conformance.libraries.Finding`.
     title : str
@@ -179,7 +189,7 @@ VERSION_FINDINGS: tuple[VersionFinding, ...] = (
         "prior) laplace-torch raises `RuntimeError: expected scalar type Double but found "
         "Float` (ERROR); elsewhere the diagonal, KFAC, last-layer and diagonal "
         "empirical-Fisher variances and the diagonal-Laplace mask are float32 numbers "
-        "(FAIL, within float32's rounding). In 0.2.3 and 0.3 every structure but the full "
+        "(FAIL, within float32's rounding). From 0.2.2.2 on every structure but the full "
         "GGN follows the model's dtype ([laplace-torch F1](validation.md#laplace-torch-f1) "
         "is what remains).",
         ("0.2.1",),
@@ -228,7 +238,7 @@ VERSION_FINDINGS: tuple[VersionFinding, ...] = (
         "the column Lᵀz, of covariance LᵀL, which is not Ω⁻¹ unless L is diagonal. The "
         "samples' mean passes and their covariance test fails (p down to 0 in 4000 samples). "
         "0.2.3 and 0.3 draw `samples @ self.posterior_scale.T`.",
-        ("0.2.1",),
+        ("0.2.1", "0.2.2.2"),
         (
             "samples/linear-gaussian",
             "samples/mlp-regression-subset",
@@ -250,7 +260,6 @@ BRIDGED: tuple[str, ...] = ()
 NOT_COMPARED: Mapping[str, str] = {
     "0.2.2": "its wheel holds no code (only its .dist-info)",
     "0.2.2.1": "its wheel holds no code (only its .dist-info)",
-    "0.2.2.2": "requires curvlinops-for-pytorch>=2.0 as 0.2.1 does; not run here",
 }
 
 
