@@ -593,7 +593,8 @@ def versions_markdown(payload: dict[str, Any]) -> str:
         "",
         f"The conformance scoreboard of {payload['library']} "
         f"([scoreboard.md](scoreboard.md), [validation.md](validation.md)) for each version "
-        "with the curvlinops its metadata accepts, each in a virtual environment of its own "
+        "on the registry that holds code, with the newest curvlinops it runs with among those "
+        "its metadata accepts, each in a virtual environment of its own "
         "(torch pinned exactly, this repository with its `[laplace-torch]` extra, then "
         "laplace-torch and its backends with `--no-deps`, as in "
         "[Installing laplace-torch](validation.md#installing-laplace-torch)). "
