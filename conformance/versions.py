@@ -2,12 +2,13 @@
 
     laplace-lab validate --versions [VERSION ...] [--seed S] [--out DIR] [--venvs DIR]
 
-For each version in :data:`ENVIRONMENTS` (laplace-torch with the curvlinops its metadata
-accepts), :func:`build_environment` creates ``<venvs>/laplace-torch-<version>`` once, the way
-the Makefile installs laplace-torch 0.3: torch pinned exactly (``torch==2.13.0``, the CPU
-build), this repository editable with its ``[laplace-torch]`` extra, then laplace-torch and
-its backends with ``--no-deps`` (their torchvision requirement left out; docs/validation.md,
-"Installing laplace-torch"). :func:`run_environment` runs, inside it,
+For each version in :data:`ENVIRONMENTS` (laplace-torch with the newest curvlinops it runs
+with among those its metadata accepts), :func:`build_environment` creates
+``<venvs>/laplace-torch-<version>`` once, the way the Makefile installs laplace-torch 0.3:
+torch pinned exactly (``torch==2.13.0``, the CPU build), this repository editable with its
+``[laplace-torch]`` extra, then laplace-torch and its backends with ``--no-deps`` (their
+torchvision requirement left out; docs/validation.md, "Installing laplace-torch").
+:func:`run_environment` runs, inside it,
 ``laplace-lab validate --scoreboard --library laplace-torch`` and keeps its laplace-torch
 entry. :func:`versions_payload` puts the versions side by side (one JSON object: counts per
 version, which finding appears in which version, the cases whose status differs) and
