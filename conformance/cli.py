@@ -46,6 +46,10 @@ def _validate(args: argparse.Namespace) -> int:
         return 0
     if args.versions is not None:
         return _versions(args)
+    if args.venvs:
+        raise ValueError("--venvs goes with --versions")
+    if args.library and not args.scoreboard:
+        raise ValueError("--library goes with --scoreboard; --target names one library")
     if args.scoreboard:
         return _scoreboard(args)
     if not args.target:

@@ -144,3 +144,5 @@ def test_the_scoreboard_runs_the_libraries_named(tmp_path, capsys):
     assert [lib["library"] for lib in payload["libraries"]] == ["laplace-lab"]
     status = main(["validate", "--scoreboard", "--library", "laplace-jax", "--out", str(tmp_path)])
     assert status == 2 and "got target='laplace-jax'" in capsys.readouterr().err
+    status = main(["validate", "--target", "laplace-lab", "--library", "laplace-lab"])
+    assert status == 2 and "--library goes with --scoreboard" in capsys.readouterr().err
