@@ -53,6 +53,13 @@ bench: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
+# The laplace-torch scoreboard of each laplace-torch version (conformance/versions.py), each in
+# an environment of its own under .venvs/ (built once, then reused), into docs/versions.md and
+# docs/versions.json. It needs the package registry, so it is no part of `make test`.
+.PHONY: versions
+versions: $(STAMP)
+	$(VENV)/bin/laplace-lab validate --versions --seed 0 --out docs
+
 # On a machine with CUDA, CuPy and torch: the GPU tests and the GPU bench's quick rows, results
 # in $(OUT) (docs/performance.md, "GPU"). Installs nothing into the machine's environment.
 OUT ?= gpu-check

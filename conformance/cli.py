@@ -2,7 +2,8 @@
 
     laplace-lab validate --target LIBRARY|MODULE:CALLABLE [--case NAME ...] [--out DIR]
                          [--seed S] [--plugin MODULE]
-    laplace-lab validate --scoreboard [--case NAME ...] [--out DIR] [--seed S]
+    laplace-lab validate --scoreboard [--library NAME ...] [--case NAME ...] [--out DIR] [--seed S]
+    laplace-lab validate --versions [VERSION ...] [--out DIR] [--seed S] [--venvs DIR]
     laplace-lab validate --list
 
 ``--target`` names a library of :data:`~laplace_lab.conformance.libraries.LIBRARIES`
@@ -10,8 +11,11 @@
 registered conformance cases on it, writes ``index.html``, ``report.md`` and
 ``conformance.json`` and exits 1 if any case FAILs or ERRORs. A library that is not
 installed is one line saying how to install it (exit 2). ``--scoreboard`` runs every
-installed library and writes the scoreboard (:mod:`laplace_lab.conformance.scoreboard`):
-it exits 0 once written, the libraries' failures being its content. ``--list`` prints the
+installed library (or the ``--library`` ones) and writes the scoreboard
+(:mod:`laplace_lab.conformance.scoreboard`): it exits 0 once written, the libraries' failures
+being its content. ``--versions`` builds one virtual environment per laplace-torch version, runs
+the laplace-torch scoreboard in each and writes ``versions.md`` and ``versions.json``
+(:mod:`laplace_lab.conformance.versions`; it needs the package registry). ``--list`` prints the
 cases; ``--plugin`` imports a module that registers more. An unknown ``--case`` (with the
 closest names) and a target that cannot take the contract's arguments are refused in one
 line before any case runs. Building the parser imports nothing of the suite and no torch.
@@ -40,6 +44,12 @@ def _validate(args: argparse.Namespace) -> int:
         for name, case in cases().items():
             print(f"{name}: {case.capability} on {case.problem} — {case.description}")
         return 0
+    if args.versions is not None:
+        return _versions(args)
+    if args.venvs:
+        raise ValueError("--venvs goes with --versions")
+    if args.library and not args.scoreboard:
+        raise ValueError("--library goes with --scoreboard; --target names one library")
     if args.scoreboard:
         return _scoreboard(args)
     if not args.target:
@@ -75,11 +85,16 @@ def _scoreboard(args: argparse.Namespace) -> int:
         raise ValueError("--scoreboard runs every installed library; drop --target")
     _known_cases(args.case, list(cases()))
     out = writable_folder(args.out or "scoreboard")
+    if args.library:
+        from laplace_lab.conformance.libraries import get_library
+
+        for name in args.library:
+            get_library(name)  # an unknown or missing library is refused here
 
     def progress(library: str, result) -> None:
         print(f"{library} {result.case.name}: {result.outcome.value} ({result.seconds:.1f} s)")
 
-    board = run_scoreboard(seed=args.seed, only=args.case, progress=progress)
+    board = run_scoreboard(args.library, seed=args.seed, only=args.case, progress=progress)
     paths = write_scoreboard(board, out)
     for run in board.runs:
         print(f"{run.validation.summary()} ({run.seconds:.1f} s)")
@@ -89,6 +104,22 @@ def _scoreboard(args: argparse.Namespace) -> int:
         f"wrote {paths['html']}, {paths['markdown']}, {paths['json']} and "
         f"{len(paths['reproducers'])} reproducers"
     )
+    return 0
+
+
+def _versions(args: argparse.Namespace) -> int:
+    from laplace_lab._paths import writable_folder
+    from laplace_lab.conformance.versions import run_versions, write_versions
+
+    if args.target or args.scoreboard or args.case or args.library:
+        raise ValueError(
+            "--versions runs every laplace-torch case in each environment; drop --target, "
+            "--scoreboard, --case and --library"
+        )
+    out = writable_folder(args.out or "versions")
+    board = run_versions(args.versions or None, seed=args.seed, venvs=args.venvs, log=print)
+    paths = write_versions(board, out)
+    print(f"wrote {paths['markdown']} and {paths['json']}")
     return 0
 
 
@@ -147,6 +178,26 @@ def add_validate_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
         "--scoreboard",
         action="store_true",
         help="run every installed library and write the scoreboard (default --out scoreboard)",
+    )
+    cmd.add_argument(
+        "--library",
+        action="append",
+        metavar="NAME",
+        help="with --scoreboard: only this library (repeatable; default: all installed)",
+    )
+    cmd.add_argument(
+        "--versions",
+        nargs="*",
+        metavar="VERSION",
+        default=None,
+        help="build a virtual environment per laplace-torch version (default: all known) "
+        "and write versions.md and versions.json (default --out versions; needs the registry)",
+    )
+    cmd.add_argument(
+        "--venvs",
+        default=None,
+        metavar="DIR",
+        help="with --versions: the folder of the cached environments (default: .venvs)",
     )
     cmd.add_argument(
         "--case",
