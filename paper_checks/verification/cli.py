@@ -1,12 +1,13 @@
 """The ``laplace-lab check`` command, which runs the paper claims and writes the report.
 
 ``laplace-lab check [--paper NAME] [--quick | --full] [--out DIR] [--seed S] [--plugin M]
-[--mutants none|light|all]``.
+[--mutants none|light|all] [--no-progress]``.
 
 Runs every registered paper claim, then each claim under its mutants (light ones by
 default), and writes the verification report (``index.html``, ``report.md``,
 ``verdicts.json`` with the run's metadata). Exits 1 if a claim check itself fails (an ERROR
-verdict).
+verdict). On a terminal, one bar on stderr counts the claims and mutants run and names
+the ones running with the steps of their loops (``--no-progress``: no bar).
 """
 
 from __future__ import annotations
@@ -72,9 +73,12 @@ def _check(args: argparse.Namespace) -> int:
         cost=work_cost(args.results_folder),
         scheduler=args.scheduler,
         store=store,
+        progress=not args.no_progress,
     )
     if args.seeds > 1:
-        outcomes = _at_other_seeds(outcomes, plan, args.seeds, jobs, args.scheduler, store)
+        outcomes = _at_other_seeds(
+            outcomes, plan, args.seeds, jobs, args.scheduler, store, not args.no_progress
+        )
     meta = run_metadata(
         full=args.full,
         seed=args.seed,
@@ -148,11 +152,17 @@ def _differing(outcomes: list) -> list[str]:
 
 
 def _at_other_seeds(
-    outcomes: list, plan: Any, seeds: int, jobs: int, scheduler: str | None, store: Any
+    outcomes: list,
+    plan: Any,
+    seeds: int,
+    jobs: int,
+    scheduler: str | None,
+    store: Any,
+    progress: bool = True,
 ) -> list:
     """``outcomes`` with each claim's verdicts at base seeds seed, seed + 1, …, seed + seeds − 1
     (the claims alone at the other seeds, no mutants, no figures; on ``scheduler`` with
-    ``store`` as the base seed's run)."""
+    ``store`` as the base seed's run; ``progress``: the bar of each run)."""
     from laplace_lab.paper_checks.verification.registry import Status
     from laplace_lab.paper_checks.verification.runs import run_claims
 
@@ -162,7 +172,10 @@ def _at_other_seeds(
     for seed in range(base + 1, base + seeds):
         print(f"-- base seed {seed} --", flush=True)
         other = replace(plan, ctx=replace(plan.ctx, seed=seed, figure_dir=None), mutants="none")
-        for o in run_claims(claims, other, jobs=jobs, scheduler=scheduler, store=store):
+        again = run_claims(
+            claims, other, jobs=jobs, scheduler=scheduler, store=store, progress=progress
+        )
+        for o in again:
             found[o.claim.key].append((seed, o.verdict.status))
     done = [replace(o, seeds=tuple(found[o.claim.key])) for o in outcomes]
     unstable = [o for o in done if not o.stable]
@@ -319,6 +332,12 @@ def add_check_parser(
         choices=("none", "light", "all"),
         default="light",
         help="run each claim under its mutants to measure its power (default: light ones)",
+    )
+    check.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar on a terminal (the lines of the claims and mutants are printed "
+        "all the same)",
     )
     check.add_argument(
         "--write-results",

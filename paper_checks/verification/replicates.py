@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from laplace_lab.paper_checks.verification import decisions
+from laplace_lab.paper_checks.verification.progress import step
 from laplace_lab.paper_checks.verification.sequential import Looks
 
 __all__ = [
@@ -179,7 +180,10 @@ def sequential(
     values: list[float] = []
 
     def look(n: int, alpha: float) -> Estimate:
-        values.extend(draw(i) for i in range(len(values), n))
+        for i in range(len(values), n):
+            step(i, n, "replicates")
+            values.append(draw(i))
+        step(n, n, "replicates")
         return estimate(values, threshold, level=1.0 - alpha)
 
     return _looks(looks, level).run(look, lambda est: est.side != 0)[1]

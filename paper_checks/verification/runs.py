@@ -11,23 +11,28 @@ true results of the cached helpers it names, never compute them. Each worker lim
 torch to one thread, so that the workers do not oversubscribe the cores, and draws no bar.
 The parent prints each claim's line and its mutants' lines in the run's order, whatever order
 the units finish in (a claim's lines as soon as every earlier claim's are out), and, on a
-terminal, draws one bar over the claims and mutants with an ETA.
+terminal, draws one bar over the claims and mutants with an ETA. While the bar is drawn, every
+claim and mutant reports its start, its end and the steps of its loops
+(:mod:`.progress`): a worker's go to the parent on a queue, and the bar names what runs.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import queue
 import sys
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from laplace_lab._plugins import load_plugin
-from laplace_lab._progress import progress_bar, quiet_progress
+from laplace_lab._progress import progress_bar, quiet_progress, steps_to
 from laplace_lab.paper_checks.verification.costs import estimated_cost
 from laplace_lab.paper_checks.verification.outcome import Outcome
+from laplace_lab.paper_checks.verification.progress import Board
 from laplace_lab.paper_checks.verification.registry import (
     Claim,
     Context,
@@ -45,6 +50,8 @@ from laplace_lab.studies.executors import dask_client, ship_modules
 __all__ = ["Plan", "run_claims"]
 
 Echo = Callable[[str], None]
+#: Hears the events of the claims and mutants (:class:`.progress.Board`); ``None``: nobody.
+Report = Callable[[tuple], None] | None
 
 
 @dataclass(frozen=True)
@@ -85,20 +92,20 @@ def _lines(outcome: Outcome, number: str) -> list[str]:
 
 class _InOrder:
     """Prints the lines of finished claims in the run's order (whatever order the units of
-    work finish in), each as soon as every earlier claim's lines are out, and advances one
-    progress bar over the claims and their mutants."""
+    work finish in), each as soon as every earlier claim's lines are out, and counts the
+    claims and their mutants on the run's board."""
 
-    def __init__(self, claims: Sequence[Claim], echo: Echo, bar: Any) -> None:
+    def __init__(self, claims: Sequence[Claim], echo: Echo, board: Board) -> None:
         self.order = [c.key for c in claims]
         self.number = {c.key: f"{i}/{len(claims)}" for i, c in enumerate(claims, 1)}
         self.done: dict[str, Outcome] = {}
         self.next = 0
-        self.echo, self.bar = echo, bar
+        self.echo, self.board = echo, board
 
     def add(self, outcomes: Sequence[Outcome]) -> None:
         for o in outcomes:
             self.done[o.claim.key] = o
-            self.bar.update(1 + len(o.mutants))
+            self.board.ended(o.claim.key, [m.mutant.name for m in o.mutants])
         while self.next < len(self.order) and self.order[self.next] in self.done:
             key = self.order[self.next]
             for line in _lines(self.done[key], self.number[key]):
@@ -110,22 +117,45 @@ def _total(claims: Sequence[Claim], plan: Plan) -> int:
     return sum(1 + len(_chosen(c, plan.mutants)) for c in claims)
 
 
+@contextmanager
+def _running(report: Report, key: str, mutant: str | None = None) -> Iterator[None]:
+    """Tell ``report`` that the claim ``key`` (or its ``mutant``) starts, each step of its
+    loops (:func:`laplace_lab._progress.step`) and its end."""
+    if report is None:
+        yield
+        return
+    report(("start", key, mutant))
+
+    def steps(done: int, total: int, what: str) -> None:
+        report(("step", key, mutant, done, total, what))
+
+    with steps_to(steps):
+        yield
+    report(("end", key, mutant))
+
+
 def _run_group(
-    claims: Sequence[Claim], plan: Plan, echo: Echo, numbers: Sequence[str]
+    claims: Sequence[Claim],
+    plan: Plan,
+    echo: Echo,
+    numbers: Sequence[str],
+    report: Report = None,
 ) -> list[Outcome]:
     """The claims in order, then their mutants (module docstring); ``numbers`` are the
-    claims' "i/N" in the whole run, for the progress lines."""
+    claims' "i/N" in the whole run, for the progress lines; ``report`` hears their events."""
     verdicts: list[tuple[Verdict, float]] = []
     for item, number in zip(claims, numbers, strict=True):
         start = time.perf_counter()
-        verdict = run_claim(item, plan.ctx)
+        with _running(report, item.key):
+            verdict = run_claim(item, plan.ctx)
         verdicts.append((verdict, time.perf_counter() - start))
         echo(_claim_line(item, number, verdict, verdicts[-1][1]))
     outcomes = []
     for item, (verdict, seconds) in zip(claims, verdicts, strict=True):
         mutants = []
         for m in _chosen(item, plan.mutants):
-            got = run_mutant(item, m, plan.ctx)
+            with _running(report, item.key, m.name):
+                got = run_mutant(item, m, plan.ctx)
             mutants.append(got)
             echo(_mutant_line(item, got))
         outcomes.append(Outcome(item, verdict, seconds, tuple(mutants)))
@@ -140,17 +170,36 @@ def _quiet(line: str) -> None:
     """A worker's lines are printed by the parent, in order (:class:`_InOrder`)."""
 
 
+_EVENTS: Any = None  # in a worker of the pool, while the parent draws its bar: its queue
+
+
+def _listen(events: Any) -> None:
+    """The pool's initializer: the worker puts its events on ``events`` (``None``: none). A
+    worker that exits does not wait for its last events to reach the parent, which has
+    every unit's results anyway."""
+    global _EVENTS
+    _EVENTS = events
+    if events is not None:
+        events.cancel_join_thread()
+
+
+def _to_parent(said: tuple) -> None:
+    _EVENTS.put(said)
+
+
 def _worker(
     keys: Sequence[str], numbers: Sequence[str], plan: Plan
 ) -> list[tuple[str, Verdict, float, list]]:
     """Run the claims ``keys`` in a fresh process; plain data back (mutants by name: their
-    replacements need not pickle)."""
+    replacements need not pickle). In a worker of the pool, its events go to the parent
+    while it runs; a Dask task's do not."""
     plan.catalog(None, tuple(keys))
     for module in plan.plugins:
         load_plugin(module, "claim plugin")
     known = {c.key: c for c in all_claims()}
+    report = _to_parent if _EVENTS is not None else None
     with single_thread(), quiet_progress():
-        outcomes = _run_group([known[k] for k in keys], plan, _quiet, numbers)
+        outcomes = _run_group([known[k] for k in keys], plan, _quiet, numbers, report)
     return [
         (
             o.claim.key,
@@ -194,40 +243,83 @@ def run_claims(
     cost: Callable[[Claim], float] = estimated_cost,
     scheduler: str | None = None,
     store: UnitStore | None = None,
+    progress: bool = True,
 ) -> list[Outcome]:
     """Every claim and its chosen mutants; ``jobs`` > 1 runs the units of work in that many
     worker processes (spawned: no state but the arguments crosses), the costliest units
     first by ``cost`` (:func:`.costs.work_cost`). ``scheduler`` runs the units as tasks of a
     Dask cluster instead (an address, or ``"local"`` for a LocalCluster of ``jobs``
     workers); ``store`` keeps every finished unit on disk and reads the ones a previous run
-    of the same check finished. Outcomes in ``claims``' order."""
+    of the same check finished. ``progress`` draws the run's bar when stderr is a terminal
+    (the lines are printed all the same). Outcomes in ``claims``' order."""
     number = {c.key: f"{i}/{len(claims)}" for i, c in enumerate(claims, 1)}
     groups = _units(claims, cost)
     by_key = {c.key: c for c in claims}
-    if scheduler is None and (jobs <= 1 or len(groups) <= 1):
-        return _run_group(list(claims), plan, echo, [number[c.key] for c in claims])
-    total = _total(claims, plan)
-    tty = sys.stderr.isatty()
+    shown = progress and sys.stderr.isatty()
     with progress_bar(
-        total=total, desc="claims and mutants", unit="run", enabled=tty, outermost=True
+        total=_total(claims, plan),
+        desc="claims and mutants",
+        unit="run",
+        enabled=shown,
+        outermost=True,
     ) as bar:
-        lines = _InOrder(claims, bar.write if not bar.disable else echo, bar)
-        if scheduler is not None:
-            done = _on_dask(groups, plan, number, scheduler, jobs, store, lines, by_key)
-            return [_outcomes(done[c.key], by_key)[c.key] for c in claims]
-        outcomes: dict[str, Outcome] = {}
-        context = multiprocessing.get_context("spawn")
-        workers = min(jobs, len(groups))
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = [
-                pool.submit(_worker, [c.key for c in g], [number[c.key] for c in g], plan)
-                for g in groups
-            ]
-            for future in as_completed(futures):
+        board = Board(bar)
+        live = not bar.disable
+        say = bar.write if live else echo
+        with board.ticking() if live else nullcontext():
+            if scheduler is None and (jobs <= 1 or len(groups) <= 1):
+                report = board.event if live else None
+                with quiet_progress() if live else nullcontext():
+                    here = _run_group(claims, plan, say, [number[c.key] for c in claims], report)
+                for o in here:
+                    board.ended(o.claim.key, [m.mutant.name for m in o.mutants])
+                return here
+            lines = _InOrder(claims, say, board)
+            if scheduler is not None:
+                done = _on_dask(groups, plan, number, scheduler, jobs, store, lines, by_key)
+                return [_outcomes(done[c.key], by_key)[c.key] for c in claims]
+            outcomes = _in_pool(groups, plan, number, jobs, lines, by_key, live)
+    return [outcomes[c.key] for c in claims]
+
+
+def _in_pool(
+    groups: list[list[Claim]],
+    plan: Plan,
+    number: dict[str, str],
+    jobs: int,
+    lines: _InOrder,
+    by_key: dict[str, Claim],
+    live: bool,
+) -> dict[str, Outcome]:
+    """The units on a pool of ``jobs`` spawned workers; with a ``live`` bar, their events
+    come back on a queue while they run (:class:`.progress.Board`). Outcomes by claim key."""
+    context = multiprocessing.get_context("spawn")
+    events = context.Queue() if live else None
+    outcomes: dict[str, Outcome] = {}
+    with ProcessPoolExecutor(
+        max_workers=min(jobs, len(groups)),
+        mp_context=context,
+        initializer=_listen,
+        initargs=(events,),
+    ) as pool:
+        pending = {
+            pool.submit(_worker, [c.key for c in g], [number[c.key] for c in g], plan)
+            for g in groups
+        }
+        while pending:
+            finished, pending = wait(
+                pending, timeout=0.1 if live else None, return_when=FIRST_COMPLETED
+            )
+            while events is not None:
+                try:
+                    lines.board.event(events.get_nowait())
+                except queue.Empty:
+                    break
+            for future in finished:
                 got = _outcomes(future.result(), by_key)
                 outcomes.update(got)
                 lines.add(list(got.values()))
-    return [outcomes[c.key] for c in claims]
+    return outcomes
 
 
 def _on_dask(

@@ -192,7 +192,7 @@ def test_lines_come_in_the_runs_order_and_one_bar_counts_every_run(tmp_path, mon
         ]
         assert all(line.endswith("— caught") for line in lines if line.startswith("mutant"))
         [bar] = bars
-        assert bar.total == 4 and bar.updates == [2, 2]
+        assert bar.total == 4 and bar.updates == [1, 1, 1, 1]  # per claim and per mutant
     finally:
         for key in ("par-a/below-limit", "par-b/always"):
             _REGISTRY.pop(key, None)
