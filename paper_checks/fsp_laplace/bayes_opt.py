@@ -58,6 +58,7 @@ from laplace_lab.paper_checks.verification import (
     decisions,
     load_recorded,
     require,
+    step,
 )
 
 PAPER = "fsp-laplace"
@@ -105,12 +106,14 @@ def _regrets(method: str, task: str, full: bool, seed: int) -> np.ndarray:
     out = []
     with torch_threads(1), threadpool_limits(limits=1, user_api="blas"):  # small matrices
         for rep in range(b.reps):
+            step(rep, b.reps, f"{method} on {task}, repetitions")
             rng = Context(full=full, seed=seed).rng(f"fsp-bayes-opt/{task}/rep{rep}")
             trace = bayes_opt(
                 objective, _surrogate(method, b), n_init=b.n_init, n_iter=b.n_iter,
                 n_candidates=b.n_candidates, acquisition=expected_improvement, rng=rng,
             )  # fmt: skip
             out.append(trace.regret)
+    step(b.reps, b.reps, f"{method} on {task}, repetitions")
     return np.array(out)
 
 

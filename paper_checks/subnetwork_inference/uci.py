@@ -52,6 +52,7 @@ from laplace_lab.paper_checks.verification import (
     claim,
     decisions,
     require,
+    step,
 )
 
 PAPER = "subnetwork-inference"
@@ -113,7 +114,12 @@ def _splits(seed: int, full: bool, quick_splits: int = QUICK_SPLITS) -> tuple[UC
     trained the networks.
     """
     plan = _plan(full, quick_splits)
-    return tuple(_split(seed, full, i, dataset) for i, dataset in enumerate(plan))
+    out = []
+    for i, dataset in enumerate(plan):
+        step(i, len(plan), "splits")
+        out.append(_split(seed, full, i, dataset))
+    step(len(plan), len(plan), "splits")
+    return tuple(out)
 
 
 def _pooled(splits: tuple[UCISplit, ...], field: str, arch: str) -> np.ndarray:

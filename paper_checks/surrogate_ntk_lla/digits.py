@@ -63,6 +63,7 @@ from laplace_lab.paper_checks.verification import (
     claim,
     decisions,
     require,
+    step,
 )
 
 PAPER = "surrogate-ntk-lla"
@@ -128,9 +129,11 @@ def _tables(ctx: Context) -> tuple[tuple[int, ...], list[dict[str, dict[str, flo
     """The training seeds and, per seed, every method's metrics on its test and OOD sets."""
     seeds = training_seeds(ctx.seed, ctx.full)
     tables = []
-    for s in seeds:
+    for i, s in enumerate(seeds):
+        step(i, len(seeds), "training seeds")
         scores, y = digits_scores(s, ctx.full), digits_map(s)[0].y_test
         tables.append({k: _metrics(v, y) for k, v in scores.items()})
+    step(len(seeds), len(seeds), "training seeds")
     return seeds, tables
 
 

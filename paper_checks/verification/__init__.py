@@ -55,6 +55,7 @@ _HOME = {
     "Verdict": "registry",
     "claim": "registry",
     "require": "registry",
+    "step": "progress",
 }
 
 
@@ -76,6 +77,7 @@ __all__ = [
     "load_recorded",
     "register_errata",
     "require",
+    "step",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOME, __all__)
