@@ -715,7 +715,7 @@ def _optimum_check(spec: Spec) -> list[str]:
         f"tolerance = np.array([{t1!r}, {t2!r}])",
         "error = np.abs(np.log(np.asarray(got, dtype=np.float64)) - np.log(optimum))",
         "ratio = float(np.max(error / tolerance))",
-        'print(f"got (α, σ0²) = {got}, optimum {tuple(optimum)}, |error| of the logs {error}")',
+        'print(f"got (α, σ0²) = {got}, optimum {optimum.tolist()}, |error| of the logs {error}")',
         'assert ratio <= 1, f"FAIL: max |error|/tolerance = {ratio:.3g} (on log α, log σ0²)"',
     ]
 

@@ -92,5 +92,5 @@ optimum = np.array([1.5875801058697114, 0.46602689806640013])
 tolerance = np.array([6.610071695035105e-07, 5.288830741768462e-07])
 error = np.abs(np.log(np.asarray(got, dtype=np.float64)) - np.log(optimum))
 ratio = float(np.max(error / tolerance))
-print(f"got (α, σ0²) = {got}, optimum {tuple(optimum)}, |error| of the logs {error}")
+print(f"got (α, σ0²) = {got}, optimum {optimum.tolist()}, |error| of the logs {error}")
 assert ratio <= 1, f"FAIL: max |error|/tolerance = {ratio:.3g} (on log α, log σ0²)"

@@ -108,5 +108,5 @@ optimum = np.array([1.2071768923652713, 1.0])
 tolerance = np.array([3.245672877207486e-06, 4.440892098500626e-16])
 error = np.abs(np.log(np.asarray(got, dtype=np.float64)) - np.log(optimum))
 ratio = float(np.max(error / tolerance))
-print(f"got (α, σ0²) = {got}, optimum {tuple(optimum)}, |error| of the logs {error}")
+print(f"got (α, σ0²) = {got}, optimum {optimum.tolist()}, |error| of the logs {error}")
 assert ratio <= 1, f"FAIL: max |error|/tolerance = {ratio:.3g} (on log α, log σ0²)"

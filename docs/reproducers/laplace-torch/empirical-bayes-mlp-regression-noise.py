@@ -104,5 +104,5 @@ optimum = np.array([2.568302658697774, 0.26636626900916116])
 tolerance = np.array([5.631977676458543e-06, 4.1422528740948195e-06])
 error = np.abs(np.log(np.asarray(got, dtype=np.float64)) - np.log(optimum))
 ratio = float(np.max(error / tolerance))
-print(f"got (α, σ0²) = {got}, optimum {tuple(optimum)}, |error| of the logs {error}")
+print(f"got (α, σ0²) = {got}, optimum {optimum.tolist()}, |error| of the logs {error}")
 assert ratio <= 1, f"FAIL: max |error|/tolerance = {ratio:.3g} (on log α, log σ0²)"

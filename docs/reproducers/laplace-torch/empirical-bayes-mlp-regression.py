@@ -99,5 +99,5 @@ optimum = np.array([2.513947573561443, 0.3])
 tolerance = np.array([5.432546572401788e-06, 4.440892098500626e-16])
 error = np.abs(np.log(np.asarray(got, dtype=np.float64)) - np.log(optimum))
 ratio = float(np.max(error / tolerance))
-print(f"got (α, σ0²) = {got}, optimum {tuple(optimum)}, |error| of the logs {error}")
+print(f"got (α, σ0²) = {got}, optimum {optimum.tolist()}, |error| of the logs {error}")
 assert ratio <= 1, f"FAIL: max |error|/tolerance = {ratio:.3g} (on log α, log σ0²)"

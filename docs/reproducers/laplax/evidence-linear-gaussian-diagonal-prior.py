@@ -24,7 +24,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from laplax.api import GGN
-from laplax.curv import set_posterior_fn
 from laplax.curv.cov import CURVATURE_METHODS
 from laplax.enums import CurvApprox
 from laplax.eval.likelihood import marginal_log_likelihood
@@ -84,7 +83,6 @@ def program(theta_map, data, prior_arguments):
     curvature = CURVATURE_METHODS['full'](
         mv, layout=theta_map
     )
-    posterior_fn = set_posterior_fn('full', curvature, layout=theta_map)
     return marginal_log_likelihood(
         curvature, prior_arguments, data, model_fn, theta_map, 'mse',
         CurvApprox.FULL, vmap_over_data=True,
