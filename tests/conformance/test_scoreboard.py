@@ -145,9 +145,14 @@ def test_a_fail_cell_links_to_a_reproducer_that_shows_the_failure_on_its_own(fre
     assert cell["status"] == "FAIL" and cell["finding"] == "laplace-torch F1"
     assert cell["ratio"] > 1e3  # float32 roundoff against a float64 tolerance
     code = (out / cell["reproducer"]).read_text("utf-8")
-    oracle, tol = map(float, re.search(r"# oracle (\S+) ± (\S+)", code).groups())
-    runpy.run_path(str(out / cell["reproducer"]), run_name="__main__")
-    got = float(capsys.readouterr().out.strip(" []\n"))
+    assert "laplace_lab" not in code.split("# fmt: off")[1]  # stand-alone
+    tol = float(re.search(r"^tolerance = (\S+)$", code, re.M).group(1))
+    with pytest.raises(AssertionError) as failed:  # exit code 1 as a script
+        runpy.run_path(str(out / cell["reproducer"]), run_name="__main__")
+    shown = re.search(r"max \|error\|/tolerance = (\S+)", str(failed.value)).group(1)
+    assert float(shown) == pytest.approx(cell["ratio"], rel=0.05)
+    printed = capsys.readouterr().out
+    got, oracle = map(float, re.search(r"got (\S+), oracle (\S+),", printed).groups())
     assert abs(got - oracle) > 1e3 * tol  # what the case measured, printed in full
 
 
