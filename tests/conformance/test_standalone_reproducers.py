@@ -1,10 +1,11 @@
 """The committed stand-alone reproducers (docs/reproducers/): each runs with laplace-lab
-unimportable and shows its finding; its inline inputs are the case's and its library calls
-give what laplace-lab's adapter gives; a failing case without a template stops the writer.
+unimportable and shows its finding, with the value or the exception the scoreboard run got
+from laplace-lab's adapter; its inline inputs are the case's; a failing case without a
+template stops the writer.
 
 One subprocess (this file run as a script) runs every reproducer, then, with laplace-lab
-importable again, calls the adapter on the inputs of one reproducer per template, so the
-libraries are imported once.
+importable again, compares the inline inputs of one reproducer per template with the case's,
+so the libraries are imported once.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def _as_array(value) -> np.ndarray:
 
 
 def _adapter(library: str, case: str, ns: dict) -> dict:
-    """The adapter's answer on the case, with the reproducer's keyword values, and whether
-    the reproducer's inline inputs are the case's."""
+    """Whether the reproducer's inline inputs and keyword values are the case's (what the
+    adapter is given)."""
     import inspect
 
     import torch
@@ -75,7 +76,6 @@ def _adapter(library: str, case: str, ns: dict) -> dict:
         if p.kind is p.KEYWORD_ONLY and k not in PROBLEM_KEYWORDS
     }
     takes_test = "X_test" in params
-    rows = ns.get("rows", slice(None))
     theta = torch.nn.utils.parameters_to_vector(problem.model.parameters()).detach()
     inputs = [
         np.array_equal(_as_array(ns["theta_map"]), _as_array(theta)),
@@ -88,17 +88,7 @@ def _adapter(library: str, case: str, ns: dict) -> dict:
         inputs.append(np.array_equal(_as_array(ns["X_test"]), _as_array(problem.X_test)))
     if "subset" in extra and extra["subset"] is not None:
         inputs.append(np.array_equal(extra["subset"], problem.subset))
-    args = [problem.fresh_model(), problem.X_train, problem.y_train]
-    if takes_test:
-        args.append(problem.X_test[rows])
-    answer = {"inputs_equal": bool(all(inputs)), "type": None, "message": "", "got": None}
-    try:
-        out = fn(*args, **problem.target_kwargs(), **extra)
-        answer["got"] = _as_array(out).reshape(-1).tolist()
-    except Exception as exc:
-        lines = str(exc).strip().splitlines()
-        answer.update(type=type(exc).__name__, message=lines[0] if lines else "")
-    return answer
+    return {"inputs_equal": bool(all(inputs))}
 
 
 def _main(out: str, compare: list[str], paths: list[str]) -> None:
@@ -206,21 +196,16 @@ def test_every_reproducer_shows_its_finding_without_laplace_lab(report):
     assert wrong == []
 
 
-def test_a_reproducer_per_template_computes_what_the_adapter_computes(report):
+def test_a_reproducer_per_template_has_the_cases_inputs(report):
+    """The inline weights, data and keywords are the case's; that the inline calls are the
+    adapter's shows in the values (each FAIL's answer at its worst entry equals the one the
+    scoreboard run printed, to 1e-11) and in the exceptions (each ERROR's message is the
+    scoreboard's), checked above."""
     committed = _committed()
     compared = {p: r["adapter"] for p, r in report.items() if "adapter" in r}
     templates = {(v[0], v[2]) for v in committed.values()}
     assert {(committed[p][0], committed[p][2]) for p in compared} == templates
-    for path, adapter in compared.items():
-        mine = report[path]
-        assert adapter["inputs_equal"], path  # theta_map, data, keywords: the case's
-        if adapter["type"] is not None:  # the same exception from the same call
-            assert (mine["type"], mine["message"]) == (adapter["type"], adapter["message"])
-            continue
-        got, expected = np.asarray(mine["got"]), np.asarray(adapter["got"])
-        assert got.shape == expected.shape, path
-        scale = np.maximum(np.abs(expected), np.finfo(np.float64).tiny)
-        assert np.max(np.abs(got - expected) / scale) <= 1e-12, path
+    assert [p for p, adapter in compared.items() if not adapter["inputs_equal"]] == []
 
 
 def test_a_failing_case_without_a_template_stops_the_writer(tmp_path):
