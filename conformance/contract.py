@@ -19,16 +19,21 @@ the MAP): g_Sᵀ Ω_SS⁻¹ g_S. Arguments:
 - ``X_train`` (N, d), ``X_test`` (M, d): tensors in the model's dtype. ``y_train`` (N,):
   floats (regression), 0./1. (binary), int64 labels in [0, C) (multiclass).
 - ``likelihood``: ``"regression"`` (one output, Gaussian noise of variance ``noise_var``),
-  ``"binary"`` (one logit, Bernoulli), ``"multiclass"`` (C logits, categorical).
+  ``"binary"`` (one logit, Bernoulli), ``"multiclass"`` (C logits, categorical),
+  ``"multioutput-regression"`` (C outputs, independent Gaussian noise of per-output
+  variances σ_c², p(y|f) = Π_c N(y_c | f_c, σ_c²): H_n = diag(1/σ_c²); ``y_train`` (N, C)
+  floats, ``noise_var`` a float64 array (C,) of the σ_c², variances (M, C) as for
+  multiclass).
 - ``prior_precision``: a float α (V = αI) or a float64 array of length p (V = diag), in
   ``parameters()`` order; a precision, not a variance.
-- ``noise_var``: σ0² for regression; 1.0 for the classification likelihoods.
+- ``noise_var``: σ0² for regression; 1.0 for the classification likelihoods; the (C,) array
+  of the σ_c² for multi-output regression.
 - ``subset``: None (all parameters) or a 1-D int64 array of distinct indices into the flat
   parameter vector ``torch.nn.utils.parameters_to_vector(model.parameters())``, in any
   order (cases use unsorted, non-contiguous subsets spanning layers).
 - Returns an array (NumPy, or anything ``numpy.asarray`` accepts, e.g. a CPU tensor) of
-  shape (M,) for regression and binary, (M, C) for multiclass (the diagonal of
-  J* Ω⁻¹ J*ᵀ per test point).
+  shape (M,) for regression and binary, (M, C) for multiclass and multi-output regression
+  (the diagonal of J* Ω⁻¹ J*ᵀ per test point).
 
 Optional capabilities, declared as attributes of the target (functions attached to it, or
 methods of an object whose ``__call__`` is the required function); cases that need one the
@@ -57,7 +62,8 @@ target lacks are SKIPPED, not failed:
   ``"kron"``, ``rank`` but for ``"low_rank"``); ``seed`` an int; float64 or the model's
   dtype; docs/validation.md, "Structured posterior samples".
 - ``log_marginal_likelihood(model, X_train, y_train, *, likelihood, prior_precision,
-  noise_var) -> float``: log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω.
+  noise_var) -> float``: log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω (for
+  multi-output regression log p(y|θ̂) = Σ_n Σ_c log N(y_nc | f_c(x_n), σ_c²)).
 - ``low_rank_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, rank) -> array``: the variances with Ω replaced by
   U_r diag(λ_r) U_rᵀ + V, (λ_r, U_r) the top-r eigenpairs of the GGN part Σ_n J_nᵀH_nJ_n.

@@ -13,6 +13,12 @@ families:
 - **MLPs**: a tanh network d → h → C trained to its MAP (full-batch L-BFGS in float64 on the
   negative log joint) for regression, binary (one logit) and multiclass (C logits)
   likelihoods; N′ = N·C < p so that the prior matters for every test point.
+- **multi-output regression** (``likelihood="multioutput-regression"``): C = 3 outputs with
+  independent Gaussian noise of per-output variances σ² = (0.1, 0.4, 0.9),
+  p(y|f) = Π_c N(y_c | f_c, σ_c²); ``linear-gaussian-multi-output`` is
+  ``torch.nn.Linear(d, 3)`` at the exact posterior mean (each output's row [w_c, b_c] is
+  Bayesian linear regression on (x, 1) with its own σ_c², the posterior factorising over
+  the outputs), ``mlp-regression-multi-output`` a tanh MLP 3-6-3 at its MAP.
 
 Subsets are drawn unsorted and non-contiguous across layers.
 """
@@ -48,12 +54,12 @@ class Problem:
         At its MAP, in evaluation mode, in ``dtype``.
     X_train, y_train, X_test : torch.Tensor
         Inputs (N, d) and (M, d) in the model's dtype; targets (N,): floats (regression),
-        0./1. (binary), int64 labels (multiclass).
-    likelihood : {"regression", "binary", "multiclass"}
+        0./1. (binary), int64 labels (multiclass); (N, C) floats (multi-output regression).
+    likelihood : {"regression", "binary", "multiclass", "multioutput-regression"}
     prior_precision : float or (p,) ndarray
         V (a float means V = αI).
-    noise_var : float
-        σ0² (1.0 for classification).
+    noise_var : float or (C,) ndarray
+        σ0² (1.0 for classification); per-output σ_c² for multi-output regression.
     subset : (k,) int64 ndarray or None
     """
 
@@ -65,7 +71,7 @@ class Problem:
     X_test: Any
     likelihood: str
     prior_precision: float | np.ndarray
-    noise_var: float
+    noise_var: float | np.ndarray
     subset: np.ndarray | None = None
 
     @property
@@ -85,11 +91,11 @@ class Problem:
 
     def target_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of the target call (a fresh copy of the model)."""
-        prior = self.prior_precision
+        prior, noise = self.prior_precision, self.noise_var
         return {
             "likelihood": self.likelihood,
             "prior_precision": prior if isinstance(prior, float) else prior.copy(),
-            "noise_var": self.noise_var,
+            "noise_var": noise if isinstance(noise, float) else noise.copy(),
         }
 
     def fresh_model(self) -> Any:
@@ -175,6 +181,9 @@ def negative_log_joint(model: Any, X: Any, y: Any, likelihood: str, noise_var: f
     f = model(X)
     if likelihood == "regression":
         nll = 0.5 * torch.sum((f[:, 0] - y) ** 2) / noise_var
+    elif likelihood == "multioutput-regression":
+        s2 = torch.as_tensor(noise_var, dtype=f.dtype)
+        nll = 0.5 * torch.sum((f - y) ** 2 / s2)
     elif likelihood == "binary":
         nll = torch.nn.functional.binary_cross_entropy_with_logits(f[:, 0], y, reduction="sum")
     else:
@@ -320,4 +329,51 @@ _problem("mlp-regression-diagonal-prior")(
 _problem("mlp-binary")(lambda rng: _mlp_problem(rng, "binary"))
 _problem("mlp-binary-subset")(lambda rng: _mlp_problem(rng, "binary", subset_size=12))
 _problem("mlp-multiclass-subset")(lambda rng: _mlp_problem(rng, "multiclass", subset_size=12))
+#: The per-output noise variances of the multi-output problems (distinct: symmetry-breaking).
+MULTI_OUTPUT_NOISE = (0.1, 0.4, 0.9)
+
+
+def _multi_output_problem(rng: np.random.Generator, *, linear: bool) -> dict[str, Any]:
+    """C = 3 outputs, noise σ² = :data:`MULTI_OUTPUT_NOISE`: a linear model at its exact
+    posterior mean (N = 12, d = 4, p = 15) or a tanh MLP 3-6-3 at its MAP (N = 12, p = 45,
+    N·C = 36 < p), isotropic prior α = 2."""
+    import torch
+
+    s2 = np.asarray(MULTI_OUTPUT_NOISE)
+    n, d, C, alpha = 12, 4 if linear else 3, s2.size, 2.0
+    X = rng.normal(size=(n, d))
+    A = rng.normal(size=(d, C))
+    clean = X @ A + np.array([0.5, -0.3, 0.2]) if linear else np.sin(X @ A)
+    y = clean + rng.normal(size=(n, C)) * np.sqrt(s2)
+    if linear:
+        features = np.hstack([X, np.ones((n, 1))])
+        W = np.stack(
+            [
+                BayesianLinearRegression(np.zeros(d + 1), np.eye(d + 1) / alpha, s).map(
+                    (features, y[:, c])
+                )
+                for c, s in enumerate(s2)
+            ]
+        )  # (C, d + 1): row c is output c's [w_c, b_c]
+        model = torch.nn.Linear(d, C).double()
+        with torch.no_grad():
+            model.weight.copy_(torch.as_tensor(W[:, :d]))
+            model.bias.copy_(torch.as_tensor(W[:, d]))
+    else:
+        model = _tanh_mlp(d, 6, C, rng)
+        _train_to_map(model, X, y, "multioutput-regression", s2, alpha)
+    return {
+        "model": model,
+        "X_train": X,
+        "y_train": y,
+        "X_test": np.concatenate([rng.normal(size=(5, d)), X[:1]]),
+        "likelihood": "multioutput-regression",
+        "prior_precision": alpha,
+        "noise_var": s2.copy(),
+        "subset": None,
+    }
+
+
 _problem("tiny-mlp-regression")(lambda rng: _mlp_problem(rng, "regression", d=2, hidden=3, n=8))
+_problem("linear-gaussian-multi-output")(lambda rng: _multi_output_problem(rng, linear=True))
+_problem("mlp-regression-multi-output")(lambda rng: _multi_output_problem(rng, linear=False))

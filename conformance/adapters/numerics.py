@@ -81,6 +81,9 @@ def _ggn(model: Any, X: Any, likelihood: str, noise_var: float, prior_precision:
     f = _outputs(model, X)
     if likelihood == "regression":
         return GGN.regression(J, noise_var=noise_var, prior_precision=prior_precision)
+    if likelihood == "multioutput-regression":
+        J = J if J.ndim == 3 else J[:, None, :]
+        return GGN.multi_output_regression(J, noise_var=noise_var, prior_precision=prior_precision)
     if likelihood == "binary":
         return GGN.binary(J, f[:, 0], prior_precision=prior_precision)
     return GGN.multiclass(J, f, prior_precision=prior_precision, eps=0.0)
@@ -233,6 +236,12 @@ def _log_likelihood(f: Any, y: Any, likelihood: str, noise_var: float) -> float:
         r = y.double() - f[:, 0]
         return -0.5 * float(r @ r) / noise_var - 0.5 * r.numel() * math.log(
             2 * math.pi * noise_var
+        )
+    if likelihood == "multioutput-regression":  # Σ_n Σ_c log N(y_nc | f_nc, σ_c²)
+        r = (y.double().reshape(f.shape) - f).numpy()
+        s2 = np.broadcast_to(np.asarray(noise_var, dtype=np.float64), (f.shape[1],))
+        return float(
+            -0.5 * np.sum(r * r / s2) - 0.5 * f.shape[0] * np.sum(np.log(2 * math.pi * s2))
         )
     if likelihood == "binary":
         return -float(

@@ -777,3 +777,36 @@ wrong_kfac_sample_transposed = _with(
     structured_posterior_samples=_structured_samples(transposed_input_factor=True)
 )
 wrong_low_rank_samples = _with(structured_posterior_samples=_structured_samples(extra_rank=1))
+
+
+def _shared_noise(noise_var):
+    """One noise variance, the mean of the per-output ones, for every output."""
+    return float(np.mean(np.asarray(noise_var, dtype=float)))
+
+
+def shared_noise(model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, **kw):
+    """Multi-output regression with one noise variance (the mean σ²) for all outputs."""
+    return ours.predictive_variance(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=_shared_noise(noise_var),
+        **kw,
+    )
+
+
+def _lml_shared_noise(model, X_train, y_train, *, likelihood, prior_precision, noise_var):
+    return ours.log_marginal_likelihood(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=_shared_noise(noise_var),
+    )
+
+
+shared_noise.log_marginal_likelihood = _lml_shared_noise
