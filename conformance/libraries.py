@@ -208,6 +208,17 @@ _LAPLACE_TORCH_FINDINGS = (
         "last-layer Laplace has no one-logit Bernoulli likelihood",
         ("last-layer/mlp-binary-full", "last-layer/mlp-binary-diag", "last-layer/mlp-binary-kron"),
     ),
+    Finding(
+        "laplace-torch F8",
+        "not offered",
+        "one observation noise for all outputs: no per-output noise variances",
+        (
+            "predictive/linear-gaussian-multi-output",
+            "predictive/mlp-regression-multi-output",
+            "evidence/linear-gaussian-multi-output",
+            "evidence/mlp-regression-multi-output",
+        ),
+    ),
 )
 
 #: Findings of posteriors 0.1.3 (docs/validation.md, "posteriors 0.1.3").

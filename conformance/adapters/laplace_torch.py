@@ -16,7 +16,9 @@ CurvlinopsGGN, prior mean 0, temperature 1):
 
 - all parameters: ``Laplace(model, lik, subset_of_weights="all", hessian_structure="full")``;
   a subset: ``subset_of_weights="subnetwork", subnetwork_indices=subset`` (full Hessian);
-- regression: ``sigma_noise = √noise_var``, variances from ``la(X_test)``;
+- regression: ``sigma_noise = √noise_var``, variances from ``la(X_test)``; multi-output
+  regression with per-output noise variances is refused (:data:`NOT_OFFERED`): its
+  ``sigma_noise`` is one scalar for all outputs;
 - classification: the variances are the diagonal of ``la.functional_variance(Js)`` with
   ``Js`` from ``la.backend.jacobians(X_test)``; laplace-torch has no single-logit Bernoulli
   likelihood, so a binary model f runs as the two-logit softmax model [0, f], whose GGN is
@@ -104,6 +106,13 @@ NOT_OFFERED = {
         "last-layer Jacobians (backend.last_layer_jacobians) take the last Linear layer's "
         "outputs for the model's, so the two-logit model [0, f] cannot stand in for it"
     ),
+    "per-output-noise": (
+        "not offered by laplace-torch 0.3: one observation noise for all outputs (a "
+        "sigma_noise tensor of several values stops its constructor at "
+        "laplace/baselaplace.py:152, 'Boolean value of Tensor with more than one value is "
+        "ambiguous', and its setter refuses one: 'Only homoscedastic output noise "
+        "supported.', baselaplace.py:621-622)"
+    ),
 }
 
 __all__ = ["predictive_variance"]
@@ -146,6 +155,8 @@ def _setup(model: Any, X: Any, y: Any, likelihood: str) -> tuple[Any, str, Any]:
     """(network, laplace-torch likelihood, data loader) for the contract's likelihood."""
     from torch.utils.data import DataLoader, TensorDataset
 
+    if likelihood == "multioutput-regression":
+        raise NotOffered(f"{NOT_OFFERED['per-output-noise']}; got likelihood={likelihood!r}")
     if likelihood == "regression":
         net, lik, target = model, "regression", y.reshape(-1, 1).to(X.dtype)
     elif likelihood == "binary":

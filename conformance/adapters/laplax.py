@@ -26,6 +26,10 @@ curvature, the posterior and the predictive are laplax's; how the contract maps 
   its final ``block_until_ready``, which cannot be traced; ``loss_fn`` ``"mse"``
   (Σ_n (f_n − y_n)²: output Hessian 2), ``"binary_cross_entropy"`` (σ(f)(1 − σ(f))) or
   ``"cross_entropy"`` (diag(π) − ππᵀ);
+- C outputs with per-output noise variances σ_c² (``"multioutput-regression"``): a custom
+  ``loss_fn``, Σ_c (f_c − y_c)²/σ_c² (laplax differentiates a callable loss twice in the
+  outputs, ``create_loss_hessian_mv``: 2 diag(1/σ²)), with ``sigma_squared`` = ½, and
+  ``prior_arguments["sigma"]`` = 1 in the evidence (its log-likelihood −(1/(2σ))·loss);
 - the noise: laplax's posterior precision is (σ²·GGN + prior_prec·I)/loss_scaling_factor
   with ``prior_arguments["sigma_squared"]`` *multiplying* the GGN ("the curvature is scaled
   by the σ² parameter"), so the adapter passes ``sigma_squared`` = 1/(2σ0²) for ``"mse"``
@@ -134,6 +138,31 @@ NOT_OFFERED = {
 }
 #: laplax's loss for each likelihood.
 LOSSES = {"regression": "mse", "binary": "binary_cross_entropy", "multiclass": "cross_entropy"}
+#: The likelihoods with an (M, C) answer.
+MULTI_OUTPUT = ("multiclass", "multioutput-regression")
+
+
+@functools.cache
+def _weighted_mse(noise_var: tuple[float, ...]) -> Any:
+    """The custom loss ℓ(f, y) = Σ_c (f_c − y_c)²/σ_c² (summed over any leading axes): laplax
+    differentiates a callable loss twice in the outputs (``create_loss_hessian_mv``), so its
+    GGN is 2 Σ_n J_nᵀ diag(1/σ²) J_n, ``"mse"`` with each output weighted by 1/σ_c²."""
+
+    def loss(f: Any, y: Any) -> Any:
+        jnp = _jax().numpy
+        return jnp.sum((f - y) ** 2 / jnp.asarray(noise_var, dtype=f.dtype))
+
+    return loss
+
+
+def _loss(likelihood: str, noise_var: Any) -> Any:
+    """laplax's ``loss_fn`` for the likelihood: a name, or :func:`_weighted_mse` for C outputs
+    with per-output noise variances."""
+    if likelihood == "multioutput-regression":
+        return _weighted_mse(tuple(float(v) for v in np.asarray(noise_var).reshape(-1)))
+    return LOSSES[one_of(likelihood, "likelihood", tuple(LOSSES))]
+
+
 #: laplax's predictive for each closed-form link of the contract.
 PREDICTIVES = {"probit": "mean_field_0", "bridge": "laplace_bridge"}
 
@@ -167,23 +196,31 @@ def _inputs(
     """(network, the arrays of a program call): θ̂, S, the data and laplax's
     ``prior_arguments`` (α or V_S, and σ² = 1/(2σ0²) for ``"mse"``)."""
     jnp = _jax().numpy
-    one_of(likelihood, "likelihood", tuple(LOSSES))
+    one_of(likelihood, "likelihood", (*LOSSES, "multioutput-regression"))
     theta_hat = jnp.asarray(flat_parameters(model).cpu().numpy())
     V = prior_vector(model, prior_precision)[S]
     target = as_jax(y)
     arguments = {
         "prior_prec": jnp.asarray(V[0] if np.ptp(V) == 0.0 else V, dtype=theta_hat.dtype),
-        "sigma_squared": jnp.asarray(0.5 / noise_var if likelihood == "regression" else 1.0),
+        "sigma_squared": jnp.asarray(_sigma_squared(likelihood, noise_var)),
     }
     return Network.of(model), {
         "theta_hat": theta_hat,
         "index": jnp.asarray(S),
         "data": {
             "input": as_jax(X),
-            "target": target if likelihood == "multiclass" else target[:, None],
+            "target": target if likelihood in MULTI_OUTPUT else target[:, None],
         },
         "arguments": arguments,
     }
+
+
+def _sigma_squared(likelihood: str, noise_var: Any) -> float:
+    """laplax's GGN multiplier: 1/(2σ0²) for ``"mse"``, ½ for :func:`_weighted_mse` (its
+    Hessian 2 diag(1/σ²) to the contract's diag(1/σ²)), 1 for classification."""
+    if likelihood == "regression":
+        return 0.5 / noise_var
+    return 0.5 if likelihood == "multioutput-regression" else 1.0
 
 
 def _call(program: Any, model: Any, X: Any, inputs: dict[str, Any], **extra: Any) -> Any:
@@ -244,9 +281,10 @@ def _variance_program(network: Network, curv_type: str, loss: str, rank: int | N
 
 def _variances(curv_type: str, model: Any, X_train, y_train, X_test, S, *, rank=None, **kw):
     network, inputs = _inputs(model, X_train, y_train, S, **kw)
-    program = _variance_program(network, curv_type, LOSSES[kw["likelihood"]], rank)
+    loss = _loss(kw["likelihood"], kw["noise_var"])
+    program = _variance_program(network, curv_type, loss, rank)
     v = np.asarray(_call(program, model, X_train, inputs, X_test=as_jax(X_test)), dtype=float)
-    return v if kw["likelihood"] == "multiclass" else v.reshape(-1)
+    return v if kw["likelihood"] in MULTI_OUTPUT else v.reshape(-1)
 
 
 @in_model_precision
@@ -377,7 +415,11 @@ def log_marginal_likelihood(
     if likelihood == "regression":
         inputs["arguments"]["sigma"] = inputs["arguments"]["prior_prec"].dtype.type(noise_var)
         constant = -0.5 * X_train.shape[0] * math.log(2.0 * math.pi * noise_var)
-    value = _call(_evidence_program(network, LOSSES[likelihood]), model, X_train, inputs)
+    elif likelihood == "multioutput-regression":  # −½ Σ (f − y)²/σ_c² with σ = 1
+        s2 = np.asarray(noise_var, dtype=np.float64)
+        constant = -0.5 * X_train.shape[0] * float(np.sum(np.log(2.0 * math.pi * s2)))
+    program = _evidence_program(network, _loss(likelihood, noise_var))
+    value = _call(program, model, X_train, inputs)
     return np.asarray(value, dtype=np.float64) + constant
 
 
@@ -432,7 +474,7 @@ def posterior_samples(
         prior_precision=prior_precision,
         noise_var=noise_var,
     )
-    program = _sample_program(network, LOSSES[likelihood], n_samples)
+    program = _sample_program(network, _loss(likelihood, noise_var), n_samples)
     draws = np.asarray(_call(program, model, X_train, inputs, key=key), dtype=np.float64)
     theta = np.tile(flat_parameters(model).cpu().double().numpy(), (n_samples, 1))
     theta[:, S] = draws
@@ -480,7 +522,9 @@ def structured_posterior_samples(
         noise_var=noise_var,
     )
     r = positive_int(rank, "rank") if structure == "low_rank" else None
-    program = _sample_program(network, LOSSES[likelihood], n_samples, CURVATURES[structure], r)
+    program = _sample_program(
+        network, _loss(likelihood, noise_var), n_samples, CURVATURES[structure], r
+    )
     draws = _call(program, model, X_train, inputs, key=key)
     return np.asarray(draws, dtype=np.float64)
 

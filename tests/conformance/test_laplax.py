@@ -46,7 +46,7 @@ def expected_outcome(name: str) -> Outcome:
         return Outcome.FAIL  # finding 1: not the top-r eigenpairs
     if case.capability == "log_marginal_likelihood":
         problem = build_problem(case.problem)
-        if problem.likelihood != "regression":
+        if problem.likelihood not in ("regression", "multioutput-regression"):
             return Outcome.ERROR  # finding 2: no classification likelihood
         if np.ndim(problem.prior_precision) == 1:
             return Outcome.ERROR  # finding 3: an isotropic prior only
