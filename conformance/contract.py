@@ -28,6 +28,11 @@ the MAP): g_Sᵀ Ω_SS⁻¹ g_S. Arguments:
   ``parameters()`` order; a precision, not a variance.
 - ``noise_var``: σ0² for regression; 1.0 for the classification likelihoods; the (C,) array
   of the σ_c² for multi-output regression.
+- ``prior_mean`` (keyword, passed only by the cases of a prior with a non-zero mean, to every
+  capability they call): μ0 of the prior N(μ0, V⁻¹), a float64 array of length p in
+  ``parameters()`` order; the model is then at the MAP of that prior, log p(θ̂) in the
+  evidence is log N(θ̂; μ0, V⁻¹), and Ω (hence the variances) does not depend on μ0 given
+  θ̂. A target without the keyword fails those cases (ERROR).
 - ``subset``: None (all parameters) or a 1-D int64 array of distinct indices into the flat
   parameter vector ``torch.nn.utils.parameters_to_vector(model.parameters())``, in any
   order (cases use unsorted, non-contiguous subsets spanning layers).

@@ -145,6 +145,9 @@ _LAPLACE_TORCH_FINDINGS = (
             "evidence/mlp-regression",
             "evidence/mlp-binary",
             "evidence/mlp-multiclass",
+            "prior-mean/predictive-mlp-regression",
+            "prior-mean/evidence-linear-gaussian",
+            "prior-mean/evidence-mlp-regression",
             "probabilities/probit/mlp-binary",
             "probabilities/probit/mlp-multiclass",
             "probabilities/bridge/mlp-multiclass",
@@ -284,6 +287,12 @@ _LAPLAX_FINDINGS = (
             "last-layer/mlp-multiclass-kron",
             "structured-samples/kron/",
         ),
+    ),
+    Finding(
+        "laplax F7",
+        "not offered",
+        "the marginal likelihood's prior is centred at zero: no prior mean",
+        ("prior-mean/evidence-linear-gaussian", "prior-mean/evidence-mlp-regression"),
     ),
 )
 

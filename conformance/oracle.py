@@ -265,8 +265,8 @@ class DenseOracle:
 
     @cached_property
     def log_prior(self) -> float:
-        """log N(θ̂; 0, V⁻¹)."""
-        t, V = self.theta, self.V
+        """log N(θ̂; μ0, V⁻¹) (μ0 = 0 unless the problem has a prior mean)."""
+        t, V = self.theta - self.problem.prior_mean_vector(), self.V
         return float(
             -0.5 * t @ (V * t) + 0.5 * np.sum(np.log(V)) - 0.5 * t.size * math.log(2 * math.pi)
         )

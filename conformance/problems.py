@@ -20,7 +20,10 @@ families:
   Bayesian linear regression on (x, 1) with its own σ_c², the posterior factorising over
   the outputs), ``mlp-regression-multi-output`` a tanh MLP 3-6-3 at its MAP.
 
-Subsets are drawn unsorted and non-contiguous across layers.
+Subsets are drawn unsorted and non-contiguous across layers. The ``-prior-mean`` problems
+have a prior N(μ0, V⁻¹) with μ0 ≠ 0 (drawn per parameter), the model at the MAP of
+that prior: for the linear model the posterior mean of Bayesian linear regression with prior
+mean μ0, for the MLP the minimiser of the loss regularised by ½(θ − μ0)ᵀV(θ − μ0).
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ class Problem:
     noise_var : float or (C,) ndarray
         σ0² (1.0 for classification); per-output σ_c² for multi-output regression.
     subset : (k,) int64 ndarray or None
+    prior_mean : (p,) float64 ndarray or None
+        μ0 of the prior N(μ0, V⁻¹) (None: zero), in ``parameters()`` order; passed to the
+        target as ``prior_mean`` only when it is not None.
     """
 
     name: str
@@ -73,6 +79,7 @@ class Problem:
     prior_precision: float | np.ndarray
     noise_var: float | np.ndarray
     subset: np.ndarray | None = None
+    prior_mean: np.ndarray | None = None
 
     @property
     def dtype(self) -> Any:
@@ -89,14 +96,22 @@ class Problem:
         v = np.asarray(self.prior_precision, dtype=np.float64)
         return np.full(self.p, float(v)) if v.ndim == 0 else v.copy()
 
+    def prior_mean_vector(self) -> np.ndarray:
+        """μ0 as a length-p float64 vector (zeros when the problem has none)."""
+        return np.zeros(self.p) if self.prior_mean is None else self.prior_mean.copy()
+
     def target_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of the target call (a fresh copy of the model)."""
+        """The keyword arguments of the target call (a fresh copy of the model); ``prior_mean``
+        only when the problem has one."""
         prior, noise = self.prior_precision, self.noise_var
-        return {
+        kw = {
             "likelihood": self.likelihood,
             "prior_precision": prior if isinstance(prior, float) else prior.copy(),
             "noise_var": noise if isinstance(noise, float) else noise.copy(),
         }
+        if self.prior_mean is not None:
+            kw["prior_mean"] = self.prior_mean.copy()
+        return kw
 
     def fresh_model(self) -> Any:
         """A deep copy of the model (a target that modifies its model cannot leak)."""
@@ -174,8 +189,11 @@ def _tanh_mlp(d: int, hidden: int, out: int, rng: np.random.Generator) -> Any:
     return model
 
 
-def negative_log_joint(model: Any, X: Any, y: Any, likelihood: str, noise_var: float, V: Any):
-    """−log p(y | X, θ) − log p(θ) up to constants (the MAP objective), as a torch scalar."""
+def negative_log_joint(
+    model: Any, X: Any, y: Any, likelihood: str, noise_var: float, V: Any, mu0: Any = 0.0
+):
+    """−log p(y | X, θ) − log p(θ) up to constants (the MAP objective), as a torch scalar;
+    the prior N(μ0, V⁻¹) (``mu0`` zero by default)."""
     import torch
 
     f = model(X)
@@ -189,11 +207,14 @@ def negative_log_joint(model: Any, X: Any, y: Any, likelihood: str, noise_var: f
     else:
         nll = torch.nn.functional.cross_entropy(f, y, reduction="sum")
     theta = torch.nn.utils.parameters_to_vector(model.parameters())
-    return nll + 0.5 * torch.sum(V * theta**2)
+    return nll + 0.5 * torch.sum(V * (theta - torch.as_tensor(mu0, dtype=theta.dtype)) ** 2)
 
 
-def _train_to_map(model: Any, X: np.ndarray, y: np.ndarray, likelihood: str, noise_var, prior):
-    """Full-batch L-BFGS in float64 on the negative log joint (strong Wolfe line search)."""
+def _train_to_map(
+    model: Any, X: np.ndarray, y: np.ndarray, likelihood: str, noise_var, prior, mu0=0.0
+):
+    """Full-batch L-BFGS in float64 on the negative log joint (strong Wolfe line search),
+    prior N(μ0, V⁻¹)."""
     import torch
 
     Xt = torch.as_tensor(X, dtype=torch.float64)
@@ -211,7 +232,7 @@ def _train_to_map(model: Any, X: np.ndarray, y: np.ndarray, likelihood: str, noi
 
     def closure():
         opt.zero_grad()
-        loss = negative_log_joint(model, Xt, yt, likelihood, noise_var, V)
+        loss = negative_log_joint(model, Xt, yt, likelihood, noise_var, V, mu0)
         loss.backward()
         return loss
 
@@ -231,6 +252,7 @@ def _mlp_problem(
     noise_var: float = 0.3,
     prior: float | str = 2.5,
     subset_size: int | None = None,
+    prior_mean: bool = False,
 ) -> dict[str, Any]:
     out = classes if likelihood == "multiclass" else 1
     X = rng.normal(size=(n, d))
@@ -246,9 +268,11 @@ def _mlp_problem(
     model = _tanh_mlp(d, hidden, out, rng)
     p = sum(int(t.numel()) for t in model.parameters())
     V = rng.choice([0.5, 1.0, 2.0, 4.0], size=p) if prior == "diagonal" else float(prior)
-    _train_to_map(model, X, y, likelihood, noise_var, V)
+    mu0 = rng.uniform(-1.0, 1.0, size=p) if prior_mean else None
+    _train_to_map(model, X, y, likelihood, noise_var, V, 0.0 if mu0 is None else mu0)
     X_test = np.concatenate([rng.normal(size=(n_test - 2, d)), X[:2]])  # 2 training inputs
     return {
+        "prior_mean": mu0,
         "model": model,
         "X_train": X,
         "y_train": y,
@@ -279,6 +303,7 @@ def _linear_problem(
     subset: bool = False,
     spectrum: tuple[float, ...] | None = None,
     orthogonal: bool = False,
+    prior_mean: bool = False,
 ) -> dict[str, Any]:
     import torch
 
@@ -290,8 +315,11 @@ def _linear_problem(
     y = X @ rng.normal(size=d) + 0.5 + rng.normal(0.0, np.sqrt(noise_var), size=n)
     V = rng.choice([0.5, 1.0, 2.0, 4.0], size=d + 1) if prior == "diagonal" else float(prior)
     features = np.hstack([X, np.ones((n, 1))])  # parameters() order: weight, then bias
+    mu0 = rng.uniform(-1.5, 1.5, size=d + 1) if prior_mean else None
     blr = BayesianLinearRegression(
-        np.zeros(d + 1), np.diag(1.0 / np.broadcast_to(V, (d + 1,))), noise_var
+        np.zeros(d + 1) if mu0 is None else mu0,
+        np.diag(1.0 / np.broadcast_to(V, (d + 1,))),
+        noise_var,
     )
     w = blr.map((features, y))
     model = torch.nn.Linear(d, 1).double()
@@ -300,6 +328,7 @@ def _linear_problem(
         model.bias.copy_(torch.as_tensor(w[d:]))
     X_test = np.concatenate([rng.normal(size=(n_test - 1, d)) * scale, X[:1]])
     return {
+        "prior_mean": mu0,
         "model": model,
         "X_train": X,
         "y_train": y,
@@ -377,3 +406,5 @@ def _multi_output_problem(rng: np.random.Generator, *, linear: bool) -> dict[str
 _problem("tiny-mlp-regression")(lambda rng: _mlp_problem(rng, "regression", d=2, hidden=3, n=8))
 _problem("linear-gaussian-multi-output")(lambda rng: _multi_output_problem(rng, linear=True))
 _problem("mlp-regression-multi-output")(lambda rng: _multi_output_problem(rng, linear=False))
+_problem("linear-gaussian-prior-mean")(lambda rng: _linear_problem(rng, prior_mean=True))
+_problem("mlp-regression-prior-mean")(lambda rng: _mlp_problem(rng, "regression", prior_mean=True))

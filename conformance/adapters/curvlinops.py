@@ -213,9 +213,11 @@ def predictive_variance(
     prior_precision: Any,
     noise_var: float,
     subset: Any = None,
+    prior_mean: Any = None,
 ) -> np.ndarray:
     """gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset) with Ω from ``GGNLinearOperator`` (module
-    docstring)."""
+    docstring). A prior mean (``prior_mean``) is not needed: Ω does not depend on it
+    given θ̂."""
     import torch
 
     omega = _dense_ggn(model, X_train, y_train, likelihood, noise_var)

@@ -36,7 +36,9 @@ CurvlinopsGGN, prior mean 0, temperature 1):
   factor; the separate convention only, as for KFAC below, so ``convention="joint"``
   raises) or ``"lowrank"`` (``LowRankLaplace.sample``, whose construction fails as in
   finding 3); the generator's draws in the model's dtype;
-- evidence: ``la.log_marginal_likelihood()``;
+- evidence: ``la.log_marginal_likelihood()``; a prior mean μ0 as ``prior_mean`` (its scatter
+  (θ̂ − μ0)ᵀP0(θ̂ − μ0), ``baselaplace.py:1039-1040``), also passed to the predictive (which
+  does not use it: Ω does not depend on μ0 given θ̂);
 - low rank: ``hessian_structure="lowrank"`` with ``backend_kwargs={"low_rank": rank}``;
 - diagonal Laplace: ``hessian_structure="diag"`` (``DiagLaplace``), its GLM variances; on a
   subset ``subset_of_weights="subnetwork", hessian_structure="diag",
@@ -175,6 +177,20 @@ def _prior(prior_precision: Any, subset: Any, dtype: Any) -> Any:
     return torch.as_tensor(v if subset is None else v[np.asarray(subset)], dtype=dtype)
 
 
+def _prior_mean(prior_mean: Any, subset: Any, dtype: Any) -> dict[str, Any]:
+    """``prior_mean`` for ``Laplace`` (restricted to the subset, in its order), or nothing."""
+    import torch
+
+    if prior_mean is None:
+        return {}
+    mu0 = np.asarray(prior_mean, dtype=np.float64)
+    return {
+        "prior_mean": torch.as_tensor(
+            mu0 if subset is None else mu0[np.asarray(subset)], dtype=dtype
+        )
+    }
+
+
 def _noise(likelihood: str, noise_var: float) -> dict[str, float]:
     return {"sigma_noise": math.sqrt(noise_var)} if likelihood == "regression" else {}
 
@@ -189,6 +205,7 @@ def _fit(
     noise_var: float,
     subset: Any = None,
     structure: str = "full",
+    prior_mean: Any = None,
     **options: Any,
 ) -> tuple[Any, Any]:
     import torch
@@ -198,6 +215,7 @@ def _fit(
     kw = {
         "prior_precision": _prior(prior_precision, subset, X.dtype),
         **_noise(likelihood, noise_var),
+        **_prior_mean(prior_mean, subset, X.dtype),
     }
     if subset is None:
         la = laplace.Laplace(
@@ -236,6 +254,7 @@ def predictive_variance(
     prior_precision: Any,
     noise_var: float,
     subset: Any = None,
+    prior_mean: Any = None,
 ) -> np.ndarray:
     """laplace-torch's GLM (linearized) function-space variances; the conformance contract."""
     la, _ = _fit(
@@ -246,6 +265,7 @@ def predictive_variance(
         prior_precision=prior_precision,
         noise_var=noise_var,
         subset=subset,
+        prior_mean=prior_mean,
     )
     return _variances(la, X_test, likelihood)
 
@@ -325,8 +345,10 @@ def log_marginal_likelihood(
     likelihood: str,
     prior_precision: Any,
     noise_var: float,
+    prior_mean: Any = None,
 ) -> float:
-    """``la.log_marginal_likelihood()`` of the full Laplace approximation."""
+    """``la.log_marginal_likelihood()`` of the full Laplace approximation (with
+    ``prior_mean``: ``Laplace(..., prior_mean=μ0)``, whose scatter is (θ̂ − μ0)ᵀP0(θ̂ − μ0))."""
     la, _ = _fit(
         model,
         X_train,
@@ -334,6 +356,7 @@ def log_marginal_likelihood(
         likelihood=likelihood,
         prior_precision=prior_precision,
         noise_var=noise_var,
+        prior_mean=prior_mean,
     )
     return float(la.log_marginal_likelihood().detach())
 

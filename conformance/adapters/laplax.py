@@ -55,7 +55,9 @@ curvature, the posterior and the predictive are laplax's; how the contract maps 
   full curvature: log p(θ̂) + (p/2) log 2π − ½ log det Ω plus its log-likelihood
   −(1/(2σ))·loss with ``prior_arguments["sigma"]`` = σ0² for ``"mse"``. That is the
   Gaussian log-likelihood without its constant −(N/2) log(2πσ0²), which the adapter adds
-  (it depends on σ0² only). For classification it passes laplax's own losses and σ = 1;
+  (it depends on σ0² only). For classification it passes laplax's own losses and σ = 1.
+  Its log prior is centred at zero, so a prior mean μ0 ≠ 0 is refused; the predictive
+  takes ``prior_mean`` and does not need it (Ω does not depend on μ0 given θ̂);
 - ``posterior_samples``: ``set_get_weight_sample(jax.random.key(seed), θ̂_S,
   posterior.scale_mv(posterior.state), n_samples)``, θ̂_S + L z per draw, written into θ̂;
 - ``structured_posterior_samples``: the same weight sampler on the ``curv_type="diagonal"``
@@ -130,6 +132,11 @@ NOT_OFFERED = {
         f"not offered by laplax {VERSION}: no Kronecker-factored (KFAC) curvature (upstream work "
         "open: laplax-org/laplax#46, 'experimental kfac -> main', and K-FAC on the road to "
         "version 0.1, laplax-org/laplax#50)"
+    ),
+    "prior-mean": (
+        f"not offered by laplax {VERSION}: the log prior of its marginal likelihood is "
+        "−½ prior_prec‖θ‖² + const (laplax/eval/likelihood.py:72-78), centred at zero; "
+        "prior_arguments has no prior mean"
     ),
     "low-rank-prior": (
         f"not offered by laplax {VERSION}: its low-rank posterior adds the prior as the scalar "
@@ -298,9 +305,11 @@ def predictive_variance(
     prior_precision: Any,
     noise_var: float,
     subset: Any = None,
+    prior_mean: Any = None,
 ) -> np.ndarray:
     """gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset) from laplax's full GGN posterior and its
-    linearized pushforward (module docstring)."""
+    linearized pushforward (module docstring). A prior mean (``prior_mean``) is not
+    needed: Ω does not depend on it given θ̂."""
     return _variances(
         "full",
         model,
@@ -400,8 +409,12 @@ def log_marginal_likelihood(
     likelihood: str,
     prior_precision: Any,
     noise_var: float,
+    prior_mean: Any = None,
 ) -> np.ndarray:
-    """laplax's ``marginal_log_likelihood`` of the full GGN posterior (module docstring)."""
+    """laplax's ``marginal_log_likelihood`` of the full GGN posterior (module docstring); a
+    non-zero ``prior_mean`` is refused (:data:`NOT_OFFERED`)."""
+    if prior_mean is not None and np.any(np.asarray(prior_mean) != 0.0):
+        raise NotOffered(f"{NOT_OFFERED['prior-mean']}; got a non-zero prior_mean")
     network, inputs = _inputs(
         model,
         X_train,

@@ -103,8 +103,10 @@ def predictive_variance(
     prior_precision: Any,
     noise_var: float,
     subset: Any = None,
+    prior_mean: Any = None,
 ) -> np.ndarray:
-    """Epistemic variances gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset); the conformance contract."""
+    """Epistemic variances gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset); the conformance contract.
+    Ω = GGN(θ̂) + V does not depend on a prior mean μ0 given θ̂ (``prior_mean`` unused)."""
     ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
     G = _test_rows(model, X_test, likelihood)
     out = _full_variance(ggn, G) if subset is None else subnetwork_variance(ggn, G, subset)
@@ -260,13 +262,17 @@ def log_marginal_likelihood(
     likelihood: str,
     prior_precision: Any,
     noise_var: float,
+    prior_mean: Any = None,
 ) -> float:
     """log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω, with
-    log det Ω = Σ log V + log det(I + J_w V⁻¹ J_wᵀ) (matrix determinant lemma)."""
+    log det Ω = Σ log V + log det(I + J_w V⁻¹ J_wᵀ) (matrix determinant lemma) and the prior
+    N(μ0, V⁻¹) (``prior_mean`` μ0, zero by default)."""
     ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
     f = _outputs(model, X_train).double()
     loglik = _log_likelihood(f, y_train, likelihood, noise_var)
     theta = _theta(model)
+    if prior_mean is not None:
+        theta = theta - np.broadcast_to(np.asarray(prior_mean, dtype=np.float64), theta.shape)
     V = np.asarray(to_numpy(ggn.prior_precision), dtype=np.float64)
     log_prior = (
         -0.5 * theta @ (V * theta)

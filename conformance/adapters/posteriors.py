@@ -287,9 +287,11 @@ def predictive_variance(
     prior_precision: Any,
     noise_var: float,
     subset: Any = None,
+    prior_mean: Any = None,
 ) -> np.ndarray:
     """gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset) with Ω the ``laplace.dense_ggn`` precision
-    (module docstring)."""
+    (module docstring). A prior mean (``prior_mean``) is not needed: Ω does not depend on it
+    given θ̂."""
     return _full_variance(
         model,
         X_train,

@@ -810,3 +810,18 @@ def _lml_shared_noise(model, X_train, y_train, *, likelihood, prior_precision, n
 
 
 shared_noise.log_marginal_likelihood = _lml_shared_noise
+
+
+def _lml_prior_mean_ignored(model, X_train, y_train, *, prior_mean=None, **kw):
+    """The log marginal likelihood with the prior's mean taken as zero."""
+    return ours.log_marginal_likelihood(model, X_train, y_train, **kw)
+
+
+def _lml_prior_mean_sign(model, X_train, y_train, *, prior_mean=None, **kw):
+    """The log marginal likelihood with −μ0 for μ0 (θ̂ + μ0 in the scatter)."""
+    mean = None if prior_mean is None else -np.asarray(prior_mean, dtype=float)
+    return ours.log_marginal_likelihood(model, X_train, y_train, prior_mean=mean, **kw)
+
+
+prior_mean_ignored = _with(log_marginal_likelihood=_lml_prior_mean_ignored)
+prior_mean_sign = _with(log_marginal_likelihood=_lml_prior_mean_sign)

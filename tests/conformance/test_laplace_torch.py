@@ -44,6 +44,10 @@ FLOAT32_GGN = {
     "evidence/mlp-regression",
     "evidence/mlp-binary",
     "evidence/mlp-multiclass",
+    # a prior mean μ0 ≠ 0 (prior_mean): right but for the same float32 GGN
+    "prior-mean/predictive-mlp-regression",
+    "prior-mean/evidence-linear-gaussian",
+    "prior-mean/evidence-mlp-regression",
     # the closed-form links read the same float32-formed Σ (the MC and float32 cases pass)
     "probabilities/probit/mlp-binary",
     "probabilities/probit/mlp-multiclass",
