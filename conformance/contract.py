@@ -141,6 +141,14 @@ target lacks are SKIPPED, not failed:
   ``n_samples`` and ``seed`` are passed for every link; docs/mathematics.md, "Class
   probabilities of the linearized predictive".
 
+- ``minibatch_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
+  prior_precision, noise_var, n_data) -> array``: the variances gᵀP⁻¹g when ``X_train``,
+  ``y_train`` are a minibatch of n rows of a data set of N = ``n_data`` rows (n < N, the
+  model at its MAP on all N) and the curvature is the minibatch's scaled to the data set,
+  P = (N/n) Σ_{n in batch} J_nᵀ H_n J_n + V, the unbiased estimate of the full GGN from a
+  uniform subsample; shape as for the required function; docs/validation.md, "Curvature of
+  a minibatch".
+
 A target is named ``MODULE:CALLABLE`` (``CALLABLE`` may be dotted, e.g. ``mod:obj.method``).
 Shipped: ``laplace_lab.conformance.adapters.numerics:predictive_variance`` (laplace-lab's
 own kernels) and ``laplace_lab.conformance.adapters.laplace_torch:predictive_variance``
@@ -185,6 +193,7 @@ CAPABILITIES = (
     "last_layer_predictive_variance",
     "ef_predictive_variance",
     "predictive_probabilities",
+    "minibatch_predictive_variance",
 )
 #: The links of ``predictive_probabilities``.
 LINKS = ("probit", "mc", "bridge")

@@ -294,6 +294,12 @@ _LAPLAX_FINDINGS = (
         "the marginal likelihood's prior is centred at zero: no prior mean",
         ("prior-mean/evidence-linear-gaussian", "prior-mean/evidence-mlp-regression"),
     ),
+    Finding(
+        "laplax F8",
+        "bug",
+        "laplax.laplace scales the curvature of a subsample by n/N, not N/n",
+        ("minibatch/",),
+    ),
 )
 
 #: The libraries by name, in the order of the scoreboard's columns.

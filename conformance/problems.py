@@ -20,6 +20,8 @@ families:
   Bayesian linear regression on (x, 1) with its own σ_c², the posterior factorising over
   the outputs), ``mlp-regression-multi-output`` a tanh MLP 3-6-3 at its MAP.
 
+A ``-minibatch`` problem is an MLP at its MAP on N = 24 rows whose ``X_train``, ``y_train``
+are a minibatch of n = 8 of them (drawn without replacement), ``n_data`` = N.
 Subsets are drawn unsorted and non-contiguous across layers. The ``-prior-mean`` problems
 have a prior N(μ0, V⁻¹) with μ0 ≠ 0 (drawn per parameter), the model at the MAP of
 that prior: for the linear model the posterior mean of Bayesian linear regression with prior
@@ -67,6 +69,9 @@ class Problem:
     prior_mean : (p,) float64 ndarray or None
         μ0 of the prior N(μ0, V⁻¹) (None: zero), in ``parameters()`` order; passed to the
         target as ``prior_mean`` only when it is not None.
+    n_data : int or None
+        For a minibatch problem, N: the size of the data set the model was fitted on, of
+        which ``X_train``, ``y_train`` are n < N rows (None otherwise).
     """
 
     name: str
@@ -80,6 +85,7 @@ class Problem:
     noise_var: float | np.ndarray
     subset: np.ndarray | None = None
     prior_mean: np.ndarray | None = None
+    n_data: int | None = None
 
     @property
     def dtype(self) -> Any:
@@ -408,3 +414,19 @@ _problem("linear-gaussian-multi-output")(lambda rng: _multi_output_problem(rng, 
 _problem("mlp-regression-multi-output")(lambda rng: _multi_output_problem(rng, linear=False))
 _problem("linear-gaussian-prior-mean")(lambda rng: _linear_problem(rng, prior_mean=True))
 _problem("mlp-regression-prior-mean")(lambda rng: _mlp_problem(rng, "regression", prior_mean=True))
+
+
+def _minibatch_problem(rng: np.random.Generator, likelihood: str) -> dict[str, Any]:
+    """An MLP at its MAP on N = 24 rows, handed a minibatch of n = 8 of them."""
+    spec = _mlp_problem(rng, likelihood, n=24)
+    rows = np.sort(rng.choice(24, size=8, replace=False))
+    return {
+        **spec,
+        "X_train": spec["X_train"][rows],
+        "y_train": spec["y_train"][rows],
+        "n_data": 24,
+    }
+
+
+_problem("mlp-regression-minibatch")(lambda rng: _minibatch_problem(rng, "regression"))
+_problem("mlp-multiclass-minibatch")(lambda rng: _minibatch_problem(rng, "multiclass"))

@@ -44,6 +44,14 @@ curvature, the posterior and the predictive are laplax's; how the contract maps 
   GGN, eᵢᵀGeᵢ) through the same pushforward; on a subset S the adapter hands laplax θ_S, as
   for the full curvature and the last layer, so its diagonal is that of the GGN of θ_S,
   diag(Ω_SS), with the prior V_S and the pushforward's Jacobian g_S, in S's order;
+- ``minibatch_predictive_variance``: the steps of ``laplax.laplace`` with
+  ``num_curv_samples`` = n (the rows given) and ``num_total_samples`` = N (``n_data``), the
+  arguments its docstring describes as the samples the GGN is estimated from and the
+  samples in the data set; it scales the GGN by ``factor = num_curv_samples /
+  num_total_samples`` = n/N (``laplax/api.py:667-668``), where the data set's GGN needs N/n,
+  the factor ``laplax.curv.ggn.create_ggn_mv`` takes from the same arguments
+  (``curv_scaling_factor = num_total_samples / num_curv_samples``, ``curv/ggn.py:345``)
+  (docs/validation.md, laplax F8);
 - ``low_rank_predictive_variance``: ``curv_type="lobpcg"`` with ``rank``, the method whose
   documentation promises the leading eigenpairs: laplax's low-rank terms U diag(λ) Uᵀ
   (times σ²), the prior α added by its Woodbury form, the same pushforward. Its
@@ -238,18 +246,26 @@ def _call(program: Any, model: Any, X: Any, inputs: dict[str, Any], **extra: Any
 
 
 def _laplace(
-    curv_type: str, forward: Any, params: Any, data: Any, loss: str, rank: int | None = None
+    curv_type: str,
+    forward: Any,
+    params: Any,
+    data: Any,
+    loss: str,
+    rank: int | None = None,
+    samples: tuple[int, int] = (1, 1),
 ) -> tuple[Any, Any]:
     """``laplax.laplace``'s steps (``GGN``, the curvature method, ``set_posterior_fn``)
     without its final wait for the result (``block_until_ready``, which cannot be traced):
     (posterior_fn, curvature estimate); ``rank`` for a low-rank ``curv_type`` (LOBPCG's start
-    keyed 0)."""
+    keyed 0); ``samples`` its ``(num_curv_samples, num_total_samples)``, from which it takes
+    the GGN's ``factor`` = num_curv_samples/num_total_samples (laplax/api.py:667-668)."""
     from laplax.api import GGN
     from laplax.curv import set_posterior_fn
     from laplax.curv.cov import CURVATURE_METHODS
 
     curv_kwargs = {} if rank is None else {"rank": rank, "key": _jax().random.key(0)}
-    mv = GGN(forward, params, data, loss_fn=loss)
+    factor = float(samples[0]) / float(samples[1])  # laplax.laplace's own line
+    mv = GGN(forward, params, data, loss_fn=loss, factor=factor)
     curvature = CURVATURE_METHODS[curv_type](mv, layout=params, **curv_kwargs)
     return set_posterior_fn(curv_type, curvature, layout=params), curvature
 
@@ -270,14 +286,20 @@ def _push(posterior_fn: Any, forward: Any, params: Any, arguments: Any, fns: lis
 
 
 @functools.cache
-def _variance_program(network: Network, curv_type: str, loss: str, rank: int | None) -> Any:
+def _variance_program(
+    network: Network,
+    curv_type: str,
+    loss: str,
+    rank: int | None,
+    samples: tuple[int, int] = (1, 1),
+) -> Any:
     """The compiled diag(J Ω⁻¹ Jᵀ) at each test input for laplax's ``curv_type``."""
     jax = _jax()
     from laplax.eval.pushforward import lin_pred_mean, lin_pred_var, lin_setup
 
     def program(theta_hat, index, data, arguments, X_test):
         forward, params = model_fn(network, theta_hat, index), theta_hat[index]
-        posterior_fn, _ = _laplace(curv_type, forward, params, data, loss, rank)
+        posterior_fn, _ = _laplace(curv_type, forward, params, data, loss, rank, samples)
         fns = [lin_setup, lin_pred_mean, lin_pred_var]
         predictive = _push(posterior_fn, forward, params, arguments, fns)
         out = jax.vmap(predictive)(X_test)["pred_var"]
@@ -286,10 +308,12 @@ def _variance_program(network: Network, curv_type: str, loss: str, rank: int | N
     return jit(program)
 
 
-def _variances(curv_type: str, model: Any, X_train, y_train, X_test, S, *, rank=None, **kw):
+def _variances(
+    curv_type: str, model: Any, X_train, y_train, X_test, S, *, rank=None, samples=(1, 1), **kw
+):
     network, inputs = _inputs(model, X_train, y_train, S, **kw)
     loss = _loss(kw["likelihood"], kw["noise_var"])
-    program = _variance_program(network, curv_type, loss, rank)
+    program = _variance_program(network, curv_type, loss, rank, samples)
     v = np.asarray(_call(program, model, X_train, inputs, X_test=as_jax(X_test)), dtype=float)
     return v if kw["likelihood"] in MULTI_OUTPUT else v.reshape(-1)
 
@@ -643,6 +667,35 @@ def last_layer_predictive_variance(
     )
 
 
+@in_model_precision
+def minibatch_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    n_data: int,
+) -> np.ndarray:
+    """The variances of ``laplax.laplace(..., curv_type="full", num_curv_samples=n,
+    num_total_samples=N)`` on the n rows given, N = ``n_data`` (module docstring)."""
+    samples = (int(X_train.shape[0]), positive_int(n_data, "n_data"))
+    return _variances(
+        "full",
+        model,
+        X_train,
+        y_train,
+        X_test,
+        subset_indices(model, None),
+        samples=samples,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+    )
+
+
 predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance
 predictive_variance.log_marginal_likelihood = log_marginal_likelihood
@@ -650,3 +703,4 @@ predictive_variance.posterior_samples = posterior_samples
 predictive_variance.structured_posterior_samples = structured_posterior_samples
 predictive_variance.predictive_probabilities = predictive_probabilities
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
+predictive_variance.minibatch_predictive_variance = minibatch_predictive_variance

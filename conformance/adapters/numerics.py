@@ -113,6 +113,28 @@ def predictive_variance(
     return to_numpy(out)
 
 
+def minibatch_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    n_data: int,
+) -> np.ndarray:
+    """gᵀP⁻¹g with P = (N/n)·GGN of the n rows given + V, N = ``n_data``: the weighted
+    Jacobian of the minibatch times √(N/n)."""
+    n = int(X_train.shape[0])
+    N = positive_int(n_data, "n_data")
+    if N < n:
+        raise ValueError(f"n_data must be at least the {n} rows given; got n_data={n_data!r}")
+    batch = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    ggn = GGN(batch.Jw * math.sqrt(N / n), batch.prior_precision, n_data=N, likelihood="custom")
+    return to_numpy(_full_variance(ggn, _test_rows(model, X_test, likelihood)))
+
+
 def _theta(model: Any) -> np.ndarray:
     import torch
 
@@ -645,3 +667,4 @@ predictive_variance.ekfac_predictive_variance = ekfac_predictive_variance
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
 predictive_variance.ef_predictive_variance = ef_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities
+predictive_variance.minibatch_predictive_variance = minibatch_predictive_variance

@@ -825,3 +825,15 @@ def _lml_prior_mean_sign(model, X_train, y_train, *, prior_mean=None, **kw):
 
 prior_mean_ignored = _with(log_marginal_likelihood=_lml_prior_mean_ignored)
 prior_mean_sign = _with(log_marginal_likelihood=_lml_prior_mean_sign)
+
+
+def _minibatch_inverse_scale(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, n_data
+):
+    """The minibatch's GGN scaled by n/N instead of N/n."""
+    batch = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+    ggn = GGN(batch.Jw * np.sqrt(X_train.shape[0] / n_data), batch.prior_precision)
+    return to_numpy(full_variance(ggn, per_sample_jacobian(model, X_test)))
+
+
+minibatch_inverse_scale = _with(minibatch_predictive_variance=_minibatch_inverse_scale)

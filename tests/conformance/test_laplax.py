@@ -32,6 +32,7 @@ SERVED = (
     "structured_posterior_samples",
     "predictive_probabilities",
     "last_layer_predictive_variance",
+    "minibatch_predictive_variance",
 )
 # one worker validates every installed library once (tests/conformance/conftest.py)
 pytestmark = pytest.mark.xdist_group("scoreboard")
@@ -44,6 +45,8 @@ def expected_outcome(name: str) -> Outcome:
         return Outcome.SKIP
     if case.capability == "low_rank_predictive_variance":
         return Outcome.FAIL  # finding 1: not the top-r eigenpairs
+    if case.capability == "minibatch_predictive_variance":
+        return Outcome.FAIL  # finding 8: the subsample's curvature scaled by n/N
     if case.capability == "log_marginal_likelihood":
         if case.problem.endswith("-prior-mean"):
             return Outcome.NA  # not offered: its log prior is centred at zero
@@ -172,3 +175,22 @@ def test_finding_4_the_bridge_needs_a_class_axis_of_two_dimensions():
         laplace_bridge(mu, var, use_correction=False)  # num_classes = mean.shape[1]
     p = np.asarray(laplace_bridge(mu[None], var[None], use_correction=False))[0]
     assert np.argmax(p) == 1  # sums over the batch axis: the means cancel out
+
+
+def test_finding_8_laplace_scales_a_subsample_by_n_over_N():
+    # 4 rows of a data set of 12: laplax.laplace multiplies the GGN by 4/12, create_ggn_mv
+    # with the same arguments by 12/4 (the unbiased scale); 2·XᵀX = 6I for "mse"
+    from laplax.curv.ggn import create_ggn_mv
+    from laplax.util.mv import to_dense
+
+    def model_fn(input, params):
+        return jnp.atleast_1d(params @ input)
+
+    X = jnp.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, -1.0]])
+    data = {"input": X, "target": jnp.zeros((4, 1))}
+    theta = jnp.zeros(2)
+    kw = {"num_curv_samples": 4, "num_total_samples": 12}
+    _, curvature = laplax.laplace(model_fn, theta, data, loss_fn="mse", curv_type="full", **kw)
+    np.testing.assert_allclose(np.asarray(curvature), 6.0 * np.eye(2) * 4 / 12, rtol=1e-6)
+    mv = create_ggn_mv(model_fn, theta, data, "mse", **kw)
+    np.testing.assert_allclose(np.asarray(to_dense(mv, layout=theta)), 18.0 * np.eye(2), rtol=1e-6)
