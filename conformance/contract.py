@@ -149,6 +149,12 @@ target lacks are SKIPPED, not failed:
   uniform subsample; shape as for the required function; docs/validation.md, "Curvature of
   a minibatch".
 
+- ``low_rank_log_marginal_likelihood(model, X_train, y_train, *, likelihood,
+  prior_precision, noise_var, rank) -> float``: the Laplace log marginal likelihood of the
+  low-rank posterior of ``low_rank_predictive_variance``, log p(y|θ̂) + log p(θ̂) +
+  (p/2) log 2π − ½ log det Ω_r with Ω_r = U_r diag(λ_r) U_rᵀ + V, so for V = αI
+  log det Ω_r = p log α + Σ_{i≤r} log(1 + λ_i/α); docs/validation.md, "Low-rank evidence".
+
 A target is named ``MODULE:CALLABLE`` (``CALLABLE`` may be dotted, e.g. ``mod:obj.method``).
 Shipped: ``laplace_lab.conformance.adapters.numerics:predictive_variance`` (laplace-lab's
 own kernels) and ``laplace_lab.conformance.adapters.laplace_torch:predictive_variance``
@@ -194,6 +200,7 @@ CAPABILITIES = (
     "ef_predictive_variance",
     "predictive_probabilities",
     "minibatch_predictive_variance",
+    "low_rank_log_marginal_likelihood",
 )
 #: The links of ``predictive_probabilities``.
 LINKS = ("probit", "mc", "bridge")

@@ -39,7 +39,8 @@ CurvlinopsGGN, prior mean 0, temperature 1):
 - evidence: ``la.log_marginal_likelihood()``; a prior mean μ0 as ``prior_mean`` (its scatter
   (θ̂ − μ0)ᵀP0(θ̂ − μ0), ``baselaplace.py:1039-1040``), also passed to the predictive (which
   does not use it: Ω does not depend on μ0 given θ̂);
-- low rank: ``hessian_structure="lowrank"`` with ``backend_kwargs={"low_rank": rank}``;
+- low rank: ``hessian_structure="lowrank"`` with ``backend_kwargs={"low_rank": rank}``, its
+  variances and its ``la.log_marginal_likelihood()`` (the low-rank evidence);
 - diagonal Laplace: ``hessian_structure="diag"`` (``DiagLaplace``), its GLM variances; on a
   subset ``subset_of_weights="subnetwork", hessian_structure="diag",
   subnetwork_indices=subset`` (``DiagSubnetLaplace``): its backend indexes the Jacobians'
@@ -386,6 +387,31 @@ def low_rank_predictive_variance(
     return _variances(la, X_test, likelihood)
 
 
+def low_rank_log_marginal_likelihood(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    rank: int,
+) -> float:
+    """``la.log_marginal_likelihood()`` of ``LowRankLaplace`` with ``low_rank = rank`` (its
+    ``log_det_posterior_precision``, ``laplace/baselaplace.py:2088-2093``)."""
+    la, _ = _fit(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        structure="lowrank",
+        backend_kwargs={"low_rank": positive_int(rank, "rank")},
+    )
+    return float(la.log_marginal_likelihood().detach())
+
+
 def optimize_prior(
     model: Any,
     X_train: Any,
@@ -646,3 +672,4 @@ predictive_variance.kfac_predictive_variance = kfac_predictive_variance
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
 predictive_variance.ef_predictive_variance = ef_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities
+predictive_variance.low_rank_log_marginal_likelihood = low_rank_log_marginal_likelihood

@@ -402,13 +402,15 @@ def low_rank_predictive_variance(
 
 
 @functools.cache
-def _evidence_program(network: Network, loss: str) -> Any:
+def _evidence_program(
+    network: Network, loss: str, curv_type: str = "full", rank: int | None = None
+) -> Any:
     from laplax.enums import CurvApprox
     from laplax.eval.likelihood import marginal_log_likelihood
 
     def program(theta_hat, index, data, arguments):
         forward, params = model_fn(network, theta_hat, index), theta_hat[index]
-        _, curvature = _laplace("full", forward, params, data, loss)
+        _, curvature = _laplace(curv_type, forward, params, data, loss, rank)
         value = marginal_log_likelihood(
             curvature,
             arguments,
@@ -416,7 +418,7 @@ def _evidence_program(network: Network, loss: str) -> Any:
             forward,
             params,
             loss,
-            CurvApprox.FULL,
+            CurvApprox(curv_type),
             vmap_over_data=True,
         )
         return value, network_outputs(network, theta_hat, index, data["input"])
@@ -437,6 +439,60 @@ def log_marginal_likelihood(
 ) -> np.ndarray:
     """laplax's ``marginal_log_likelihood`` of the full GGN posterior (module docstring); a
     non-zero ``prior_mean`` is refused (:data:`NOT_OFFERED`)."""
+    return _evidence(
+        "full",
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        prior_mean=prior_mean,
+    )
+
+
+@in_model_precision
+def low_rank_log_marginal_likelihood(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    rank: int,
+    prior_mean: Any = None,
+) -> np.ndarray:
+    """laplax's ``marginal_log_likelihood`` of its ``curv_type="lobpcg"`` posterior of rank
+    ``rank`` (``low_rank_marginal_log_likelihood``; module docstring); an isotropic prior
+    only (:data:`NOT_OFFERED`)."""
+    if np.ptp(prior_vector(model, prior_precision)) != 0.0:
+        raise NotOffered(f"{NOT_OFFERED['low-rank-prior']}; got a non-isotropic prior_precision")
+    return _evidence(
+        "lobpcg",
+        model,
+        X_train,
+        y_train,
+        rank=positive_int(rank, "rank"),
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        prior_mean=prior_mean,
+    )
+
+
+def _evidence(
+    curv_type: str,
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: Any,
+    prior_mean: Any,
+    rank: int | None = None,
+) -> np.ndarray:
     if prior_mean is not None and np.any(np.asarray(prior_mean) != 0.0):
         raise NotOffered(f"{NOT_OFFERED['prior-mean']}; got a non-zero prior_mean")
     network, inputs = _inputs(
@@ -455,7 +511,7 @@ def log_marginal_likelihood(
     elif likelihood == "multioutput-regression":  # −½ Σ (f − y)²/σ_c² with σ = 1
         s2 = np.asarray(noise_var, dtype=np.float64)
         constant = -0.5 * X_train.shape[0] * float(np.sum(np.log(2.0 * math.pi * s2)))
-    program = _evidence_program(network, _loss(likelihood, noise_var))
+    program = _evidence_program(network, _loss(likelihood, noise_var), curv_type, rank)
     value = _call(program, model, X_train, inputs)
     return np.asarray(value, dtype=np.float64) + constant
 
@@ -704,3 +760,4 @@ predictive_variance.structured_posterior_samples = structured_posterior_samples
 predictive_variance.predictive_probabilities = predictive_probabilities
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
 predictive_variance.minibatch_predictive_variance = minibatch_predictive_variance
+predictive_variance.low_rank_log_marginal_likelihood = low_rank_log_marginal_likelihood

@@ -276,6 +276,23 @@ def _log_likelihood(f: Any, y: Any, likelihood: str, noise_var: float) -> float:
     return -float(torch.nn.functional.cross_entropy(f, y.long(), reduction="sum"))
 
 
+def _log_joint(model: Any, X_train: Any, y_train: Any, likelihood: str, noise_var, V, prior_mean):
+    """log p(y|θ̂) + log p(θ̂) + (p/2) log 2π, the prior N(μ0, V⁻¹) (μ0 zero by default)."""
+    f = _outputs(model, X_train).double()
+    loglik = _log_likelihood(f, y_train, likelihood, noise_var)
+    theta = _theta(model)
+    if prior_mean is not None:
+        theta = theta - np.broadcast_to(np.asarray(prior_mean, dtype=np.float64), theta.shape)
+    log_prior = -0.5 * theta @ (V * theta) + 0.5 * np.sum(np.log(V))
+    return float(loglik + log_prior)
+
+
+def _logdet_lemma(B: np.ndarray, V: np.ndarray) -> float:
+    """log det(BBᵀ + diag(V)) = Σ log V + log det(I + BᵀV⁻¹B) (matrix determinant lemma)."""
+    K = (B / V[:, None]).T @ B + np.eye(B.shape[1])
+    return float(np.sum(np.log(V)) + 2.0 * np.sum(np.log(np.diag(cholesky(K)))))
+
+
 def log_marginal_likelihood(
     model: Any,
     X_train: Any,
@@ -290,21 +307,33 @@ def log_marginal_likelihood(
     log det Ω = Σ log V + log det(I + J_w V⁻¹ J_wᵀ) (matrix determinant lemma) and the prior
     N(μ0, V⁻¹) (``prior_mean`` μ0, zero by default)."""
     ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
-    f = _outputs(model, X_train).double()
-    loglik = _log_likelihood(f, y_train, likelihood, noise_var)
-    theta = _theta(model)
-    if prior_mean is not None:
-        theta = theta - np.broadcast_to(np.asarray(prior_mean, dtype=np.float64), theta.shape)
     V = np.asarray(to_numpy(ggn.prior_precision), dtype=np.float64)
-    log_prior = (
-        -0.5 * theta @ (V * theta)
-        + 0.5 * np.sum(np.log(V))
-        - 0.5 * theta.size * math.log(2 * math.pi)
-    )
+    joint = _log_joint(model, X_train, y_train, likelihood, noise_var, V, prior_mean)
     Jw = np.asarray(to_numpy(ggn.Jw), dtype=np.float64)
-    K = (Jw / V) @ Jw.T + np.eye(Jw.shape[0])
-    logdet = float(np.sum(np.log(V)) + 2.0 * np.sum(np.log(np.diag(cholesky(K)))))
-    return float(loglik + log_prior + 0.5 * theta.size * math.log(2 * math.pi) - 0.5 * logdet)
+    return joint - 0.5 * _logdet_lemma(Jw.T, V)
+
+
+def low_rank_log_marginal_likelihood(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    rank: int,
+    prior_mean: Any = None,
+) -> float:
+    """The evidence with Ω_r = U diag(λ) Uᵀ + V, (λ, U) the top-``rank`` eigenpairs of
+    J_wᵀJ_w from thick-restart Lanczos (seeded, as for the low-rank variances):
+    log det Ω_r = Σ log V + log det(I + diag(√λ) UᵀV⁻¹U diag(√λ))."""
+    ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    V = np.asarray(to_numpy(ggn.prior_precision), dtype=np.float64)
+    low = LowRankLaplace.from_ggn(ggn, positive_int(rank, "rank"), rng=0)
+    U = np.asarray(to_numpy(low.eigenvectors), dtype=np.float64)
+    B = U * np.sqrt(np.asarray(low.eigenvalues, dtype=np.float64))
+    joint = _log_joint(model, X_train, y_train, likelihood, noise_var, V, prior_mean)
+    return joint - 0.5 * _logdet_lemma(B, V)
 
 
 def low_rank_predictive_variance(
@@ -668,3 +697,4 @@ predictive_variance.last_layer_predictive_variance = last_layer_predictive_varia
 predictive_variance.ef_predictive_variance = ef_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities
 predictive_variance.minibatch_predictive_variance = minibatch_predictive_variance
+predictive_variance.low_rank_log_marginal_likelihood = low_rank_log_marginal_likelihood

@@ -837,3 +837,30 @@ def _minibatch_inverse_scale(
 
 
 minibatch_inverse_scale = _with(minibatch_predictive_variance=_minibatch_inverse_scale)
+
+
+def _low_rank_evidence_alpha_inverted(
+    model, X_train, y_train, *, likelihood, prior_precision, noise_var, rank
+):
+    """The rank-r evidence with log det Ω_r = r log α + Σ log(1 + α λ_i) (isotropic α)."""
+    from laplace_lab.numerics import LowRankLaplace
+
+    right = ours.low_rank_log_marginal_likelihood(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        rank=rank,
+    )
+    ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+    lam = np.asarray(LowRankLaplace.from_ggn(ggn, rank, rng=0).eigenvalues, dtype=float)
+    alpha, p = float(np.asarray(prior_precision).reshape(-1)[0]), ggn.p
+    wrong = rank * np.log(alpha) + np.sum(np.log1p(alpha * lam))
+    return right - 0.5 * (wrong - p * np.log(alpha) - np.sum(np.log1p(lam / alpha)))
+
+
+low_rank_evidence_alpha_inverted = _with(
+    low_rank_log_marginal_likelihood=_low_rank_evidence_alpha_inverted
+)

@@ -67,6 +67,8 @@ REFUSED = {
     "low-rank/linear-gaussian-spectrum",
     "low-rank/mlp-regression",
     "low-rank/mlp-multiclass",
+    "low-rank-evidence/linear-gaussian-spectrum",  # LowRankLaplace again (finding 3)
+    "low-rank-evidence/mlp-regression",
 }
 OFFERED_MASKS = {"largest_magnitude", "subnet_diagonal", "neural_linear"}
 # KronLaplace gives every bias its own factor: the joint [W b] convention is not offered.
@@ -211,6 +213,7 @@ def test_the_errors_name_their_cause(validation):
         in text["predictive/mlp-regression-diagonal-prior"]
     )
     assert "asdfghjkl" in text["low-rank/mlp-regression"]
+    assert "asdfghjkl" in text["low-rank-evidence/mlp-regression"]
 
 
 def test_root_cause_of_the_float32_ggn_is_the_float32_identity():
