@@ -32,7 +32,8 @@ the MAP): g_Sᵀ Ω_SS⁻¹ g_S. Arguments:
   capability they call): μ0 of the prior N(μ0, V⁻¹), a float64 array of length p in
   ``parameters()`` order; the model is then at the MAP of that prior, log p(θ̂) in the
   evidence is log N(θ̂; μ0, V⁻¹), and Ω (hence the variances) does not depend on μ0 given
-  θ̂. A target without the keyword fails those cases (ERROR).
+  θ̂. A target whose function takes no keyword ``prior_mean`` (nor ``**kwargs``) is not
+  offered those cases (N/A).
 - ``subset``: None (all parameters) or a 1-D int64 array of distinct indices into the flat
   parameter vector ``torch.nn.utils.parameters_to_vector(model.parameters())``, in any
   order (cases use unsorted, non-contiguous subsets spanning layers).

@@ -276,7 +276,10 @@ _LAPLAX_FINDINGS = (
         "laplax F5",
         "not offered",
         "the low-rank posterior takes an isotropic prior only",
-        ("structured-samples/low-rank/mlp-regression-diagonal-prior",),
+        (
+            "structured-samples/low-rank/mlp-regression-diagonal-prior",
+            "low-rank-evidence/mlp-regression-diagonal-prior",
+        ),
     ),
     Finding(
         "laplax F6",

@@ -430,3 +430,4 @@ def _minibatch_problem(rng: np.random.Generator, likelihood: str) -> dict[str, A
 
 _problem("mlp-regression-minibatch")(lambda rng: _minibatch_problem(rng, "regression"))
 _problem("mlp-multiclass-minibatch")(lambda rng: _minibatch_problem(rng, "multiclass"))
+_problem("mlp-binary-minibatch")(lambda rng: _minibatch_problem(rng, "binary"))

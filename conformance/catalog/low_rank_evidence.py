@@ -7,8 +7,9 @@ V = αI the matrix determinant lemma, det(αI + UΛUᵀ) = α^p det(I_r + Λ/α)
     log det Ω_r = p log α + Σ_{i≤r} log(1 + λ_i/α),
 
 which at α = 1 equals r log α + Σ log(1 + α λ_i), and only there: the cases have α = 2.5 and
-α = 2. The reference is the dense log-determinant of the oracle's Ω_r; the tolerance is the
-rule for the evidence on Ω_r plus the eigensolver's: eigenvalues to a relative residual √u
+α = 2, and one a diagonal prior V (log det Ω_r = Σ log V_i + log det(I_r + Λ^½UᵀV⁻¹UΛ^½)).
+The reference is the dense log-determinant of the oracle's Ω_r; the tolerance is the rule
+for the evidence on Ω_r plus the eigensolver's: eigenvalues to a relative residual √u
 move each λ_i by at most √u·λ_1²/δ_r (δ_r the gap at r), hence ½ log det Ω_r by at most
 ½ Σ_{i≤r} √u·λ_1²/(δ_r (V_min + λ_i)).
 
@@ -82,6 +83,7 @@ def check_low_rank_evidence(target, problem: Problem, oracle: DenseOracle, *, se
 _PROBLEMS = {
     "linear-gaussian-spectrum": "a linear model with a gapped spectrum, α = 2",
     "mlp-regression": "the GGN of a tanh MLP, α = 2.5",
+    "mlp-regression-diagonal-prior": "a diagonal prior V (Σ log V_i + log det(I + ΛUᵀV⁻¹U))",
 }
 
 for _problem, _text in _PROBLEMS.items():

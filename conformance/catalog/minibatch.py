@@ -71,6 +71,7 @@ def check_minibatch(target, problem: Problem, oracle: DenseOracle, *, seed: int)
 _PROBLEMS = {
     "mlp-regression-minibatch": "tanh MLP 3-8-1, 8 of 24 rows: GGN × 24/8",
     "mlp-multiclass-minibatch": "3-logit MLP, 8 of 24 rows: softmax GGN × 24/8",
+    "mlp-binary-minibatch": "one logit, 8 of 24 rows: Bernoulli GGN × 24/8",
 }
 
 for _problem, _text in _PROBLEMS.items():

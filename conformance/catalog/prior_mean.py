@@ -23,6 +23,8 @@ References
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from laplace_lab.conformance.catalog.evidence import check_evidence
@@ -30,7 +32,28 @@ from laplace_lab.conformance.catalog.predictive import check_variances
 from laplace_lab.conformance.oracle import DenseOracle
 from laplace_lab.conformance.problems import Problem
 from laplace_lab.conformance.registry import Check, conformance_case
+from laplace_lab.conformance.runner import NotOfferedError, call_expression
 from laplace_lab.theory import BayesianLinearRegression
+
+
+def require_prior_mean(target, capability: str, problem: Problem) -> None:
+    """Refuse (N/A) a target whose ``capability`` takes no keyword ``prior_mean``: one written
+    before the keyword existed is not offered the case rather than crashed by it."""
+    fn = (
+        target.predictive_variance
+        if capability == "predictive_variance"
+        else target.capabilities[capability]
+    )
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: call it
+        return
+    if not any(p.name == "prior_mean" or p.kind is p.VAR_KEYWORD for p in params):
+        raise NotOfferedError(
+            f"not offered by the target: its {capability} takes no keyword prior_mean "
+            "(a prior N(μ0, V⁻¹) with μ0 ≠ 0)",
+            call_expression(capability, problem),
+        )
 
 
 def blr_prior_mean_evidence(problem: Problem) -> float:
@@ -52,6 +75,7 @@ def blr_prior_mean_evidence(problem: Problem) -> float:
     description="exact: Bayesian linear regression with prior mean μ0 ≠ 0, at its MAP",
 )
 def evidence_linear(target, problem: Problem, oracle: DenseOracle, *, seed: int) -> Check:
+    require_prior_mean(target, "log_marginal_likelihood", problem)
     return check_evidence(target, problem, oracle, expected=blr_prior_mean_evidence(problem))
 
 
@@ -62,6 +86,7 @@ def evidence_linear(target, problem: Problem, oracle: DenseOracle, *, seed: int)
     description="tanh MLP 3-8-1 at the MAP of N(μ0, V⁻¹): scatter (θ̂ − μ0)ᵀV(θ̂ − μ0)",
 )
 def evidence_mlp(target, problem: Problem, oracle: DenseOracle, *, seed: int) -> Check:
+    require_prior_mean(target, "log_marginal_likelihood", problem)
     return check_evidence(target, problem, oracle)
 
 
@@ -72,4 +97,5 @@ def evidence_mlp(target, problem: Problem, oracle: DenseOracle, *, seed: int) ->
     description="the GGN variances at the MAP μ0 moves (Ω does not depend on μ0 given θ̂)",
 )
 def predictive_mlp(target, problem: Problem, oracle: DenseOracle, *, seed: int) -> Check:
+    require_prior_mean(target, "predictive_variance", problem)
     return check_variances(target, problem, oracle)

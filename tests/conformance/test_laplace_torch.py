@@ -69,6 +69,7 @@ REFUSED = {
     "low-rank/mlp-multiclass",
     "low-rank-evidence/linear-gaussian-spectrum",  # LowRankLaplace again (finding 3)
     "low-rank-evidence/mlp-regression",
+    "low-rank-evidence/mlp-regression-diagonal-prior",
 }
 OFFERED_MASKS = {"largest_magnitude", "subnet_diagonal", "neural_linear"}
 # KronLaplace gives every bias its own factor: the joint [W b] convention is not offered.

@@ -33,7 +33,7 @@ def test_the_reference_is_the_determinant_lemma_at_alpha_not_one(name):
 
 
 def test_laplace_lab_passes_and_the_inverted_alpha_fails_exactly_the_family():
-    assert len(FAMILY) == 2
+    assert len(FAMILY) == 3
     ours = validate("laplace_lab.conformance.adapters.numerics:predictive_variance", only=FAMILY)
     assert all(r.outcome is Outcome.PASS for r in ours.results), ours.summary()
     wrong = validate(
