@@ -19,16 +19,27 @@ the MAP): g_Sᵀ Ω_SS⁻¹ g_S. Arguments:
 - ``X_train`` (N, d), ``X_test`` (M, d): tensors in the model's dtype. ``y_train`` (N,):
   floats (regression), 0./1. (binary), int64 labels in [0, C) (multiclass).
 - ``likelihood``: ``"regression"`` (one output, Gaussian noise of variance ``noise_var``),
-  ``"binary"`` (one logit, Bernoulli), ``"multiclass"`` (C logits, categorical).
+  ``"binary"`` (one logit, Bernoulli), ``"multiclass"`` (C logits, categorical),
+  ``"multioutput-regression"`` (C outputs, independent Gaussian noise of per-output
+  variances σ_c², p(y|f) = Π_c N(y_c | f_c, σ_c²): H_n = diag(1/σ_c²); ``y_train`` (N, C)
+  floats, ``noise_var`` a float64 array (C,) of the σ_c², variances (M, C) as for
+  multiclass).
 - ``prior_precision``: a float α (V = αI) or a float64 array of length p (V = diag), in
   ``parameters()`` order; a precision, not a variance.
-- ``noise_var``: σ0² for regression; 1.0 for the classification likelihoods.
+- ``noise_var``: σ0² for regression; 1.0 for the classification likelihoods; the (C,) array
+  of the σ_c² for multi-output regression.
+- ``prior_mean`` (keyword, passed only by the cases of a prior with a non-zero mean, to every
+  capability they call): μ0 of the prior N(μ0, V⁻¹), a float64 array of length p in
+  ``parameters()`` order; the model is then at the MAP of that prior, log p(θ̂) in the
+  evidence is log N(θ̂; μ0, V⁻¹), and Ω (hence the variances) does not depend on μ0 given
+  θ̂. A target whose function takes no keyword ``prior_mean`` (nor ``**kwargs``) is not
+  offered those cases (N/A).
 - ``subset``: None (all parameters) or a 1-D int64 array of distinct indices into the flat
   parameter vector ``torch.nn.utils.parameters_to_vector(model.parameters())``, in any
   order (cases use unsorted, non-contiguous subsets spanning layers).
 - Returns an array (NumPy, or anything ``numpy.asarray`` accepts, e.g. a CPU tensor) of
-  shape (M,) for regression and binary, (M, C) for multiclass (the diagonal of
-  J* Ω⁻¹ J*ᵀ per test point).
+  shape (M,) for regression and binary, (M, C) for multiclass and multi-output regression
+  (the diagonal of J* Ω⁻¹ J*ᵀ per test point).
 
 Optional capabilities, declared as attributes of the target (functions attached to it, or
 methods of an object whose ``__call__`` is the required function); cases that need one the
@@ -57,7 +68,8 @@ target lacks are SKIPPED, not failed:
   ``"kron"``, ``rank`` but for ``"low_rank"``); ``seed`` an int; float64 or the model's
   dtype; docs/validation.md, "Structured posterior samples".
 - ``log_marginal_likelihood(model, X_train, y_train, *, likelihood, prior_precision,
-  noise_var) -> float``: log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω.
+  noise_var) -> float``: log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω (for
+  multi-output regression log p(y|θ̂) = Σ_n Σ_c log N(y_nc | f_c(x_n), σ_c²)).
 - ``low_rank_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, rank) -> array``: the variances with Ω replaced by
   U_r diag(λ_r) U_rᵀ + V, (λ_r, U_r) the top-r eigenpairs of the GGN part Σ_n J_nᵀH_nJ_n.
@@ -130,6 +142,20 @@ target lacks are SKIPPED, not failed:
   ``n_samples`` and ``seed`` are passed for every link; docs/mathematics.md, "Class
   probabilities of the linearized predictive".
 
+- ``minibatch_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
+  prior_precision, noise_var, n_data) -> array``: the variances gᵀP⁻¹g when ``X_train``,
+  ``y_train`` are a minibatch of n rows of a data set of N = ``n_data`` rows (n < N, the
+  model at its MAP on all N) and the curvature is the minibatch's scaled to the data set,
+  P = (N/n) Σ_{n in batch} J_nᵀ H_n J_n + V, the unbiased estimate of the full GGN from a
+  uniform subsample; shape as for the required function; docs/validation.md, "Curvature of
+  a minibatch".
+
+- ``low_rank_log_marginal_likelihood(model, X_train, y_train, *, likelihood,
+  prior_precision, noise_var, rank) -> float``: the Laplace log marginal likelihood of the
+  low-rank posterior of ``low_rank_predictive_variance``, log p(y|θ̂) + log p(θ̂) +
+  (p/2) log 2π − ½ log det Ω_r with Ω_r = U_r diag(λ_r) U_rᵀ + V, so for V = αI
+  log det Ω_r = p log α + Σ_{i≤r} log(1 + λ_i/α); docs/validation.md, "Low-rank evidence".
+
 A target is named ``MODULE:CALLABLE`` (``CALLABLE`` may be dotted, e.g. ``mod:obj.method``).
 Shipped: ``laplace_lab.conformance.adapters.numerics:predictive_variance`` (laplace-lab's
 own kernels) and ``laplace_lab.conformance.adapters.laplace_torch:predictive_variance``
@@ -174,6 +200,8 @@ CAPABILITIES = (
     "last_layer_predictive_variance",
     "ef_predictive_variance",
     "predictive_probabilities",
+    "minibatch_predictive_variance",
+    "low_rank_log_marginal_likelihood",
 )
 #: The links of ``predictive_probabilities``.
 LINKS = ("probit", "mc", "bridge")

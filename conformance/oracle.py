@@ -5,6 +5,7 @@ Computed independently of any target and of :mod:`laplace_lab.numerics`: Jacobia
 
     Ω = Σ_n J_nᵀ H_n J_n + V,   H_n = 1/σ0² (regression), σ(f_n)(1 − σ(f_n)) (binary),
                                 H_n = diag(π_n) − π_n π_nᵀ (multiclass, no jitter),
+                                H_n = diag(1/σ_c²) (multi-output regression),
 
 and every quantity by dense NumPy linear algebra on it: the linearized-Laplace epistemic
 variances gᵀΩ⁻¹g (on a subset S: g_Sᵀ Ω_SS⁻¹ g_S, the other parameters fixed at the MAP),
@@ -41,7 +42,11 @@ from laplace_lab.conformance.tolerance import (
     variance_tolerance,
 )
 
-__all__ = ["DenseOracle", "jacobian", "outputs"]
+__all__ = ["GAUSSIAN", "MULTI_OUTPUT", "DenseOracle", "jacobian", "outputs"]
+
+#: The likelihoods whose answers are (M, C) per test point, and the Gaussian ones.
+MULTI_OUTPUT = ("multiclass", "multioutput-regression")
+GAUSSIAN = ("regression", "multioutput-regression")
 
 
 def _float64(model: Any) -> Any:
@@ -101,6 +106,13 @@ class DenseOracle:
         return self.problem.prior_vector()
 
     @cached_property
+    def noise_vector(self) -> np.ndarray:
+        """The Gaussian noise variances (C,): σ0² or the per-output σ_c² (1 for
+        classification)."""
+        C = self.f.shape[1]
+        return np.broadcast_to(np.asarray(self.problem.noise_var, dtype=np.float64), (C,)).copy()
+
+    @cached_property
     def J(self) -> np.ndarray:
         """Training Jacobian (N, C, p)."""
         return jacobian(self.problem.model, self.problem.X_train)
@@ -121,6 +133,9 @@ class DenseOracle:
         lik, f = self.problem.likelihood, self.f
         if lik == "regression":
             return np.full((f.shape[0], 1, 1), 1.0 / self.problem.noise_var)
+        if lik == "multioutput-regression":
+            H = np.diag(1.0 / self.noise_vector)  # diag(1/σ_c²) at every point
+            return np.broadcast_to(H, (f.shape[0], *H.shape)).copy()
         if lik == "binary":
             s = 1.0 / (1.0 + np.exp(-f[:, 0]))
             return (s * (1.0 - s))[:, None, None]
@@ -156,7 +171,7 @@ class DenseOracle:
         G = self.G[:, :, S]
         W = np.linalg.solve(self.omega[np.ix_(S, S)], G.reshape(-1, S.size).T).T
         v = np.sum(W * G.reshape(-1, S.size), axis=1).reshape(G.shape[:2])
-        return v if self.problem.likelihood == "multiclass" else v[:, 0]
+        return v if self.problem.likelihood in MULTI_OUTPUT else v[:, 0]
 
     def variance_tolerance(self, subset: np.ndarray | None = None) -> np.ndarray:
         """The rule of :mod:`.tolerance` for every entry of :meth:`predictive_variance`."""
@@ -169,7 +184,7 @@ class DenseOracle:
             dtype=self.problem.dtype,
             n_rows=self.n_rows,
         ).reshape(G.shape[:2])
-        return tol if self.problem.likelihood == "multiclass" else tol[:, 0]
+        return tol if self.problem.likelihood in MULTI_OUTPUT else tol[:, 0]
 
     # ------------------------------------------------------------------ logits' Gaussian
     @cached_property
@@ -207,7 +222,7 @@ class DenseOracle:
     # ------------------------------------------------------------------ diagonal Laplace
     def _per_output(self, v: np.ndarray) -> np.ndarray:
         v = v.reshape(self.G.shape[:2])
-        return v if self.problem.likelihood == "multiclass" else v[:, 0]
+        return v if self.problem.likelihood in MULTI_OUTPUT else v[:, 0]
 
     def diagonal_variance(self, subset: np.ndarray | None = None) -> np.ndarray:
         """gᵀ diag(Ω)⁻¹ g for every test point and output: the factorised posterior
@@ -237,6 +252,11 @@ class DenseOracle:
             s2 = self.problem.noise_var
             r = y - f[:, 0]
             return float(-0.5 * np.sum(r * r) / s2 - 0.5 * y.size * math.log(2 * math.pi * s2))
+        if lik == "multioutput-regression":  # Σ_n Σ_c log N(y_nc | f_nc, σ_c²)
+            s2 = self.noise_vector
+            r = y.reshape(f.shape) - f
+            n = f.shape[0]
+            return float(-0.5 * np.sum(r * r / s2) - 0.5 * n * np.sum(np.log(2 * math.pi * s2)))
         if lik == "binary":
             return float(np.sum(y * _log_sigmoid(f[:, 0]) + (1 - y) * _log_sigmoid(-f[:, 0])))
         shifted = f - f.max(axis=1, keepdims=True)
@@ -245,8 +265,8 @@ class DenseOracle:
 
     @cached_property
     def log_prior(self) -> float:
-        """log N(θ̂; 0, V⁻¹)."""
-        t, V = self.theta, self.V
+        """log N(θ̂; μ0, V⁻¹) (μ0 = 0 unless the problem has a prior mean)."""
+        t, V = self.theta - self.problem.prior_mean_vector(), self.V
         return float(
             -0.5 * t @ (V * t) + 0.5 * np.sum(np.log(V)) - 0.5 * t.size * math.log(2 * math.pi)
         )
@@ -278,7 +298,7 @@ class DenseOracle:
         O = self.low_rank_omega(rank)
         G = self.G.reshape(-1, self.theta.size)
         v = np.sum(np.linalg.solve(O, G.T).T * G, axis=1).reshape(self.G.shape[:2])
-        return v if self.problem.likelihood == "multiclass" else v[:, 0]
+        return v if self.problem.likelihood in MULTI_OUTPUT else v[:, 0]
 
     # ------------------------------------------------------------------ selection criteria
     @cached_property
@@ -305,8 +325,8 @@ class DenseOracle:
         σ(f_n) − y_n or π_n − e_{y_n}."""
         y = self.problem.y_train.detach().cpu().numpy()
         f, lik = self.f, self.problem.likelihood
-        if lik == "regression":
-            return (f - y.reshape(f.shape)) / self.problem.noise_var
+        if lik in GAUSSIAN:
+            return (f - y.reshape(f.shape)) / self.noise_vector
         if lik == "binary":
             return 1.0 / (1.0 + np.exp(-f)) - y[:, None]
         z = np.exp(f - f.max(axis=1, keepdims=True))
@@ -347,7 +367,7 @@ class DenseOracle:
         |H_n|·|J_n||θ̂| + 1 (σ and softmax: their Jacobian is H_n, and their rounding)."""
         absJ = np.abs(self.J)
         forward = absJ @ np.abs(self.theta)  # (N, C)
-        if self.problem.likelihood == "regression":
+        if self.problem.likelihood in GAUSSIAN:
             y = np.abs(self.problem.y_train.detach().cpu().numpy()).reshape(self.f.shape)
             scale = np.einsum("ncd,nd->nc", np.abs(self.H), forward + np.abs(self.f) + y)
         else:

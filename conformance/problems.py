@@ -13,8 +13,19 @@ families:
 - **MLPs**: a tanh network d → h → C trained to its MAP (full-batch L-BFGS in float64 on the
   negative log joint) for regression, binary (one logit) and multiclass (C logits)
   likelihoods; N′ = N·C < p so that the prior matters for every test point.
+- **multi-output regression** (``likelihood="multioutput-regression"``): C = 3 outputs with
+  independent Gaussian noise of per-output variances σ² = (0.1, 0.4, 0.9),
+  p(y|f) = Π_c N(y_c | f_c, σ_c²); ``linear-gaussian-multi-output`` is
+  ``torch.nn.Linear(d, 3)`` at the exact posterior mean (each output's row [w_c, b_c] is
+  Bayesian linear regression on (x, 1) with its own σ_c², the posterior factorising over
+  the outputs), ``mlp-regression-multi-output`` a tanh MLP 3-6-3 at its MAP.
 
-Subsets are drawn unsorted and non-contiguous across layers.
+A ``-minibatch`` problem is an MLP at its MAP on N = 24 rows whose ``X_train``, ``y_train``
+are a minibatch of n = 8 of them (drawn without replacement), ``n_data`` = N.
+Subsets are drawn unsorted and non-contiguous across layers. The ``-prior-mean`` problems
+have a prior N(μ0, V⁻¹) with μ0 ≠ 0 (drawn per parameter), the model at the MAP of
+that prior: for the linear model the posterior mean of Bayesian linear regression with prior
+mean μ0, for the MLP the minimiser of the loss regularised by ½(θ − μ0)ᵀV(θ − μ0).
 """
 
 from __future__ import annotations
@@ -48,13 +59,19 @@ class Problem:
         At its MAP, in evaluation mode, in ``dtype``.
     X_train, y_train, X_test : torch.Tensor
         Inputs (N, d) and (M, d) in the model's dtype; targets (N,): floats (regression),
-        0./1. (binary), int64 labels (multiclass).
-    likelihood : {"regression", "binary", "multiclass"}
+        0./1. (binary), int64 labels (multiclass); (N, C) floats (multi-output regression).
+    likelihood : {"regression", "binary", "multiclass", "multioutput-regression"}
     prior_precision : float or (p,) ndarray
         V (a float means V = αI).
-    noise_var : float
-        σ0² (1.0 for classification).
+    noise_var : float or (C,) ndarray
+        σ0² (1.0 for classification); per-output σ_c² for multi-output regression.
     subset : (k,) int64 ndarray or None
+    prior_mean : (p,) float64 ndarray or None
+        μ0 of the prior N(μ0, V⁻¹) (None: zero), in ``parameters()`` order; passed to the
+        target as ``prior_mean`` only when it is not None.
+    n_data : int or None
+        For a minibatch problem, N: the size of the data set the model was fitted on, of
+        which ``X_train``, ``y_train`` are n < N rows (None otherwise).
     """
 
     name: str
@@ -65,8 +82,10 @@ class Problem:
     X_test: Any
     likelihood: str
     prior_precision: float | np.ndarray
-    noise_var: float
+    noise_var: float | np.ndarray
     subset: np.ndarray | None = None
+    prior_mean: np.ndarray | None = None
+    n_data: int | None = None
 
     @property
     def dtype(self) -> Any:
@@ -83,14 +102,22 @@ class Problem:
         v = np.asarray(self.prior_precision, dtype=np.float64)
         return np.full(self.p, float(v)) if v.ndim == 0 else v.copy()
 
+    def prior_mean_vector(self) -> np.ndarray:
+        """μ0 as a length-p float64 vector (zeros when the problem has none)."""
+        return np.zeros(self.p) if self.prior_mean is None else self.prior_mean.copy()
+
     def target_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of the target call (a fresh copy of the model)."""
-        prior = self.prior_precision
-        return {
+        """The keyword arguments of the target call (a fresh copy of the model); ``prior_mean``
+        only when the problem has one."""
+        prior, noise = self.prior_precision, self.noise_var
+        kw = {
             "likelihood": self.likelihood,
             "prior_precision": prior if isinstance(prior, float) else prior.copy(),
-            "noise_var": self.noise_var,
+            "noise_var": noise if isinstance(noise, float) else noise.copy(),
         }
+        if self.prior_mean is not None:
+            kw["prior_mean"] = self.prior_mean.copy()
+        return kw
 
     def fresh_model(self) -> Any:
         """A deep copy of the model (a target that modifies its model cannot leak)."""
@@ -168,23 +195,32 @@ def _tanh_mlp(d: int, hidden: int, out: int, rng: np.random.Generator) -> Any:
     return model
 
 
-def negative_log_joint(model: Any, X: Any, y: Any, likelihood: str, noise_var: float, V: Any):
-    """−log p(y | X, θ) − log p(θ) up to constants (the MAP objective), as a torch scalar."""
+def negative_log_joint(
+    model: Any, X: Any, y: Any, likelihood: str, noise_var: float, V: Any, mu0: Any = 0.0
+):
+    """−log p(y | X, θ) − log p(θ) up to constants (the MAP objective), as a torch scalar;
+    the prior N(μ0, V⁻¹) (``mu0`` zero by default)."""
     import torch
 
     f = model(X)
     if likelihood == "regression":
         nll = 0.5 * torch.sum((f[:, 0] - y) ** 2) / noise_var
+    elif likelihood == "multioutput-regression":
+        s2 = torch.as_tensor(noise_var, dtype=f.dtype)
+        nll = 0.5 * torch.sum((f - y) ** 2 / s2)
     elif likelihood == "binary":
         nll = torch.nn.functional.binary_cross_entropy_with_logits(f[:, 0], y, reduction="sum")
     else:
         nll = torch.nn.functional.cross_entropy(f, y, reduction="sum")
     theta = torch.nn.utils.parameters_to_vector(model.parameters())
-    return nll + 0.5 * torch.sum(V * theta**2)
+    return nll + 0.5 * torch.sum(V * (theta - torch.as_tensor(mu0, dtype=theta.dtype)) ** 2)
 
 
-def _train_to_map(model: Any, X: np.ndarray, y: np.ndarray, likelihood: str, noise_var, prior):
-    """Full-batch L-BFGS in float64 on the negative log joint (strong Wolfe line search)."""
+def _train_to_map(
+    model: Any, X: np.ndarray, y: np.ndarray, likelihood: str, noise_var, prior, mu0=0.0
+):
+    """Full-batch L-BFGS in float64 on the negative log joint (strong Wolfe line search),
+    prior N(μ0, V⁻¹)."""
     import torch
 
     Xt = torch.as_tensor(X, dtype=torch.float64)
@@ -202,7 +238,7 @@ def _train_to_map(model: Any, X: np.ndarray, y: np.ndarray, likelihood: str, noi
 
     def closure():
         opt.zero_grad()
-        loss = negative_log_joint(model, Xt, yt, likelihood, noise_var, V)
+        loss = negative_log_joint(model, Xt, yt, likelihood, noise_var, V, mu0)
         loss.backward()
         return loss
 
@@ -222,6 +258,7 @@ def _mlp_problem(
     noise_var: float = 0.3,
     prior: float | str = 2.5,
     subset_size: int | None = None,
+    prior_mean: bool = False,
 ) -> dict[str, Any]:
     out = classes if likelihood == "multiclass" else 1
     X = rng.normal(size=(n, d))
@@ -237,9 +274,11 @@ def _mlp_problem(
     model = _tanh_mlp(d, hidden, out, rng)
     p = sum(int(t.numel()) for t in model.parameters())
     V = rng.choice([0.5, 1.0, 2.0, 4.0], size=p) if prior == "diagonal" else float(prior)
-    _train_to_map(model, X, y, likelihood, noise_var, V)
+    mu0 = rng.uniform(-1.0, 1.0, size=p) if prior_mean else None
+    _train_to_map(model, X, y, likelihood, noise_var, V, 0.0 if mu0 is None else mu0)
     X_test = np.concatenate([rng.normal(size=(n_test - 2, d)), X[:2]])  # 2 training inputs
     return {
+        "prior_mean": mu0,
         "model": model,
         "X_train": X,
         "y_train": y,
@@ -270,6 +309,7 @@ def _linear_problem(
     subset: bool = False,
     spectrum: tuple[float, ...] | None = None,
     orthogonal: bool = False,
+    prior_mean: bool = False,
 ) -> dict[str, Any]:
     import torch
 
@@ -281,8 +321,11 @@ def _linear_problem(
     y = X @ rng.normal(size=d) + 0.5 + rng.normal(0.0, np.sqrt(noise_var), size=n)
     V = rng.choice([0.5, 1.0, 2.0, 4.0], size=d + 1) if prior == "diagonal" else float(prior)
     features = np.hstack([X, np.ones((n, 1))])  # parameters() order: weight, then bias
+    mu0 = rng.uniform(-1.5, 1.5, size=d + 1) if prior_mean else None
     blr = BayesianLinearRegression(
-        np.zeros(d + 1), np.diag(1.0 / np.broadcast_to(V, (d + 1,))), noise_var
+        np.zeros(d + 1) if mu0 is None else mu0,
+        np.diag(1.0 / np.broadcast_to(V, (d + 1,))),
+        noise_var,
     )
     w = blr.map((features, y))
     model = torch.nn.Linear(d, 1).double()
@@ -291,6 +334,7 @@ def _linear_problem(
         model.bias.copy_(torch.as_tensor(w[d:]))
     X_test = np.concatenate([rng.normal(size=(n_test - 1, d)) * scale, X[:1]])
     return {
+        "prior_mean": mu0,
         "model": model,
         "X_train": X,
         "y_train": y,
@@ -320,4 +364,70 @@ _problem("mlp-regression-diagonal-prior")(
 _problem("mlp-binary")(lambda rng: _mlp_problem(rng, "binary"))
 _problem("mlp-binary-subset")(lambda rng: _mlp_problem(rng, "binary", subset_size=12))
 _problem("mlp-multiclass-subset")(lambda rng: _mlp_problem(rng, "multiclass", subset_size=12))
+#: The per-output noise variances of the multi-output problems (distinct: symmetry-breaking).
+MULTI_OUTPUT_NOISE = (0.1, 0.4, 0.9)
+
+
+def _multi_output_problem(rng: np.random.Generator, *, linear: bool) -> dict[str, Any]:
+    """C = 3 outputs, noise σ² = :data:`MULTI_OUTPUT_NOISE`: a linear model at its exact
+    posterior mean (N = 12, d = 4, p = 15) or a tanh MLP 3-6-3 at its MAP (N = 12, p = 45,
+    N·C = 36 < p), isotropic prior α = 2."""
+    import torch
+
+    s2 = np.asarray(MULTI_OUTPUT_NOISE)
+    n, d, C, alpha = 12, 4 if linear else 3, s2.size, 2.0
+    X = rng.normal(size=(n, d))
+    A = rng.normal(size=(d, C))
+    clean = X @ A + np.array([0.5, -0.3, 0.2]) if linear else np.sin(X @ A)
+    y = clean + rng.normal(size=(n, C)) * np.sqrt(s2)
+    if linear:
+        features = np.hstack([X, np.ones((n, 1))])
+        W = np.stack(
+            [
+                BayesianLinearRegression(np.zeros(d + 1), np.eye(d + 1) / alpha, s).map(
+                    (features, y[:, c])
+                )
+                for c, s in enumerate(s2)
+            ]
+        )  # (C, d + 1): row c is output c's [w_c, b_c]
+        model = torch.nn.Linear(d, C).double()
+        with torch.no_grad():
+            model.weight.copy_(torch.as_tensor(W[:, :d]))
+            model.bias.copy_(torch.as_tensor(W[:, d]))
+    else:
+        model = _tanh_mlp(d, 6, C, rng)
+        _train_to_map(model, X, y, "multioutput-regression", s2, alpha)
+    return {
+        "model": model,
+        "X_train": X,
+        "y_train": y,
+        "X_test": np.concatenate([rng.normal(size=(5, d)), X[:1]]),
+        "likelihood": "multioutput-regression",
+        "prior_precision": alpha,
+        "noise_var": s2.copy(),
+        "subset": None,
+    }
+
+
 _problem("tiny-mlp-regression")(lambda rng: _mlp_problem(rng, "regression", d=2, hidden=3, n=8))
+_problem("linear-gaussian-multi-output")(lambda rng: _multi_output_problem(rng, linear=True))
+_problem("mlp-regression-multi-output")(lambda rng: _multi_output_problem(rng, linear=False))
+_problem("linear-gaussian-prior-mean")(lambda rng: _linear_problem(rng, prior_mean=True))
+_problem("mlp-regression-prior-mean")(lambda rng: _mlp_problem(rng, "regression", prior_mean=True))
+
+
+def _minibatch_problem(rng: np.random.Generator, likelihood: str) -> dict[str, Any]:
+    """An MLP at its MAP on N = 24 rows, handed a minibatch of n = 8 of them."""
+    spec = _mlp_problem(rng, likelihood, n=24)
+    rows = np.sort(rng.choice(24, size=8, replace=False))
+    return {
+        **spec,
+        "X_train": spec["X_train"][rows],
+        "y_train": spec["y_train"][rows],
+        "n_data": 24,
+    }
+
+
+_problem("mlp-regression-minibatch")(lambda rng: _minibatch_problem(rng, "regression"))
+_problem("mlp-multiclass-minibatch")(lambda rng: _minibatch_problem(rng, "multiclass"))
+_problem("mlp-binary-minibatch")(lambda rng: _minibatch_problem(rng, "binary"))

@@ -193,6 +193,44 @@ class GGN:
         return cls(Jw, prior_precision, noise_var=s2, n_data=J.shape[0], likelihood="regression")
 
     @classmethod
+    def multi_output_regression(cls, J: Array, *, noise_var: Any, prior_precision: Any) -> GGN:
+        """Ω = Σ_n J_nᵀ diag(1/σ²) J_n + V for C outputs with independent Gaussian noise
+        p(y|f) = Π_c N(y_c | f_c, σ_c²): J_w stacks the rows J_nc/σ_c (row n·C + c).
+
+        Parameters
+        ----------
+        J : (N, C, p) array
+            Per-point Jacobians of the C outputs.
+        noise_var : float or (C,) array
+            σ_c², one per output (a float: the same for every output), every entry > 0.
+        prior_precision : float or (p,) array
+
+        Returns
+        -------
+        GGN
+            ``likelihood="custom"``, ``noise_var`` 1 (:meth:`scores` are colsum(J_w²)/N).
+
+        References
+        ----------
+        .. [1] C. M. Bishop, "Pattern Recognition and Machine Learning", Springer 2006, §5.7.1
+           (the Laplace posterior of a regression network, precision αI + βH), §5.4.2 (the
+           outer-product approximation of H) and §3.1.5 (multiple outputs).
+        """
+        J = _jacobian(J, 3)
+        xp = namespace(J)
+        N, C, p = J.shape
+        s2 = np.asarray(noise_var, dtype=np.float64)
+        if s2.shape not in ((), (C,)) or not np.all(np.isfinite(s2)) or np.any(s2 <= 0.0):
+            raise ValueError(
+                f"noise_var must be a positive float or {C} positive floats (one per output); "
+                f"got noise_var={noise_var!r}"
+            )
+        root = np.broadcast_to(1.0 / np.sqrt(s2), (C,)).copy()
+        scale = xp.asarray(root, dtype=J.dtype, device=array_api_compat.device(J))
+        Jw = J * scale[None, :, None]
+        return cls(xp.reshape(Jw, (N * C, p)), prior_precision, n_data=N, likelihood="custom")
+
+    @classmethod
     def binary(cls, J: Array, logits: Array, *, prior_precision: Any) -> GGN:
         """Ω = Jᵀ diag(p_n(1−p_n)) J + V, p_n = σ(f(x_n)) (eq. 4 and App. C.3 of [1]_).
 

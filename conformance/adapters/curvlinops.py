@@ -8,7 +8,10 @@ see :mod:`laplace_lab.conformance.adapters.laplace_torch`). curvlinops builds li
 operators, not Laplace approximations; the adapter adds the prior and the test Jacobian:
 
 - the loss: ``MSELoss(reduction="sum")`` (regression; its output Hessian is 2, so every
-  curvature is scaled by c = 1/(2σ0²) to reach the contract's 1/σ0²),
+  curvature is scaled by c = 1/(2σ0²) to reach the contract's 1/σ0²), for C outputs with
+  per-output noise variances a loss module of the adapter's,
+  ½ Σ_n Σ_c (f_nc − y_nc)²/σ_c² with ``reduction = "sum"`` (``GGNLinearOperator`` takes
+  any loss module and differentiates it twice in the outputs: H = diag(1/σ_c²), c = 1),
   ``BCEWithLogitsLoss(reduction="sum")`` (binary: σ(f)(1 − σ(f)), c = 1) and
   ``CrossEntropyLoss(reduction="sum")`` (multiclass: diag(π) − ππᵀ, c = 1). With
   ``reduction="mean"`` curvlinops divides by N (and MSE and BCE by the outputs too), which
@@ -82,6 +85,9 @@ from laplace_lab.conformance.contract import (
 
 __all__ = ["predictive_variance"]
 
+#: The contract's likelihood with C Gaussian outputs (per-output noise variances).
+MULTI_OUTPUT = ("multioutput-regression",)
+
 #: The curvlinops release this adapter is written against.
 VERSION = "3.0.1"
 
@@ -97,11 +103,32 @@ def _curvlinops() -> Any:
     return curvlinops
 
 
-def _loss(likelihood: str, noise_var: float, y: Any, dtype: Any) -> tuple[Any, Any, float]:
+def _per_output_gaussian(noise_var: Any, dtype: Any) -> Any:
+    """The loss ℓ(f, y) = ½ Σ_n Σ_c (f_nc − y_nc)²/σ_c² (reduction "sum"), the negative
+    log-likelihood of independent per-output Gaussian noise up to its constant: its output
+    Hessian is diag(1/σ_c²), so curvlinops' GGN of it is the contract's with c = 1."""
+    import torch
+
+    class PerOutputGaussianNLL(torch.nn.Module):
+        reduction = "sum"
+
+        def __init__(self, s2: Any) -> None:
+            super().__init__()
+            self.register_buffer("s2", s2)
+
+        def forward(self, f: Any, y: Any) -> Any:
+            return 0.5 * torch.sum((f - y) ** 2 / self.s2)
+
+    return PerOutputGaussianNLL(torch.as_tensor(np.asarray(noise_var), dtype=dtype))
+
+
+def _loss(likelihood: str, noise_var: Any, y: Any, dtype: Any) -> tuple[Any, Any, float]:
     """(loss function with reduction="sum", targets in its shape, c) for the likelihood."""
     import torch
 
-    one_of(likelihood, "likelihood", ("regression", "binary", "multiclass"))
+    one_of(likelihood, "likelihood", ("regression", "binary", "multiclass", *MULTI_OUTPUT))
+    if likelihood == "multioutput-regression":
+        return _per_output_gaussian(noise_var, dtype), y.to(dtype), 1.0
     if likelihood == "regression":
         return torch.nn.MSELoss(reduction="sum"), y.reshape(-1, 1).to(dtype), 0.5 / noise_var
     if likelihood == "binary":
@@ -164,7 +191,7 @@ def _test_jacobian(model: Any, X_test: Any, params: list[Any] | None = None) -> 
 
 def _shape(v: Any, M: int, likelihood: str) -> np.ndarray:
     v = v.detach().cpu().double().numpy()
-    return v.reshape(M, -1) if likelihood == "multiclass" else v.reshape(M)
+    return v.reshape(M, -1) if likelihood in ("multiclass", *MULTI_OUTPUT) else v.reshape(M)
 
 
 def _prior(model: Any, prior_precision: Any) -> Any:
@@ -186,9 +213,11 @@ def predictive_variance(
     prior_precision: Any,
     noise_var: float,
     subset: Any = None,
+    prior_mean: Any = None,
 ) -> np.ndarray:
     """gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset) with Ω from ``GGNLinearOperator`` (module
-    docstring)."""
+    docstring). A prior mean (``prior_mean``) is not needed: Ω does not depend on it
+    given θ̂."""
     import torch
 
     omega = _dense_ggn(model, X_train, y_train, likelihood, noise_var)

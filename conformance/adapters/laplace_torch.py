@@ -16,7 +16,9 @@ CurvlinopsGGN, prior mean 0, temperature 1):
 
 - all parameters: ``Laplace(model, lik, subset_of_weights="all", hessian_structure="full")``;
   a subset: ``subset_of_weights="subnetwork", subnetwork_indices=subset`` (full Hessian);
-- regression: ``sigma_noise = √noise_var``, variances from ``la(X_test)``;
+- regression: ``sigma_noise = √noise_var``, variances from ``la(X_test)``; multi-output
+  regression with per-output noise variances is refused (:data:`NOT_OFFERED`): its
+  ``sigma_noise`` is one scalar for all outputs;
 - classification: the variances are the diagonal of ``la.functional_variance(Js)`` with
   ``Js`` from ``la.backend.jacobians(X_test)``; laplace-torch has no single-logit Bernoulli
   likelihood, so a binary model f runs as the two-logit softmax model [0, f], whose GGN is
@@ -34,8 +36,11 @@ CurvlinopsGGN, prior mean 0, temperature 1):
   factor; the separate convention only, as for KFAC below, so ``convention="joint"``
   raises) or ``"lowrank"`` (``LowRankLaplace.sample``, whose construction fails as in
   finding 3); the generator's draws in the model's dtype;
-- evidence: ``la.log_marginal_likelihood()``;
-- low rank: ``hessian_structure="lowrank"`` with ``backend_kwargs={"low_rank": rank}``;
+- evidence: ``la.log_marginal_likelihood()``; a prior mean μ0 as ``prior_mean`` (its scatter
+  (θ̂ − μ0)ᵀP0(θ̂ − μ0), ``baselaplace.py:1039-1040``), also passed to the predictive (which
+  does not use it: Ω does not depend on μ0 given θ̂);
+- low rank: ``hessian_structure="lowrank"`` with ``backend_kwargs={"low_rank": rank}``, its
+  variances and its ``la.log_marginal_likelihood()`` (the low-rank evidence);
 - diagonal Laplace: ``hessian_structure="diag"`` (``DiagLaplace``), its GLM variances; on a
   subset ``subset_of_weights="subnetwork", hessian_structure="diag",
   subnetwork_indices=subset`` (``DiagSubnetLaplace``): its backend indexes the Jacobians'
@@ -104,6 +109,13 @@ NOT_OFFERED = {
         "last-layer Jacobians (backend.last_layer_jacobians) take the last Linear layer's "
         "outputs for the model's, so the two-logit model [0, f] cannot stand in for it"
     ),
+    "per-output-noise": (
+        "not offered by laplace-torch 0.3: one observation noise for all outputs (a "
+        "sigma_noise tensor of several values stops its constructor at "
+        "laplace/baselaplace.py:152, 'Boolean value of Tensor with more than one value is "
+        "ambiguous', and its setter refuses one: 'Only homoscedastic output noise "
+        "supported.', baselaplace.py:621-622)"
+    ),
 }
 
 __all__ = ["predictive_variance"]
@@ -146,6 +158,8 @@ def _setup(model: Any, X: Any, y: Any, likelihood: str) -> tuple[Any, str, Any]:
     """(network, laplace-torch likelihood, data loader) for the contract's likelihood."""
     from torch.utils.data import DataLoader, TensorDataset
 
+    if likelihood == "multioutput-regression":
+        raise NotOffered(f"{NOT_OFFERED['per-output-noise']}; got likelihood={likelihood!r}")
     if likelihood == "regression":
         net, lik, target = model, "regression", y.reshape(-1, 1).to(X.dtype)
     elif likelihood == "binary":
@@ -164,6 +178,20 @@ def _prior(prior_precision: Any, subset: Any, dtype: Any) -> Any:
     return torch.as_tensor(v if subset is None else v[np.asarray(subset)], dtype=dtype)
 
 
+def _prior_mean(prior_mean: Any, subset: Any, dtype: Any) -> dict[str, Any]:
+    """``prior_mean`` for ``Laplace`` (restricted to the subset, in its order), or nothing."""
+    import torch
+
+    if prior_mean is None:
+        return {}
+    mu0 = np.asarray(prior_mean, dtype=np.float64)
+    return {
+        "prior_mean": torch.as_tensor(
+            mu0 if subset is None else mu0[np.asarray(subset)], dtype=dtype
+        )
+    }
+
+
 def _noise(likelihood: str, noise_var: float) -> dict[str, float]:
     return {"sigma_noise": math.sqrt(noise_var)} if likelihood == "regression" else {}
 
@@ -178,6 +206,7 @@ def _fit(
     noise_var: float,
     subset: Any = None,
     structure: str = "full",
+    prior_mean: Any = None,
     **options: Any,
 ) -> tuple[Any, Any]:
     import torch
@@ -187,6 +216,7 @@ def _fit(
     kw = {
         "prior_precision": _prior(prior_precision, subset, X.dtype),
         **_noise(likelihood, noise_var),
+        **_prior_mean(prior_mean, subset, X.dtype),
     }
     if subset is None:
         la = laplace.Laplace(
@@ -225,6 +255,7 @@ def predictive_variance(
     prior_precision: Any,
     noise_var: float,
     subset: Any = None,
+    prior_mean: Any = None,
 ) -> np.ndarray:
     """laplace-torch's GLM (linearized) function-space variances; the conformance contract."""
     la, _ = _fit(
@@ -235,6 +266,7 @@ def predictive_variance(
         prior_precision=prior_precision,
         noise_var=noise_var,
         subset=subset,
+        prior_mean=prior_mean,
     )
     return _variances(la, X_test, likelihood)
 
@@ -314,8 +346,10 @@ def log_marginal_likelihood(
     likelihood: str,
     prior_precision: Any,
     noise_var: float,
+    prior_mean: Any = None,
 ) -> float:
-    """``la.log_marginal_likelihood()`` of the full Laplace approximation."""
+    """``la.log_marginal_likelihood()`` of the full Laplace approximation (with
+    ``prior_mean``: ``Laplace(..., prior_mean=μ0)``, whose scatter is (θ̂ − μ0)ᵀP0(θ̂ − μ0))."""
     la, _ = _fit(
         model,
         X_train,
@@ -323,6 +357,7 @@ def log_marginal_likelihood(
         likelihood=likelihood,
         prior_precision=prior_precision,
         noise_var=noise_var,
+        prior_mean=prior_mean,
     )
     return float(la.log_marginal_likelihood().detach())
 
@@ -350,6 +385,31 @@ def low_rank_predictive_variance(
         backend_kwargs={"low_rank": positive_int(rank, "rank")},
     )
     return _variances(la, X_test, likelihood)
+
+
+def low_rank_log_marginal_likelihood(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    rank: int,
+) -> float:
+    """``la.log_marginal_likelihood()`` of ``LowRankLaplace`` with ``low_rank = rank`` (its
+    ``log_det_posterior_precision``, ``laplace/baselaplace.py:2088-2093``)."""
+    la, _ = _fit(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        structure="lowrank",
+        backend_kwargs={"low_rank": positive_int(rank, "rank")},
+    )
+    return float(la.log_marginal_likelihood().detach())
 
 
 def optimize_prior(
@@ -612,3 +672,4 @@ predictive_variance.kfac_predictive_variance = kfac_predictive_variance
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
 predictive_variance.ef_predictive_variance = ef_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities
+predictive_variance.low_rank_log_marginal_likelihood = low_rank_log_marginal_likelihood

@@ -26,6 +26,10 @@ curvature, the posterior and the predictive are laplax's; how the contract maps 
   its final ``block_until_ready``, which cannot be traced; ``loss_fn`` ``"mse"``
   (Σ_n (f_n − y_n)²: output Hessian 2), ``"binary_cross_entropy"`` (σ(f)(1 − σ(f))) or
   ``"cross_entropy"`` (diag(π) − ππᵀ);
+- C outputs with per-output noise variances σ_c² (``"multioutput-regression"``): a custom
+  ``loss_fn``, Σ_c (f_c − y_c)²/σ_c² (laplax differentiates a callable loss twice in the
+  outputs, ``create_loss_hessian_mv``: 2 diag(1/σ²)), with ``sigma_squared`` = ½, and
+  ``prior_arguments["sigma"]`` = 1 in the evidence (its log-likelihood −(1/(2σ))·loss);
 - the noise: laplax's posterior precision is (σ²·GGN + prior_prec·I)/loss_scaling_factor
   with ``prior_arguments["sigma_squared"]`` *multiplying* the GGN ("the curvature is scaled
   by the σ² parameter"), so the adapter passes ``sigma_squared`` = 1/(2σ0²) for ``"mse"``
@@ -40,6 +44,14 @@ curvature, the posterior and the predictive are laplax's; how the contract maps 
   GGN, eᵢᵀGeᵢ) through the same pushforward; on a subset S the adapter hands laplax θ_S, as
   for the full curvature and the last layer, so its diagonal is that of the GGN of θ_S,
   diag(Ω_SS), with the prior V_S and the pushforward's Jacobian g_S, in S's order;
+- ``minibatch_predictive_variance``: the steps of ``laplax.laplace`` with
+  ``num_curv_samples`` = n (the rows given) and ``num_total_samples`` = N (``n_data``), the
+  arguments its docstring describes as the samples the GGN is estimated from and the
+  samples in the data set; it scales the GGN by ``factor = num_curv_samples /
+  num_total_samples`` = n/N (``laplax/api.py:667-668``), where the data set's GGN needs N/n,
+  the factor ``laplax.curv.ggn.create_ggn_mv`` takes from the same arguments
+  (``curv_scaling_factor = num_total_samples / num_curv_samples``, ``curv/ggn.py:345``)
+  (docs/validation.md, laplax F8);
 - ``low_rank_predictive_variance``: ``curv_type="lobpcg"`` with ``rank``, the method whose
   documentation promises the leading eigenpairs: laplax's low-rank terms U diag(λ) Uᵀ
   (times σ²), the prior α added by its Woodbury form, the same pushforward. Its
@@ -51,7 +63,9 @@ curvature, the posterior and the predictive are laplax's; how the contract maps 
   full curvature: log p(θ̂) + (p/2) log 2π − ½ log det Ω plus its log-likelihood
   −(1/(2σ))·loss with ``prior_arguments["sigma"]`` = σ0² for ``"mse"``. That is the
   Gaussian log-likelihood without its constant −(N/2) log(2πσ0²), which the adapter adds
-  (it depends on σ0² only). For classification it passes laplax's own losses and σ = 1;
+  (it depends on σ0² only). For classification it passes laplax's own losses and σ = 1.
+  Its log prior is centred at zero, so a prior mean μ0 ≠ 0 is refused; the predictive
+  takes ``prior_mean`` and does not need it (Ω does not depend on μ0 given θ̂);
 - ``posterior_samples``: ``set_get_weight_sample(jax.random.key(seed), θ̂_S,
   posterior.scale_mv(posterior.state), n_samples)``, θ̂_S + L z per draw, written into θ̂;
 - ``structured_posterior_samples``: the same weight sampler on the ``curv_type="diagonal"``
@@ -127,6 +141,11 @@ NOT_OFFERED = {
         "open: laplax-org/laplax#46, 'experimental kfac -> main', and K-FAC on the road to "
         "version 0.1, laplax-org/laplax#50)"
     ),
+    "prior-mean": (
+        f"not offered by laplax {VERSION}: the log prior of its marginal likelihood is "
+        "−½ prior_prec‖θ‖² + const (laplax/eval/likelihood.py:72-78), centred at zero; "
+        "prior_arguments has no prior mean"
+    ),
     "low-rank-prior": (
         f"not offered by laplax {VERSION}: its low-rank posterior adds the prior as the scalar "
         "of its LowRankTerms (an isotropic prior only)"
@@ -134,6 +153,31 @@ NOT_OFFERED = {
 }
 #: laplax's loss for each likelihood.
 LOSSES = {"regression": "mse", "binary": "binary_cross_entropy", "multiclass": "cross_entropy"}
+#: The likelihoods with an (M, C) answer.
+MULTI_OUTPUT = ("multiclass", "multioutput-regression")
+
+
+@functools.cache
+def _weighted_mse(noise_var: tuple[float, ...]) -> Any:
+    """The custom loss ℓ(f, y) = Σ_c (f_c − y_c)²/σ_c² (summed over any leading axes): laplax
+    differentiates a callable loss twice in the outputs (``create_loss_hessian_mv``), so its
+    GGN is 2 Σ_n J_nᵀ diag(1/σ²) J_n, ``"mse"`` with each output weighted by 1/σ_c²."""
+
+    def loss(f: Any, y: Any) -> Any:
+        jnp = _jax().numpy
+        return jnp.sum((f - y) ** 2 / jnp.asarray(noise_var, dtype=f.dtype))
+
+    return loss
+
+
+def _loss(likelihood: str, noise_var: Any) -> Any:
+    """laplax's ``loss_fn`` for the likelihood: a name, or :func:`_weighted_mse` for C outputs
+    with per-output noise variances."""
+    if likelihood == "multioutput-regression":
+        return _weighted_mse(tuple(float(v) for v in np.asarray(noise_var).reshape(-1)))
+    return LOSSES[one_of(likelihood, "likelihood", tuple(LOSSES))]
+
+
 #: laplax's predictive for each closed-form link of the contract.
 PREDICTIVES = {"probit": "mean_field_0", "bridge": "laplace_bridge"}
 
@@ -167,23 +211,31 @@ def _inputs(
     """(network, the arrays of a program call): θ̂, S, the data and laplax's
     ``prior_arguments`` (α or V_S, and σ² = 1/(2σ0²) for ``"mse"``)."""
     jnp = _jax().numpy
-    one_of(likelihood, "likelihood", tuple(LOSSES))
+    one_of(likelihood, "likelihood", (*LOSSES, "multioutput-regression"))
     theta_hat = jnp.asarray(flat_parameters(model).cpu().numpy())
     V = prior_vector(model, prior_precision)[S]
     target = as_jax(y)
     arguments = {
         "prior_prec": jnp.asarray(V[0] if np.ptp(V) == 0.0 else V, dtype=theta_hat.dtype),
-        "sigma_squared": jnp.asarray(0.5 / noise_var if likelihood == "regression" else 1.0),
+        "sigma_squared": jnp.asarray(_sigma_squared(likelihood, noise_var)),
     }
     return Network.of(model), {
         "theta_hat": theta_hat,
         "index": jnp.asarray(S),
         "data": {
             "input": as_jax(X),
-            "target": target if likelihood == "multiclass" else target[:, None],
+            "target": target if likelihood in MULTI_OUTPUT else target[:, None],
         },
         "arguments": arguments,
     }
+
+
+def _sigma_squared(likelihood: str, noise_var: Any) -> float:
+    """laplax's GGN multiplier: 1/(2σ0²) for ``"mse"``, ½ for :func:`_weighted_mse` (its
+    Hessian 2 diag(1/σ²) to the contract's diag(1/σ²)), 1 for classification."""
+    if likelihood == "regression":
+        return 0.5 / noise_var
+    return 0.5 if likelihood == "multioutput-regression" else 1.0
 
 
 def _call(program: Any, model: Any, X: Any, inputs: dict[str, Any], **extra: Any) -> Any:
@@ -194,18 +246,26 @@ def _call(program: Any, model: Any, X: Any, inputs: dict[str, Any], **extra: Any
 
 
 def _laplace(
-    curv_type: str, forward: Any, params: Any, data: Any, loss: str, rank: int | None = None
+    curv_type: str,
+    forward: Any,
+    params: Any,
+    data: Any,
+    loss: str,
+    rank: int | None = None,
+    samples: tuple[int, int] = (1, 1),
 ) -> tuple[Any, Any]:
     """``laplax.laplace``'s steps (``GGN``, the curvature method, ``set_posterior_fn``)
     without its final wait for the result (``block_until_ready``, which cannot be traced):
     (posterior_fn, curvature estimate); ``rank`` for a low-rank ``curv_type`` (LOBPCG's start
-    keyed 0)."""
+    keyed 0); ``samples`` its ``(num_curv_samples, num_total_samples)``, from which it takes
+    the GGN's ``factor`` = num_curv_samples/num_total_samples (laplax/api.py:667-668)."""
     from laplax.api import GGN
     from laplax.curv import set_posterior_fn
     from laplax.curv.cov import CURVATURE_METHODS
 
     curv_kwargs = {} if rank is None else {"rank": rank, "key": _jax().random.key(0)}
-    mv = GGN(forward, params, data, loss_fn=loss)
+    factor = float(samples[0]) / float(samples[1])  # laplax.laplace's own line
+    mv = GGN(forward, params, data, loss_fn=loss, factor=factor)
     curvature = CURVATURE_METHODS[curv_type](mv, layout=params, **curv_kwargs)
     return set_posterior_fn(curv_type, curvature, layout=params), curvature
 
@@ -226,14 +286,20 @@ def _push(posterior_fn: Any, forward: Any, params: Any, arguments: Any, fns: lis
 
 
 @functools.cache
-def _variance_program(network: Network, curv_type: str, loss: str, rank: int | None) -> Any:
+def _variance_program(
+    network: Network,
+    curv_type: str,
+    loss: str,
+    rank: int | None,
+    samples: tuple[int, int] = (1, 1),
+) -> Any:
     """The compiled diag(J Ω⁻¹ Jᵀ) at each test input for laplax's ``curv_type``."""
     jax = _jax()
     from laplax.eval.pushforward import lin_pred_mean, lin_pred_var, lin_setup
 
     def program(theta_hat, index, data, arguments, X_test):
         forward, params = model_fn(network, theta_hat, index), theta_hat[index]
-        posterior_fn, _ = _laplace(curv_type, forward, params, data, loss, rank)
+        posterior_fn, _ = _laplace(curv_type, forward, params, data, loss, rank, samples)
         fns = [lin_setup, lin_pred_mean, lin_pred_var]
         predictive = _push(posterior_fn, forward, params, arguments, fns)
         out = jax.vmap(predictive)(X_test)["pred_var"]
@@ -242,11 +308,14 @@ def _variance_program(network: Network, curv_type: str, loss: str, rank: int | N
     return jit(program)
 
 
-def _variances(curv_type: str, model: Any, X_train, y_train, X_test, S, *, rank=None, **kw):
+def _variances(
+    curv_type: str, model: Any, X_train, y_train, X_test, S, *, rank=None, samples=(1, 1), **kw
+):
     network, inputs = _inputs(model, X_train, y_train, S, **kw)
-    program = _variance_program(network, curv_type, LOSSES[kw["likelihood"]], rank)
+    loss = _loss(kw["likelihood"], kw["noise_var"])
+    program = _variance_program(network, curv_type, loss, rank, samples)
     v = np.asarray(_call(program, model, X_train, inputs, X_test=as_jax(X_test)), dtype=float)
-    return v if kw["likelihood"] == "multiclass" else v.reshape(-1)
+    return v if kw["likelihood"] in MULTI_OUTPUT else v.reshape(-1)
 
 
 @in_model_precision
@@ -260,9 +329,11 @@ def predictive_variance(
     prior_precision: Any,
     noise_var: float,
     subset: Any = None,
+    prior_mean: Any = None,
 ) -> np.ndarray:
     """gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset) from laplax's full GGN posterior and its
-    linearized pushforward (module docstring)."""
+    linearized pushforward (module docstring). A prior mean (``prior_mean``) is not
+    needed: Ω does not depend on it given θ̂."""
     return _variances(
         "full",
         model,
@@ -331,13 +402,15 @@ def low_rank_predictive_variance(
 
 
 @functools.cache
-def _evidence_program(network: Network, loss: str) -> Any:
+def _evidence_program(
+    network: Network, loss: str, curv_type: str = "full", rank: int | None = None
+) -> Any:
     from laplax.enums import CurvApprox
     from laplax.eval.likelihood import marginal_log_likelihood
 
     def program(theta_hat, index, data, arguments):
         forward, params = model_fn(network, theta_hat, index), theta_hat[index]
-        _, curvature = _laplace("full", forward, params, data, loss)
+        _, curvature = _laplace(curv_type, forward, params, data, loss, rank)
         value = marginal_log_likelihood(
             curvature,
             arguments,
@@ -345,7 +418,7 @@ def _evidence_program(network: Network, loss: str) -> Any:
             forward,
             params,
             loss,
-            CurvApprox.FULL,
+            CurvApprox(curv_type),
             vmap_over_data=True,
         )
         return value, network_outputs(network, theta_hat, index, data["input"])
@@ -362,8 +435,66 @@ def log_marginal_likelihood(
     likelihood: str,
     prior_precision: Any,
     noise_var: float,
+    prior_mean: Any = None,
 ) -> np.ndarray:
-    """laplax's ``marginal_log_likelihood`` of the full GGN posterior (module docstring)."""
+    """laplax's ``marginal_log_likelihood`` of the full GGN posterior (module docstring); a
+    non-zero ``prior_mean`` is refused (:data:`NOT_OFFERED`)."""
+    return _evidence(
+        "full",
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        prior_mean=prior_mean,
+    )
+
+
+@in_model_precision
+def low_rank_log_marginal_likelihood(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    rank: int,
+    prior_mean: Any = None,
+) -> np.ndarray:
+    """laplax's ``marginal_log_likelihood`` of its ``curv_type="lobpcg"`` posterior of rank
+    ``rank`` (``low_rank_marginal_log_likelihood``; module docstring); an isotropic prior
+    only (:data:`NOT_OFFERED`)."""
+    if np.ptp(prior_vector(model, prior_precision)) != 0.0:
+        raise NotOffered(f"{NOT_OFFERED['low-rank-prior']}; got a non-isotropic prior_precision")
+    return _evidence(
+        "lobpcg",
+        model,
+        X_train,
+        y_train,
+        rank=positive_int(rank, "rank"),
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        prior_mean=prior_mean,
+    )
+
+
+def _evidence(
+    curv_type: str,
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: Any,
+    prior_mean: Any,
+    rank: int | None = None,
+) -> np.ndarray:
+    if prior_mean is not None and np.any(np.asarray(prior_mean) != 0.0):
+        raise NotOffered(f"{NOT_OFFERED['prior-mean']}; got a non-zero prior_mean")
     network, inputs = _inputs(
         model,
         X_train,
@@ -377,7 +508,11 @@ def log_marginal_likelihood(
     if likelihood == "regression":
         inputs["arguments"]["sigma"] = inputs["arguments"]["prior_prec"].dtype.type(noise_var)
         constant = -0.5 * X_train.shape[0] * math.log(2.0 * math.pi * noise_var)
-    value = _call(_evidence_program(network, LOSSES[likelihood]), model, X_train, inputs)
+    elif likelihood == "multioutput-regression":  # −½ Σ (f − y)²/σ_c² with σ = 1
+        s2 = np.asarray(noise_var, dtype=np.float64)
+        constant = -0.5 * X_train.shape[0] * float(np.sum(np.log(2.0 * math.pi * s2)))
+    program = _evidence_program(network, _loss(likelihood, noise_var), curv_type, rank)
+    value = _call(program, model, X_train, inputs)
     return np.asarray(value, dtype=np.float64) + constant
 
 
@@ -432,7 +567,7 @@ def posterior_samples(
         prior_precision=prior_precision,
         noise_var=noise_var,
     )
-    program = _sample_program(network, LOSSES[likelihood], n_samples)
+    program = _sample_program(network, _loss(likelihood, noise_var), n_samples)
     draws = np.asarray(_call(program, model, X_train, inputs, key=key), dtype=np.float64)
     theta = np.tile(flat_parameters(model).cpu().double().numpy(), (n_samples, 1))
     theta[:, S] = draws
@@ -480,7 +615,9 @@ def structured_posterior_samples(
         noise_var=noise_var,
     )
     r = positive_int(rank, "rank") if structure == "low_rank" else None
-    program = _sample_program(network, LOSSES[likelihood], n_samples, CURVATURES[structure], r)
+    program = _sample_program(
+        network, _loss(likelihood, noise_var), n_samples, CURVATURES[structure], r
+    )
     draws = _call(program, model, X_train, inputs, key=key)
     return np.asarray(draws, dtype=np.float64)
 
@@ -586,6 +723,35 @@ def last_layer_predictive_variance(
     )
 
 
+@in_model_precision
+def minibatch_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    n_data: int,
+) -> np.ndarray:
+    """The variances of ``laplax.laplace(..., curv_type="full", num_curv_samples=n,
+    num_total_samples=N)`` on the n rows given, N = ``n_data`` (module docstring)."""
+    samples = (int(X_train.shape[0]), positive_int(n_data, "n_data"))
+    return _variances(
+        "full",
+        model,
+        X_train,
+        y_train,
+        X_test,
+        subset_indices(model, None),
+        samples=samples,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+    )
+
+
 predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.low_rank_predictive_variance = low_rank_predictive_variance
 predictive_variance.log_marginal_likelihood = log_marginal_likelihood
@@ -593,3 +759,5 @@ predictive_variance.posterior_samples = posterior_samples
 predictive_variance.structured_posterior_samples = structured_posterior_samples
 predictive_variance.predictive_probabilities = predictive_probabilities
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
+predictive_variance.minibatch_predictive_variance = minibatch_predictive_variance
+predictive_variance.low_rank_log_marginal_likelihood = low_rank_log_marginal_likelihood

@@ -81,6 +81,9 @@ def _ggn(model: Any, X: Any, likelihood: str, noise_var: float, prior_precision:
     f = _outputs(model, X)
     if likelihood == "regression":
         return GGN.regression(J, noise_var=noise_var, prior_precision=prior_precision)
+    if likelihood == "multioutput-regression":
+        J = J if J.ndim == 3 else J[:, None, :]
+        return GGN.multi_output_regression(J, noise_var=noise_var, prior_precision=prior_precision)
     if likelihood == "binary":
         return GGN.binary(J, f[:, 0], prior_precision=prior_precision)
     return GGN.multiclass(J, f, prior_precision=prior_precision, eps=0.0)
@@ -100,12 +103,36 @@ def predictive_variance(
     prior_precision: Any,
     noise_var: float,
     subset: Any = None,
+    prior_mean: Any = None,
 ) -> np.ndarray:
-    """Epistemic variances gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset); the conformance contract."""
+    """Epistemic variances gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset); the conformance contract.
+    Ω = GGN(θ̂) + V does not depend on a prior mean μ0 given θ̂ (``prior_mean`` unused)."""
     ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
     G = _test_rows(model, X_test, likelihood)
     out = _full_variance(ggn, G) if subset is None else subnetwork_variance(ggn, G, subset)
     return to_numpy(out)
+
+
+def minibatch_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    n_data: int,
+) -> np.ndarray:
+    """gᵀP⁻¹g with P = (N/n)·GGN of the n rows given + V, N = ``n_data``: the weighted
+    Jacobian of the minibatch times √(N/n)."""
+    n = int(X_train.shape[0])
+    N = positive_int(n_data, "n_data")
+    if N < n:
+        raise ValueError(f"n_data must be at least the {n} rows given; got n_data={n_data!r}")
+    batch = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    ggn = GGN(batch.Jw * math.sqrt(N / n), batch.prior_precision, n_data=N, likelihood="custom")
+    return to_numpy(_full_variance(ggn, _test_rows(model, X_test, likelihood)))
 
 
 def _theta(model: Any) -> np.ndarray:
@@ -234,6 +261,12 @@ def _log_likelihood(f: Any, y: Any, likelihood: str, noise_var: float) -> float:
         return -0.5 * float(r @ r) / noise_var - 0.5 * r.numel() * math.log(
             2 * math.pi * noise_var
         )
+    if likelihood == "multioutput-regression":  # Σ_n Σ_c log N(y_nc | f_nc, σ_c²)
+        r = (y.double().reshape(f.shape) - f).numpy()
+        s2 = np.broadcast_to(np.asarray(noise_var, dtype=np.float64), (f.shape[1],))
+        return float(
+            -0.5 * np.sum(r * r / s2) - 0.5 * f.shape[0] * np.sum(np.log(2 * math.pi * s2))
+        )
     if likelihood == "binary":
         return -float(
             torch.nn.functional.binary_cross_entropy_with_logits(
@@ -241,6 +274,23 @@ def _log_likelihood(f: Any, y: Any, likelihood: str, noise_var: float) -> float:
             )
         )
     return -float(torch.nn.functional.cross_entropy(f, y.long(), reduction="sum"))
+
+
+def _log_joint(model: Any, X_train: Any, y_train: Any, likelihood: str, noise_var, V, prior_mean):
+    """log p(y|θ̂) + log p(θ̂) + (p/2) log 2π, the prior N(μ0, V⁻¹) (μ0 zero by default)."""
+    f = _outputs(model, X_train).double()
+    loglik = _log_likelihood(f, y_train, likelihood, noise_var)
+    theta = _theta(model)
+    if prior_mean is not None:
+        theta = theta - np.broadcast_to(np.asarray(prior_mean, dtype=np.float64), theta.shape)
+    log_prior = -0.5 * theta @ (V * theta) + 0.5 * np.sum(np.log(V))
+    return float(loglik + log_prior)
+
+
+def _logdet_lemma(B: np.ndarray, V: np.ndarray) -> float:
+    """log det(BBᵀ + diag(V)) = Σ log V + log det(I + BᵀV⁻¹B) (matrix determinant lemma)."""
+    K = (B / V[:, None]).T @ B + np.eye(B.shape[1])
+    return float(np.sum(np.log(V)) + 2.0 * np.sum(np.log(np.diag(cholesky(K)))))
 
 
 def log_marginal_likelihood(
@@ -251,23 +301,39 @@ def log_marginal_likelihood(
     likelihood: str,
     prior_precision: Any,
     noise_var: float,
+    prior_mean: Any = None,
 ) -> float:
     """log p(y|θ̂) + log p(θ̂) + (p/2) log 2π − ½ log det Ω, with
-    log det Ω = Σ log V + log det(I + J_w V⁻¹ J_wᵀ) (matrix determinant lemma)."""
+    log det Ω = Σ log V + log det(I + J_w V⁻¹ J_wᵀ) (matrix determinant lemma) and the prior
+    N(μ0, V⁻¹) (``prior_mean`` μ0, zero by default)."""
     ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
-    f = _outputs(model, X_train).double()
-    loglik = _log_likelihood(f, y_train, likelihood, noise_var)
-    theta = _theta(model)
     V = np.asarray(to_numpy(ggn.prior_precision), dtype=np.float64)
-    log_prior = (
-        -0.5 * theta @ (V * theta)
-        + 0.5 * np.sum(np.log(V))
-        - 0.5 * theta.size * math.log(2 * math.pi)
-    )
+    joint = _log_joint(model, X_train, y_train, likelihood, noise_var, V, prior_mean)
     Jw = np.asarray(to_numpy(ggn.Jw), dtype=np.float64)
-    K = (Jw / V) @ Jw.T + np.eye(Jw.shape[0])
-    logdet = float(np.sum(np.log(V)) + 2.0 * np.sum(np.log(np.diag(cholesky(K)))))
-    return float(loglik + log_prior + 0.5 * theta.size * math.log(2 * math.pi) - 0.5 * logdet)
+    return joint - 0.5 * _logdet_lemma(Jw.T, V)
+
+
+def low_rank_log_marginal_likelihood(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+    rank: int,
+    prior_mean: Any = None,
+) -> float:
+    """The evidence with Ω_r = U diag(λ) Uᵀ + V, (λ, U) the top-``rank`` eigenpairs of
+    J_wᵀJ_w from thick-restart Lanczos (seeded, as for the low-rank variances):
+    log det Ω_r = Σ log V + log det(I + diag(√λ) UᵀV⁻¹U diag(√λ))."""
+    ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
+    V = np.asarray(to_numpy(ggn.prior_precision), dtype=np.float64)
+    low = LowRankLaplace.from_ggn(ggn, positive_int(rank, "rank"), rng=0)
+    U = np.asarray(to_numpy(low.eigenvectors), dtype=np.float64)
+    B = U * np.sqrt(np.asarray(low.eigenvalues, dtype=np.float64))
+    joint = _log_joint(model, X_train, y_train, likelihood, noise_var, V, prior_mean)
+    return joint - 0.5 * _logdet_lemma(B, V)
 
 
 def low_rank_predictive_variance(
@@ -630,3 +696,5 @@ predictive_variance.ekfac_predictive_variance = ekfac_predictive_variance
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
 predictive_variance.ef_predictive_variance = ef_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities
+predictive_variance.minibatch_predictive_variance = minibatch_predictive_variance
+predictive_variance.low_rank_log_marginal_likelihood = low_rank_log_marginal_likelihood

@@ -21,7 +21,8 @@ density ``log_posterior(params, batch)``; it has no predictive of its own beyond
   fixing the other parameters at θ̂ is the contract's subnetwork Laplace;
 - likelihood: ``outer_log_likelihood`` is the exact log-likelihood summed over the batch,
   ``Normal(f, √σ0²)``, ``Bernoulli(logits=f)`` or ``Categorical(logits=f)`` from
-  ``torch.distributions``; posteriors takes the Hessian of its negative with respect to
+  ``torch.distributions`` (C outputs with per-output noise: ``Normal(f, √σ²)`` with the
+  vector σ², summed over the outputs); posteriors takes the Hessian of its negative with respect to
   the outputs (1/σ0², σ(f)(1 − σ(f)), diag(π) − ππᵀ), so Ω's GGN part is the contract's
   with no rescaling. A mean over the batch (``reduction="mean"``) would divide it by N;
 - prior: posteriors adds no prior; the user passes it as the initial precision,
@@ -113,6 +114,8 @@ VERSION = "0.1.3"
 #: What posteriors 0.1.3 does not offer: the adapter refuses these requests with
 #: :class:`~laplace_lab.conformance.contract.NotOffered` before calling posteriors, and the
 #: scoreboard reports them N/A (module docstring).
+#: The likelihoods with an (M, C) answer.
+MULTI_OUTPUT = ("multiclass", "multioutput-regression")
 NOT_OFFERED = {
     "kron": (
         f"not offered by posteriors {VERSION}: no Kronecker-factored (KFAC) curvature "
@@ -169,10 +172,13 @@ def _log_likelihoods(likelihood: str, noise_var: float) -> Callable[[Any, Any], 
     """(log p(y_n | f_n))_n, one per row of the batch."""
     from torch.distributions import Bernoulli, Categorical, Normal
 
-    one_of(likelihood, "likelihood", ("regression", "binary", "multiclass"))
+    one_of(likelihood, "likelihood", ("regression", "binary", "multiclass", *MULTI_OUTPUT[1:]))
     if likelihood == "regression":
         scale = float(np.sqrt(noise_var))
         return lambda z, batch: Normal(z[:, 0], scale).log_prob(batch[1])
+    if likelihood == "multioutput-regression":  # Σ_c log N(y_c | z_c, σ_c²) per row
+        s = np.sqrt(np.asarray(noise_var, dtype=np.float64))
+        return lambda z, batch: Normal(z, z.new_tensor(s)).log_prob(batch[1]).sum(-1)
     if likelihood == "binary":
         return lambda z, batch: Bernoulli(logits=z[:, 0]).log_prob(batch[1])
     return lambda z, batch: Categorical(logits=z).log_prob(batch[1].long())
@@ -245,7 +251,7 @@ def _laplace(
 
 def _shape(v: Any, M: int, likelihood: str) -> np.ndarray:
     v = v.detach().cpu().double().numpy()
-    return v.reshape(M, -1) if likelihood == "multiclass" else v.reshape(M)
+    return v.reshape(M, -1) if likelihood in MULTI_OUTPUT else v.reshape(M)
 
 
 def _full_variance(
@@ -281,9 +287,11 @@ def predictive_variance(
     prior_precision: Any,
     noise_var: float,
     subset: Any = None,
+    prior_mean: Any = None,
 ) -> np.ndarray:
     """gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset) with Ω the ``laplace.dense_ggn`` precision
-    (module docstring)."""
+    (module docstring). A prior mean (``prior_mean``) is not needed: Ω does not depend on it
+    given θ̂."""
     return _full_variance(
         model,
         X_train,

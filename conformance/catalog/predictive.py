@@ -41,11 +41,21 @@ def blr_variances(problem: Problem) -> np.ndarray:
     return np.einsum("mi,ij,mj->m", Phi_s[:, S], cov, Phi_s[:, S])
 
 
-def check_variances(target, problem: Problem, oracle: DenseOracle, *, exact: bool) -> Check:
-    """The target's variances against Bayesian linear regression (``exact``) or the oracle."""
+def check_variances(
+    target,
+    problem: Problem,
+    oracle: DenseOracle,
+    *,
+    exact: bool = False,
+    expected: np.ndarray | None = None,
+) -> Check:
+    """The target's variances against Bayesian linear regression (``exact``), a closed form
+    given as ``expected`` (judged as exact), or the oracle."""
     subset = problem.subset
     out = call_target(target, "predictive_variance", problem, rows=slice(None), subset=subset)
-    expected = blr_variances(problem) if exact else oracle.predictive_variance(subset)
+    exact = exact or expected is not None
+    if expected is None:
+        expected = blr_variances(problem) if exact else oracle.predictive_variance(subset)
     expr = call_expression("predictive_variance", problem, rows=slice(None), subset=subset)
     got = target_array(out, "the predictive variance", expected.shape, expr)
 

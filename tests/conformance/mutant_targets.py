@@ -777,3 +777,90 @@ wrong_kfac_sample_transposed = _with(
     structured_posterior_samples=_structured_samples(transposed_input_factor=True)
 )
 wrong_low_rank_samples = _with(structured_posterior_samples=_structured_samples(extra_rank=1))
+
+
+def _shared_noise(noise_var):
+    """One noise variance, the mean of the per-output ones, for every output."""
+    return float(np.mean(np.asarray(noise_var, dtype=float)))
+
+
+def shared_noise(model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, **kw):
+    """Multi-output regression with one noise variance (the mean σ²) for all outputs."""
+    return ours.predictive_variance(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=_shared_noise(noise_var),
+        **kw,
+    )
+
+
+def _lml_shared_noise(model, X_train, y_train, *, likelihood, prior_precision, noise_var):
+    return ours.log_marginal_likelihood(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=_shared_noise(noise_var),
+    )
+
+
+shared_noise.log_marginal_likelihood = _lml_shared_noise
+
+
+def _lml_prior_mean_ignored(model, X_train, y_train, *, prior_mean=None, **kw):
+    """The log marginal likelihood with the prior's mean taken as zero."""
+    return ours.log_marginal_likelihood(model, X_train, y_train, **kw)
+
+
+def _lml_prior_mean_sign(model, X_train, y_train, *, prior_mean=None, **kw):
+    """The log marginal likelihood with −μ0 for μ0 (θ̂ + μ0 in the scatter)."""
+    mean = None if prior_mean is None else -np.asarray(prior_mean, dtype=float)
+    return ours.log_marginal_likelihood(model, X_train, y_train, prior_mean=mean, **kw)
+
+
+prior_mean_ignored = _with(log_marginal_likelihood=_lml_prior_mean_ignored)
+prior_mean_sign = _with(log_marginal_likelihood=_lml_prior_mean_sign)
+
+
+def _minibatch_inverse_scale(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, n_data
+):
+    """The minibatch's GGN scaled by n/N instead of N/n."""
+    batch = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+    ggn = GGN(batch.Jw * np.sqrt(X_train.shape[0] / n_data), batch.prior_precision)
+    return to_numpy(full_variance(ggn, per_sample_jacobian(model, X_test)))
+
+
+minibatch_inverse_scale = _with(minibatch_predictive_variance=_minibatch_inverse_scale)
+
+
+def _low_rank_evidence_alpha_inverted(
+    model, X_train, y_train, *, likelihood, prior_precision, noise_var, rank
+):
+    """The rank-r evidence with log det Ω_r = r log α + Σ log(1 + α λ_i) (isotropic α)."""
+    from laplace_lab.numerics import LowRankLaplace
+
+    right = ours.low_rank_log_marginal_likelihood(
+        model,
+        X_train,
+        y_train,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        rank=rank,
+    )
+    ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+    lam = np.asarray(LowRankLaplace.from_ggn(ggn, rank, rng=0).eigenvalues, dtype=float)
+    alpha, p = float(np.asarray(prior_precision).reshape(-1)[0]), ggn.p
+    wrong = rank * np.log(alpha) + np.sum(np.log1p(alpha * lam))
+    return right - 0.5 * (wrong - p * np.log(alpha) - np.sum(np.log1p(lam / alpha)))
+
+
+low_rank_evidence_alpha_inverted = _with(
+    low_rank_log_marginal_likelihood=_low_rank_evidence_alpha_inverted
+)

@@ -19,6 +19,9 @@ Cases that cannot tell float32 from float64 in a float64 model (measured at seed
   and log σ0², 0.0004–0.09 of the tolerance √(2τ_L/C) of a maximiser that compares evidence
   values; laplace-lab's own float64 Brent search is off by up to 8.6e-9 there);
 - masks without arithmetic: ``last_k`` and ``neural_linear``;
+- the low-rank evidence (``low-rank-evidence/``) may tell or not: its tolerance adds the
+  eigensolver's ½ Σ √u·λ₁²/(δ_r(V_min + λ_i)), which on the MLPs covers the float32 error
+  (they pass) and on ``linear-gaussian-spectrum`` does not (it fails, and says float32);
 - top-k masks whose criterion has a gap at the k-th value wider than two float32 tie
   tolerances (no float32 rounding can reorder it). Where the gap is narrower (on
   ``mlp-regression`` the MAP has seven near-duplicate hidden units, so its criteria tie in
@@ -51,6 +54,9 @@ CANNOT_TELL_CAPABILITIES = (
     "optimize_prior",
 )
 CANNOT_TELL_PREFIXES = ("probabilities/mc/",)
+#: Capabilities whose rule is of order √u on some problems and not on others: a FAIL must say
+#: float32, a PASS is allowed (the low-rank evidence's eigensolver term, module docstring).
+MAY_TELL_CAPABILITIES = ("low_rank_log_marginal_likelihood",)
 NO_ARITHMETIC_MASKS = ("last_k", "neural_linear")
 #: The criterion of each top-k mask rule, from the dense oracle.
 CRITERIA = {
@@ -99,17 +105,21 @@ def test_every_float32_case_passes(results):
 
 
 def test_every_float64_case_that_can_tell_fails_and_says_float32(results):
+    apart = ("subset_masks", *MAY_TELL_CAPABILITIES)
     expected = {
         n
         for n, c in cases().items()
-        if _float64(c) and not _cannot_tell(c) and c.capability != "subset_masks"
+        if _float64(c) and not _cannot_tell(c) and c.capability not in apart
     }
     failed = {
         n
         for n, r in results.items()
-        if r.outcome is Outcome.FAIL and r.case.capability != "subset_masks"
+        if r.outcome is Outcome.FAIL and r.case.capability not in apart
     }
     assert failed == expected
+    for r in results.values():
+        if r.case.capability in MAY_TELL_CAPABILITIES and r.outcome is not Outcome.PASS:
+            assert r.outcome is Outcome.FAIL and r.details["float32_sized"] is True, r.summary
     for n in expected:  # float32 rounding: 1e3–1e7 float64 tolerances, inside the float32 rule
         r = results[n]
         assert r.summary.startswith(FLOAT32_SIZED) and "float32" in r.summary, r.summary
