@@ -63,6 +63,8 @@ ANSWER_NAMES = {
     "ef_predictive_variance": "the empirical-Fisher {structure} variance",
     "predictive_probabilities": "the {link} class probabilities",
     "log_marginal_likelihood": "the log marginal likelihood",
+    "low_rank_log_marginal_likelihood": "the low-rank log marginal likelihood",
+    "minibatch_predictive_variance": "the predictive variance from a minibatch",
     "structured_posterior_samples": "the posterior samples",
 }
 
@@ -171,7 +173,10 @@ def _keyword_block(spec: Spec) -> list[str]:
     lines = ["# The call's keyword values (the names of laplace-lab's contract)."]
     lines += _value("likelihood", p.likelihood)
     lines += _value("prior_precision", prior if isinstance(prior, float) else np.asarray(prior))
-    lines += _value("noise_var", float(p.noise_var))
+    noise = np.asarray(p.noise_var, dtype=np.float64)
+    lines += _value("noise_var", noise if noise.ndim else float(noise))
+    if p.prior_mean is not None:
+        lines += _value("prior_mean", np.asarray(p.prior_mean), "μ0: the prior is N(μ0, V⁻¹)")
     for key, value in spec.call.extra.items():
         lines += _value(key, np.asarray(value) if isinstance(value, np.ndarray) else value)
     rows = spec.call.rows
@@ -273,6 +278,8 @@ def _torch_fit(spec: Spec, *, structure: str, subset: bool = False, **options: s
     args += [f"hessian_structure={structure}", f"prior_precision={prior}"]
     if spec.likelihood == "regression":
         args.append("sigma_noise=math.sqrt(noise_var)")
+    if spec.problem.prior_mean is not None:
+        args.append("prior_mean=torch.as_tensor(prior_mean, dtype=X_train.dtype)")
     args += [f"{k}={v}" for k, v in options.items()]
     return [
         "la = Laplace(",
@@ -329,6 +336,11 @@ def _lt_empirical_fisher(spec: Spec) -> list[str]:
 
 def _lt_evidence(spec: Spec) -> list[str]:
     return [*_torch_fit(spec, structure="'full'"), "got = float(la.log_marginal_likelihood())"]
+
+
+def _lt_low_rank_evidence(spec: Spec) -> list[str]:
+    fit = _torch_fit(spec, structure="'lowrank'", backend_kwargs="{'low_rank': rank}")
+    return [*fit, "got = float(la.log_marginal_likelihood())"]
 
 
 def _lt_samples(spec: Spec) -> list[str]:
@@ -461,18 +473,22 @@ def _laplax_arguments(spec: Spec) -> list[str]:
         f"    'prior_prec': jnp.asarray({prior}, dtype=theta_map.dtype),",
         f"    'sigma_squared': jnp.asarray({sigma2}),  # laplax multiplies the GGN by it",
     ]
-    if spec.call.capability == "log_marginal_likelihood" and p.likelihood == "regression":
+    evidence = ("log_marginal_likelihood", "low_rank_log_marginal_likelihood")
+    if spec.call.capability in evidence and p.likelihood == "regression":
         lines.append("    'sigma': jnp.asarray(noise_var),  # the Gaussian's σ0² in the evidence")
     return [*lines, "}"]
 
 
-def _laplax_posterior(spec: Spec, curv_type: str, posterior: bool = True, **curv: str) -> list:
+def _laplax_posterior(
+    spec: Spec, curv_type: str, posterior: bool = True, factor: str = "", **curv: str
+) -> list:
     """``laplax.laplace``'s steps inside the program (indented); the curvature only when
-    not ``posterior``."""
+    not ``posterior``; ``factor`` the GGN's factor where it is not 1."""
     loss = LAPLAX_LOSSES[spec.likelihood]
     extra = "".join(f", {k}={v}" for k, v in curv.items())
+    scaled = f", factor={factor}" if factor else ""
     return [
-        f"    mv = GGN(model_fn, theta_map, data, loss_fn={loss!r})",
+        f"    mv = GGN(model_fn, theta_map, data, loss_fn={loss!r}{scaled})",
         f"    curvature = CURVATURE_METHODS[{curv_type!r}](",
         f"        mv, layout=theta_map{extra}",
         "    )",
@@ -528,6 +544,16 @@ def _lx_low_rank(spec: Spec) -> list[str]:
     return _laplax_program(spec, "the variances at each test input", inner, "X_test")
 
 
+def _lx_minibatch(spec: Spec) -> list[str]:
+    inner = [
+        "    # laplax.laplace(..., num_curv_samples=n, num_total_samples=N) takes the GGN's",
+        "    # factor num_curv_samples / num_total_samples: here n = len(X_train), N = n_data",
+        *_laplax_posterior(spec, "full", factor="len(X_train) / n_data"),
+        *_laplax_push("lin_setup, lin_pred_mean, lin_pred_var", "pred_var"),
+    ]
+    return _laplax_program(spec, "the variances at each test input", inner, "X_test")
+
+
 def _lx_probabilities(spec: Spec) -> list[str]:
     link = spec.call.extra["link"]
     model = "two_logits_fn" if spec.likelihood == "binary" else "model_fn"
@@ -545,11 +571,13 @@ def _lx_probabilities(spec: Spec) -> list[str]:
 
 def _lx_evidence(spec: Spec) -> list[str]:
     loss = LAPLAX_LOSSES[spec.likelihood]
+    low_rank = spec.call.capability == "low_rank_log_marginal_likelihood"
+    curv = {"rank": "rank", "key": "jax.random.key(0)"} if low_rank else {}
     inner = [
-        *_laplax_posterior(spec, "full", posterior=False),
+        *_laplax_posterior(spec, "lobpcg" if low_rank else "full", posterior=False, **curv),
         "    return marginal_log_likelihood(",
         f"        curvature, prior_arguments, data, model_fn, theta_map, {loss!r},",
-        "        CurvApprox.FULL, vmap_over_data=True,",
+        f"        CurvApprox.{'LOBPCG' if low_rank else 'FULL'}, vmap_over_data=True,",
         "    )",
     ]
     lines = _laplax_program(spec, "its evidence", inner)
@@ -644,11 +672,14 @@ TEMPLATES: dict[tuple[str, str], tuple[Callable, Callable[[Spec], list[str]]]] =
     ("laplace-torch", "last_layer_predictive_variance"): (_torch_script, _lt_last_layer),
     ("laplace-torch", "ef_predictive_variance"): (_torch_script, _lt_empirical_fisher),
     ("laplace-torch", "log_marginal_likelihood"): (_torch_script, _lt_evidence),
+    ("laplace-torch", "low_rank_log_marginal_likelihood"): (_torch_script, _lt_low_rank_evidence),
     ("laplace-torch", "structured_posterior_samples"): (_torch_script, _lt_samples),
     ("laplace-torch", "predictive_probabilities"): (_torch_script, _lt_probabilities),
     ("laplace-torch", "optimize_prior"): (_torch_script, _lt_optimize_prior),
     ("laplax", "low_rank_predictive_variance"): (_laplax_script, _lx_low_rank),
     ("laplax", "log_marginal_likelihood"): (_laplax_script, _lx_evidence),
+    ("laplax", "low_rank_log_marginal_likelihood"): (_laplax_script, _lx_evidence),
+    ("laplax", "minibatch_predictive_variance"): (_laplax_script, _lx_minibatch),
     ("laplax", "structured_posterior_samples"): (_laplax_script, _lx_samples),
     ("laplax", "predictive_probabilities"): (_laplax_script, _lx_probabilities),
 }
@@ -657,7 +688,7 @@ TEMPLATES: dict[tuple[str, str], tuple[Callable, Callable[[Spec], list[str]]]] =
 # ---------------------------------------------------------------------- the comparison
 def _expected_shape(spec: Spec) -> tuple[int, ...]:
     p, cap = spec.problem, spec.call.capability
-    if cap == "log_marginal_likelihood":
+    if cap in ("log_marginal_likelihood", "low_rank_log_marginal_likelihood"):
         return (1,)
     if cap == "structured_posterior_samples":
         return (int(spec.call.extra["n_samples"]), p.p)
