@@ -12,6 +12,9 @@ Rows (each in float64 and float32, regression with σ0² = 0.25):
   (ours keeps the layers' signals of its first pass; curvlinops' operator is built once):
   ours (``NetworkGGN.matvec``) against curvlinops (``GGNLinearOperator @ v``).
 
+More rows, on the same networks and data, live in ``bench_peers_*`` modules and run with
+these: :mod:`.bench_peers_kfac` (KFAC factors and an inverse product).
+
 Each peer is called through its documented API here, in the bench layer (the conformance
 adapters are not imported: the layers of docs/architecture.md keep benchmarks apart from
 conformance). Every peer's answer must agree with ours (relative 1e-8 in float64, 1e-3 in
@@ -30,7 +33,7 @@ References
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +44,8 @@ NOISE_VAR = 0.25
 N_ROWS = 1000
 PRODUCTS = 10
 _TOLERANCE = {"float64": 1e-8, "float32": 1e-3}
+#: The networks of :func:`_problem` by kind, as the rows name them.
+LABEL = {"small": "MLP 10-50-50-1", "large": "3x200 MLP", "tiny": "MLP 3-6-6-1"}
 
 
 def _have(module: str) -> bool:
@@ -56,6 +61,8 @@ def _problem(kind: str, dtype: Any) -> tuple[Any, Any, Any]:
     torch.manual_seed(0)
     if kind == "small":
         model, d_in = mlp(10, [50, 50], activation="tanh"), 10
+    elif kind == "tiny":  # for the tests
+        model, d_in = mlp(3, [6, 6], activation="tanh"), 3
     else:
         model, d_in = mlp_3x200(8), 8
     model = model.to(dtype).eval()
@@ -127,12 +134,18 @@ def _row(
     peers: dict[str, Callable[[], Any]],
     dtype_name: str,
     note: str,
+    *,
+    checks: Sequence[str] = (),
 ) -> Row:
-    """Time ``ours`` and each peer (best of 3 after a warm-up); compare their answers."""
+    """Time ``ours`` and each peer (best of 3 after a warm-up); compare their answers.
+
+    ``checks`` are disagreements found before the clock (e.g. of conventions); any of them,
+    or a peer whose answer differs from ours, marks the row wrong.
+    """
     ours()  # warm-up, as for every peer below
     answer, t_ours = timed(ours, repeat=3)
     ref = _numpy(answer)
-    times, wrong = {}, []
+    times, wrong = {}, list(checks)
     for peer, fn in peers.items():
         fn()
         got, times[peer] = timed(fn, repeat=3)
@@ -155,12 +168,22 @@ def _row(
 
 @benchmark("peers")
 def run(full: bool = False) -> list[Row]:
-    """The rows of the module docstring (``full`` changes nothing: the sizes are fixed)."""
+    """The rows of the module docstring and of the ``bench_peers_*`` modules (``full``
+    changes nothing: the sizes are fixed)."""
+    from laplace_lab.benchmarks import bench_peers_kfac
+
+    if not any(_have(m) for m in ("curvlinops", "posteriors", "laplace", "laplax")):
+        raise BenchmarkSkipped("no peer library is installed")
+    return ggn_rows() + bench_peers_kfac.rows()
+
+
+def ggn_rows() -> list[Row]:
+    """The full GGN, GGN diagonal and GGN-vector product rows of the module docstring."""
     import torch
 
     cl, post = _have("curvlinops"), _have("posteriors")
     if not (cl or post):
-        raise BenchmarkSkipped("neither curvlinops nor posteriors is installed")
+        return []
     rows = []
     for dtype in (torch.float64, torch.float32):
         dname = str(dtype).removeprefix("torch.")

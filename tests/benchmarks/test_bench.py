@@ -125,7 +125,7 @@ def test_peer_rows_agree_with_curvlinops_and_posteriors_on_a_small_problem(monke
 
     monkeypatch.setattr(bench_peers, "N_ROWS", 40)
     monkeypatch.setattr(bench_peers, "PRODUCTS", 2)
-    rows = bench_peers.run()
+    rows = bench_peers.ggn_rows()
     assert len(rows) == 6
     assert all(r.correct for r in rows), [r.note for r in rows if not r.correct]
     assert {r.baseline for r in rows} == {"posteriors 0.1.3", "curvlinops 3.0.1"}
@@ -138,3 +138,29 @@ def test_a_peer_that_disagrees_marks_its_row_wrong():
         "toy", lambda: np.ones(3), {"peer": lambda: np.array([1.0, 1.0, 1.1])}, "float64", ""
     )
     assert not row.correct and "peer differs from ours by 0.1" in row.note
+
+
+@pytest.fixture
+def tiny_peers(monkeypatch):
+    """The peer rows at a size that runs in about a second (40 rows of a 3-6-6-1 MLP)."""
+    from laplace_lab.benchmarks import bench_peers
+
+    monkeypatch.setattr(bench_peers, "N_ROWS", 40)
+    return bench_peers
+
+
+def test_kfac_peer_row_agrees_and_a_wrong_peer_marks_it_wrong(tiny_peers, monkeypatch):
+    pytest.importorskip("curvlinops")
+    pytest.importorskip("laplace")
+    from laplace_lab.benchmarks import bench_peers_kfac as kfac
+
+    rows = kfac.rows("tiny")
+    assert len(rows) == 2 and all(r.correct for r in rows), [r.note for r in rows]
+    assert "curvlinops 3.0.1" in rows[0].note and "laplace-torch 0.3" in rows[0].note
+    right = kfac._laplace_torch
+    monkeypatch.setattr(
+        kfac, "_laplace_torch", lambda *a, **k: right(*a, **k) * (1 + 1e-6 * (a[3] > 0))
+    )
+    (bad,) = kfac.rows("tiny", ("float64",))  # a relative error of 1e-6 is beyond 1e-8
+    assert not bad.correct and "laplace-torch 0.3's F v differs from ours" in bad.note
+    assert "laplace-torch 0.3 differs from ours" in bad.note
