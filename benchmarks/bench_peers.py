@@ -13,7 +13,8 @@ Rows (each in float64 and float32, regression with σ0² = 0.25):
   ours (``NetworkGGN.matvec``) against curvlinops (``GGNLinearOperator @ v``).
 
 More rows, on the same networks and data, live in ``bench_peers_*`` modules and run with
-these: :mod:`.bench_peers_kfac` (KFAC factors and an inverse product).
+these: :mod:`.bench_peers_kfac` (KFAC factors and an inverse product), :mod:`.bench_peers_lla` (the
+full-LLA predictive variances).
 
 Each peer is called through its documented API here, in the bench layer (the conformance
 adapters are not imported: the layers of docs/architecture.md keep benchmarks apart from
@@ -170,11 +171,11 @@ def _row(
 def run(full: bool = False) -> list[Row]:
     """The rows of the module docstring and of the ``bench_peers_*`` modules (``full``
     changes nothing: the sizes are fixed)."""
-    from laplace_lab.benchmarks import bench_peers_kfac
+    from laplace_lab.benchmarks import bench_peers_kfac, bench_peers_lla
 
     if not any(_have(m) for m in ("curvlinops", "posteriors", "laplace", "laplax")):
         raise BenchmarkSkipped("no peer library is installed")
-    return ggn_rows() + bench_peers_kfac.rows()
+    return ggn_rows() + bench_peers_kfac.rows() + bench_peers_lla.rows()
 
 
 def ggn_rows() -> list[Row]:

@@ -164,3 +164,16 @@ def test_kfac_peer_row_agrees_and_a_wrong_peer_marks_it_wrong(tiny_peers, monkey
     (bad,) = kfac.rows("tiny", ("float64",))  # a relative error of 1e-6 is beyond 1e-8
     assert not bad.correct and "laplace-torch 0.3's F v differs from ours" in bad.note
     assert "laplace-torch 0.3 differs from ours" in bad.note
+
+
+def test_lla_peer_row_agrees_and_a_wrong_peer_marks_it_wrong(tiny_peers, monkeypatch):
+    pytest.importorskip("laplace")
+    from laplace_lab.benchmarks import bench_peers_lla as lla
+
+    monkeypatch.setattr(lla, "N_TEST", 20)
+    rows = lla.rows("tiny")
+    assert len(rows) == 2 and all(r.correct for r in rows), [r.note for r in rows]
+    right = lla._laplace_torch
+    monkeypatch.setattr(lla, "_laplace_torch", lambda *a: right(*a) * (1 + 1e-6))
+    (bad,) = lla.rows("tiny", ("float64",))
+    assert not bad.correct and "laplace-torch 0.3 differs from ours" in bad.note
