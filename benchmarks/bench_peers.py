@@ -14,7 +14,8 @@ Rows (each in float64 and float32, regression with σ0² = 0.25):
 
 More rows, on the same networks and data, live in ``bench_peers_*`` modules and run with
 these: :mod:`.bench_peers_kfac` (KFAC factors and an inverse product), :mod:`.bench_peers_lla` (the
-full-LLA predictive variances).
+full-LLA predictive variances), :mod:`.bench_peers_eig` (the top-20 GGN eigenvalues, with
+laplax through :mod:`.bench_peers_laplax`).
 
 Each peer is called through its documented API here, in the bench layer (the conformance
 adapters are not imported: the layers of docs/architecture.md keep benchmarks apart from
@@ -44,6 +45,8 @@ from laplace_lab.benchmarks._harness import BenchmarkSkipped, Row, benchmark, ma
 NOISE_VAR = 0.25
 N_ROWS = 1000
 PRODUCTS = 10
+#: Timed calls per side (after one warm-up call); the best is reported.
+REPEAT = 3
 _TOLERANCE = {"float64": 1e-8, "float32": 1e-3}
 #: The networks of :func:`_problem` by kind, as the rows name them.
 LABEL = {"small": "MLP 10-50-50-1", "large": "3x200 MLP", "tiny": "MLP 3-6-6-1"}
@@ -137,22 +140,29 @@ def _row(
     note: str,
     *,
     checks: Sequence[str] = (),
+    tolerance: float | None = None,
+    entrywise: bool = False,
 ) -> Row:
     """Time ``ours`` and each peer (best of 3 after a warm-up); compare their answers.
 
     ``checks`` are disagreements found before the clock (e.g. of conventions); any of them,
-    or a peer whose answer differs from ours, marks the row wrong.
+    or a peer whose answer differs from ours by more than ``tolerance`` (relative to ours'
+    largest entry, or to each of ours' entries when ``entrywise``; default by dtype, module
+    docstring), marks the row wrong.
     """
+    if tolerance is None:
+        tolerance = _TOLERANCE[dtype_name]
     ours()  # warm-up, as for every peer below
-    answer, t_ours = timed(ours, repeat=3)
+    answer, t_ours = timed(ours, repeat=REPEAT)
     ref = _numpy(answer)
     times, wrong = {}, list(checks)
     for peer, fn in peers.items():
         fn()
-        got, times[peer] = timed(fn, repeat=3)
+        got, times[peer] = timed(fn, repeat=REPEAT)
         got = _numpy(got)
-        err = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-300))
-        if not err <= _TOLERANCE[dtype_name]:
+        scale = np.abs(ref) if entrywise else np.max(np.abs(ref))
+        err = float(np.max(np.abs(got - ref) / np.maximum(scale, 1e-300)))
+        if not err <= tolerance:
             wrong.append(f"{peer} differs from ours by {err:.2g} (relative)")
     fastest = min(times, key=times.get)
     listed = ", ".join(f"{p} {t:.3g} s" for p, t in sorted(times.items(), key=lambda x: x[1]))
@@ -171,11 +181,11 @@ def _row(
 def run(full: bool = False) -> list[Row]:
     """The rows of the module docstring and of the ``bench_peers_*`` modules (``full``
     changes nothing: the sizes are fixed)."""
-    from laplace_lab.benchmarks import bench_peers_kfac, bench_peers_lla
+    from laplace_lab.benchmarks import bench_peers_eig, bench_peers_kfac, bench_peers_lla
 
     if not any(_have(m) for m in ("curvlinops", "posteriors", "laplace", "laplax")):
         raise BenchmarkSkipped("no peer library is installed")
-    return ggn_rows() + bench_peers_kfac.rows() + bench_peers_lla.rows()
+    return ggn_rows() + bench_peers_kfac.rows() + bench_peers_lla.rows() + bench_peers_eig.rows()
 
 
 def ggn_rows() -> list[Row]:

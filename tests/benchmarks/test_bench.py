@@ -142,10 +142,12 @@ def test_a_peer_that_disagrees_marks_its_row_wrong():
 
 @pytest.fixture
 def tiny_peers(monkeypatch):
-    """The peer rows at a size that runs in about a second (40 rows of a 3-6-6-1 MLP)."""
+    """The peer rows at a size that runs in about a second (40 rows of a 3-6-6-1 MLP, one
+    timed call per side)."""
     from laplace_lab.benchmarks import bench_peers
 
     monkeypatch.setattr(bench_peers, "N_ROWS", 40)
+    monkeypatch.setattr(bench_peers, "REPEAT", 1)
     return bench_peers
 
 
@@ -177,3 +179,23 @@ def test_lla_peer_row_agrees_and_a_wrong_peer_marks_it_wrong(tiny_peers, monkeyp
     monkeypatch.setattr(lla, "_laplace_torch", lambda *a: right(*a) * (1 + 1e-6))
     (bad,) = lla.rows("tiny", ("float64",))
     assert not bad.correct and "laplace-torch 0.3 differs from ours" in bad.note
+
+
+def test_eigenvalue_peer_row_agrees_and_a_wrong_peer_marks_it_wrong(tiny_peers, monkeypatch):
+    """curvlinops + SciPy agree; laplax's eigenvalues, one of them off by 1e-5 relative (the
+    smallest of the k, which a tolerance relative to the largest would miss), do not."""
+    pytest.importorskip("curvlinops")
+    pytest.importorskip("laplax")
+    from laplace_lab.benchmarks import bench_peers_eig as eig
+    from laplace_lab.benchmarks import bench_peers_laplax as laplax_side
+
+    monkeypatch.setattr(eig, "K", 5)
+    right = laplax_side.top_eigenvalues
+    monkeypatch.setattr(
+        laplax_side, "top_eigenvalues", lambda *a: right(*a) * np.r_[1, 1, 1, 1, 1 + 1e-5]
+    )
+    (row,) = eig.rows("tiny", ("float64",))
+    assert not row.correct and row.note.endswith(
+        "laplax 0.0.2 lanczos differs from ours by 1e-05 (relative)"
+    )
+    assert "curvlinops 3.0.1 + scipy eigsh differs" not in row.note
