@@ -10,7 +10,9 @@ Rows (each in float64 and float32, regression with σ0² = 0.25):
   Hutchinson estimates of a diagonal, not the exact one, so it has no row here;
 - 10 GGN-vector products of the 3×200 MLP on N = 1,000 rows, after one warm-up product
   (ours keeps the layers' signals of its first pass; curvlinops' operator is built once):
-  ours (``NetworkGGN.matvec``) against curvlinops (``GGNLinearOperator @ v``).
+  ours (``NetworkGGN.matvec``) against curvlinops (``GGNLinearOperator @ v``) and laplax
+  0.0.2 (``create_ggn_mv`` on a JAX copy of the network, jit-compiled ahead of time: the
+  compile time is in the note, not in the timed calls).
 
 More rows, on the same networks and data, live in ``bench_peers_*`` modules and run with
 these: :mod:`.bench_peers_kfac` (KFAC factors and an inverse product), :mod:`.bench_peers_lla` (the
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -188,12 +191,41 @@ def run(full: bool = False) -> list[Row]:
     return ggn_rows() + bench_peers_kfac.rows() + bench_peers_lla.rows() + bench_peers_eig.rows()
 
 
+def _product_peers(
+    model: Any, X: Any, y: Any, dtype: Any
+) -> dict[str, tuple[Callable[[np.ndarray], Any], str]]:
+    """Each peer's V ↦ [Ω_lik v_1, …] (one vector at a time), with a note: curvlinops'
+    operator built once; laplax's product jit-compiled ahead of time, its compile time noted
+    apart from the timed calls (:mod:`.bench_peers_laplax`)."""
+    import torch
+
+    peers: dict[str, tuple[Callable[[np.ndarray], Any], str]] = {}
+    if _have("curvlinops"):
+        op, c = _curvlinops_operator(model, X, y)
+
+        def curvlinops_products(V: np.ndarray) -> Any:
+            Vt = torch.as_tensor(V, dtype=dtype)
+            return torch.stack([c * (op @ Vt[:, j]) for j in range(V.shape[1])], dim=1)
+
+        peers["curvlinops 3.0.1"] = (curvlinops_products, "")
+    if _have("laplax"):
+        from laplace_lab.benchmarks.bench_peers_laplax import compiled_ggn_mv
+
+        product, seconds = compiled_ggn_mv(model, X, y, NOISE_VAR)
+
+        def laplax_products(V: np.ndarray) -> np.ndarray:
+            return np.column_stack([product(V[:, j]) for j in range(V.shape[1])])
+
+        peers["laplax 0.0.2"] = (laplax_products, f"laplax's jit compile {seconds:.3g} s apart")
+    return peers
+
+
 def ggn_rows() -> list[Row]:
     """The full GGN, GGN diagonal and GGN-vector product rows of the module docstring."""
     import torch
 
     cl, post = _have("curvlinops"), _have("posteriors")
-    if not (cl or post):
+    if not (cl or post or _have("laplax")):
         return []
     rows = []
     for dtype in (torch.float64, torch.float32):
@@ -210,15 +242,16 @@ def ggn_rows() -> list[Row]:
             peers["posteriors 0.1.3"] = lambda m=model, X=X, y=y, p=p: (
                 _posteriors_state("dense", m, X, y).prec - torch.eye(p, dtype=X.dtype)
             )
-        rows.append(
-            _row(
-                f"full GGN, MLP 10-50-50-1 (p = {p:,}), N = {N_ROWS:,}",
-                lambda m=model, X=X, eye=eye: _ours(m, X).dense() - eye,
-                peers,
-                dname,
-                "ours builds NetworkGGN and its dense Ω each call",
+        if peers:
+            rows.append(
+                _row(
+                    f"full GGN, MLP 10-50-50-1 (p = {p:,}), N = {N_ROWS:,}",
+                    lambda m=model, X=X, eye=eye: _ours(m, X).dense() - eye,
+                    peers,
+                    dname,
+                    "ours builds NetworkGGN and its dense Ω each call",
+                )
             )
-        )
         model, X, y = _problem("large", dtype)
         p = sum(int(t.numel()) for t in model.parameters())
         if post:
@@ -235,24 +268,25 @@ def ggn_rows() -> list[Row]:
                     "curvlinops 3.0.1 offers no exact GGN diagonal",
                 )
             )
-        if cl:
+        products = _product_peers(model, X, y, dtype)
+        if products:
             ggn = _ours(model, X)
-            op, c = _curvlinops_operator(model, X, y)
             V = np.random.default_rng(1).standard_normal((p, PRODUCTS))
-            Vt = torch.as_tensor(V, dtype=dtype)
             rows.append(
                 _row(
                     f"{PRODUCTS} GGN-vector products, 3x200 MLP (p = {p:,}), N = {N_ROWS:,}",
                     lambda ggn=ggn, V=V: np.column_stack(
                         [ggn.matvec(V[:, j], include_prior=False) for j in range(PRODUCTS)]
                     ),
-                    {
-                        "curvlinops 3.0.1": lambda op=op, c=c, Vt=Vt: torch.stack(
-                            [c * (op @ Vt[:, j]) for j in range(PRODUCTS)], dim=1
-                        )
-                    },
+                    {name: partial(fn, V) for name, (fn, _) in products.items()},
                     dname,
-                    "one vector at a time; ours after the first pass that keeps the signals",
+                    "; ".join(
+                        [
+                            "one vector at a time; ours after the first pass that keeps the "
+                            "signals",
+                            *(extra for _, extra in products.values() if extra),
+                        ]
+                    ),
                 )
             )
     return rows

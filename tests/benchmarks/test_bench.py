@@ -128,7 +128,7 @@ def test_peer_rows_agree_with_curvlinops_and_posteriors_on_a_small_problem(monke
     rows = bench_peers.ggn_rows()
     assert len(rows) == 6
     assert all(r.correct for r in rows), [r.note for r in rows if not r.correct]
-    assert {r.baseline for r in rows} == {"posteriors 0.1.3", "curvlinops 3.0.1"}
+    assert {r.baseline for r in rows} <= {"posteriors 0.1.3", "curvlinops 3.0.1", "laplax 0.0.2"}
 
 
 def test_a_peer_that_disagrees_marks_its_row_wrong():
@@ -199,3 +199,23 @@ def test_eigenvalue_peer_row_agrees_and_a_wrong_peer_marks_it_wrong(tiny_peers, 
         "laplax 0.0.2 lanczos differs from ours by 1e-05 (relative)"
     )
     assert "curvlinops 3.0.1 + scipy eigsh differs" not in row.note
+
+
+def test_laplax_products_agree_and_a_wrong_one_marks_the_row_wrong(tiny_peers):
+    pytest.importorskip("laplax")
+    import torch
+
+    model, X, y = tiny_peers._problem("tiny", torch.float64)
+    (product, note) = tiny_peers._product_peers(model, X, y, torch.float64)["laplax 0.0.2"]
+    assert note.startswith("laplax's jit compile ") and note.endswith(" s apart")
+    V = np.random.default_rng(0).standard_normal((73, 2))
+    ggn = tiny_peers._ours(model, X)
+
+    def ours():
+        return np.column_stack([ggn.matvec(v, include_prior=False) for v in V.T])
+
+    assert tiny_peers._row("products", ours, {"laplax": lambda: product(V)}, "float64", "").correct
+    bad = tiny_peers._row(
+        "products", ours, {"laplax": lambda: product(V) * (1 + 1e-6)}, "float64", ""
+    )
+    assert not bad.correct and "laplax differs from ours by 1e-06" in bad.note
