@@ -34,7 +34,8 @@ def plugin(tmp_path, monkeypatch):
 
 
 def test_shipped_benchmarks_are_registered():
-    shipped = {"gpu", "greedy", "jacobians", "lanczos", "predictive", "subnet-pipeline"}
+    shipped = {"gpu", "greedy", "jacobians", "lanczos", "peers", "peers-memory", "predictive"}
+    shipped |= {"subnet-pipeline"}
     assert shipped <= set(benchmarks())
     load_benchmarks()  # the papers' own: the Wheel bandit, Experiment 1
     assert shipped | {"bandit", "experiment1"} <= set(benchmarks())
@@ -219,3 +220,25 @@ def test_laplax_products_agree_and_a_wrong_one_marks_the_row_wrong(tiny_peers):
         "products", ours, {"laplax": lambda: product(V) * (1 + 1e-6)}, "float64", ""
     )
     assert not bad.correct and "laplax differs from ours by 1e-06" in bad.note
+
+
+def test_memory_rows_check_the_answers_and_read_the_peaks(tiny_peers, monkeypatch):
+    from laplace_lab.benchmarks import bench_peers_lla, bench_peers_memory
+
+    monkeypatch.setattr(bench_peers_lla, "N_TEST", 20)
+    peak, before, answer = bench_peers_memory.measure(
+        "full-LLA predictive variances", "ours", "tiny"
+    )
+    assert peak >= before > 2**20 and answer.shape == (20,)
+    ours = (3 * 2**30, 2**30, np.array([1.0, 2.0]))
+    row = bench_peers_memory.memory_row(
+        "full-LLA predictive variances",
+        {"ours": ours, "a": (2 * 2**30, 2**30, np.array([1.0, 2.0 + 1e-9]))},
+    )
+    assert row.correct and row.unit == "B" and row.ratio == 0.5 and row.baseline == "a"
+    assert "whole-process peaks: ours 3.00 GiB, a 2.00 GiB" in row.note
+    eig = bench_peers_memory.memory_row(
+        "top-20 GGN eigenvalues",
+        {"ours": ours, "b": (2**30, 2**30 - 2**20, np.array([1.0 + 1e-5, 2.0]))},
+    )
+    assert not eig.correct and "b differs from ours by 1e-05" in eig.note
