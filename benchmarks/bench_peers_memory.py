@@ -116,9 +116,9 @@ def memory_row(name: str, results: dict[str, tuple[int, int, np.ndarray]]) -> Ro
     whole = ", ".join(f"{s} {r[0] / 2**30:.2f} GiB" for s, r in results.items())
     return Row(
         f"peak memory added, {name} [float64, fresh process per side]",
-        peak - before,
+        float(peak - before),
         leanest,
-        added[leanest],
+        float(added[leanest]),
         min_ratio=1.0,
         correct=not wrong,
         unit="B",
