@@ -135,6 +135,14 @@ def _numpy(a: Any) -> np.ndarray:
     return a.detach().double().numpy() if hasattr(a, "detach") else np.asarray(a, np.float64)
 
 
+def gemm_rate(dtype_name: str, n: int = 1000) -> float:
+    """Flop/s of an n × n matrix product in NumPy (best of 3; the BLAS threads as set by the
+    caller): about the peak a flop-bound kernel reaches on those threads."""
+    A = np.random.default_rng(0).standard_normal((n, n)).astype(dtype_name)
+    _, seconds = timed(lambda: A @ A, repeat=3)
+    return 2.0 * n**3 / seconds
+
+
 def _row(
     name: str,
     ours: Callable[[], Any],
@@ -145,13 +153,16 @@ def _row(
     checks: Sequence[str] = (),
     tolerance: float | None = None,
     entrywise: bool = False,
+    flops: float | None = None,
 ) -> Row:
     """Time ``ours`` and each peer (best of 3 after a warm-up); compare their answers.
 
     ``checks`` are disagreements found before the clock (e.g. of conventions); any of them,
     or a peer whose answer differs from ours by more than ``tolerance`` (relative to ours'
     largest entry, or to each of ours' entries when ``entrywise``; default by dtype, module
-    docstring), marks the row wrong.
+    docstring), marks the row wrong. ``flops``: the operation's flop count; when a peer is
+    faster than ours, the note gives the time it takes at this machine's one-thread GEMM
+    rate (:func:`gemm_rate`), the floor both sides' times are measured against.
     """
     if tolerance is None:
         tolerance = _TOLERANCE[dtype_name]
@@ -168,6 +179,12 @@ def _row(
         if not err <= tolerance:
             wrong.append(f"{peer} differs from ours by {err:.2g} (relative)")
     fastest = min(times, key=times.get)
+    if flops is not None and times[fastest] < t_ours:
+        rate = gemm_rate(dtype_name)
+        note = (
+            f"{note}; floor {flops:.2g} flop = {flops / rate:.3g} s at {rate / 1e9:.3g} "
+            "GFLOP/s (this machine's GEMM rate)"
+        )
     listed = ", ".join(f"{p} {t:.3g} s" for p, t in sorted(times.items(), key=lambda x: x[1]))
     return Row(
         f"{name} [{dtype_name}]",
@@ -287,6 +304,7 @@ def ggn_rows() -> list[Row]:
                             *(extra for _, extra in products.values() if extra),
                         ]
                     ),
+                    flops=8.0 * N_ROWS * p * PRODUCTS,  # J v and Jᵀ u: 4 N p each
                 )
             )
     return rows

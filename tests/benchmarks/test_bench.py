@@ -242,3 +242,20 @@ def test_memory_rows_check_the_answers_and_read_the_peaks(tiny_peers, monkeypatc
         {"ours": ours, "b": (2**30, 2**30 - 2**20, np.array([1.0 + 1e-5, 2.0]))},
     )
     assert not eig.correct and "b differs from ours by 1e-05" in eig.note
+
+
+def test_a_faster_peer_gets_the_flop_floor_in_the_note():
+    import time
+
+    from laplace_lab.benchmarks import bench_peers
+
+    def slow():
+        time.sleep(0.01)
+        return np.ones(2)
+
+    row = bench_peers._row("toy", slow, {"peer": lambda: np.ones(2)}, "float64", "", flops=1e9)
+    rate = float(row.note.split(" s at ")[1].split(" GFLOP/s")[0])
+    assert row.correct and row.ratio < 1 and "floor 1e+09 flop = " in row.note
+    assert 1 < rate < 1e4  # GFLOP/s of one NumPy matrix product
+    fast = bench_peers._row("toy", lambda: np.ones(2), {"peer": slow}, "float64", "", flops=1e9)
+    assert "floor" not in fast.note
