@@ -15,9 +15,10 @@ Rows (each in float64 and float32, regression with σ0² = 0.25):
   compile time is in the note, not in the timed calls).
 
 More rows, on the same networks and data, live in ``bench_peers_*`` modules and run with
-these: :mod:`.bench_peers_kfac` (KFAC factors and an inverse product), :mod:`.bench_peers_lla` (the
-full-LLA predictive variances), :mod:`.bench_peers_eig` (the top-20 GGN eigenvalues, with
-laplax through :mod:`.bench_peers_laplax`).
+these: :mod:`.bench_peers_kfac` (KFAC factors and an inverse product),
+:mod:`.bench_peers_lla` (the full-LLA predictive variances), :mod:`.bench_peers_eig` (the
+top-20 GGN eigenvalues, with laplax through :mod:`.bench_peers_laplax`). Their peak memory
+per side is ``laplace-lab bench --only peers-memory`` (:mod:`.bench_peers_memory`).
 
 Each peer is called through its documented API here, in the bench layer (the conformance
 adapters are not imported: the layers of docs/architecture.md keep benchmarks apart from
