@@ -10,7 +10,15 @@ Rows (each in float64 and float32, regression with σ0² = 0.25):
   Hutchinson estimates of a diagonal, not the exact one, so it has no row here;
 - 10 GGN-vector products of the 3×200 MLP on N = 1,000 rows, after one warm-up product
   (ours keeps the layers' signals of its first pass; curvlinops' operator is built once):
-  ours (``NetworkGGN.matvec``) against curvlinops (``GGNLinearOperator @ v``).
+  ours (``NetworkGGN.matvec``) against curvlinops (``GGNLinearOperator @ v``) and laplax
+  0.0.2 (``create_ggn_mv`` on a JAX copy of the network, jit-compiled ahead of time: the
+  compile time is in the note, not in the timed calls).
+
+More rows, on the same networks and data, live in ``bench_peers_*`` modules and run with
+these: :mod:`.bench_peers_kfac` (KFAC factors and an inverse product),
+:mod:`.bench_peers_lla` (the full-LLA predictive variances), :mod:`.bench_peers_eig` (the
+top-20 GGN eigenvalues, with laplax through :mod:`.bench_peers_laplax`). Their peak memory
+per side is ``laplace-lab bench --only peers-memory`` (:mod:`.bench_peers_memory`).
 
 Each peer is called through its documented API here, in the bench layer (the conformance
 adapters are not imported: the layers of docs/architecture.md keep benchmarks apart from
@@ -30,7 +38,8 @@ References
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -40,7 +49,11 @@ from laplace_lab.benchmarks._harness import BenchmarkSkipped, Row, benchmark, ma
 NOISE_VAR = 0.25
 N_ROWS = 1000
 PRODUCTS = 10
+#: Timed calls per side (after one warm-up call); the best is reported.
+REPEAT = 3
 _TOLERANCE = {"float64": 1e-8, "float32": 1e-3}
+#: The networks of :func:`_problem` by kind, as the rows name them.
+LABEL = {"small": "MLP 10-50-50-1", "large": "3x200 MLP", "tiny": "MLP 3-6-6-1"}
 
 
 def _have(module: str) -> bool:
@@ -56,6 +69,8 @@ def _problem(kind: str, dtype: Any) -> tuple[Any, Any, Any]:
     torch.manual_seed(0)
     if kind == "small":
         model, d_in = mlp(10, [50, 50], activation="tanh"), 10
+    elif kind == "tiny":  # for the tests
+        model, d_in = mlp(3, [6, 6], activation="tanh"), 3
     else:
         model, d_in = mlp_3x200(8), 8
     model = model.to(dtype).eval()
@@ -121,26 +136,56 @@ def _numpy(a: Any) -> np.ndarray:
     return a.detach().double().numpy() if hasattr(a, "detach") else np.asarray(a, np.float64)
 
 
+def gemm_rate(dtype_name: str, n: int = 1000) -> float:
+    """Flop/s of an n × n matrix product in NumPy (best of 3; the BLAS threads as set by the
+    caller): about the peak a flop-bound kernel reaches on those threads."""
+    A = np.random.default_rng(0).standard_normal((n, n)).astype(dtype_name)
+    _, seconds = timed(lambda: A @ A, repeat=3)
+    return 2.0 * n**3 / seconds
+
+
 def _row(
     name: str,
     ours: Callable[[], Any],
     peers: dict[str, Callable[[], Any]],
     dtype_name: str,
     note: str,
+    *,
+    checks: Sequence[str] = (),
+    tolerance: float | None = None,
+    entrywise: bool = False,
+    flops: float | None = None,
 ) -> Row:
-    """Time ``ours`` and each peer (best of 3 after a warm-up); compare their answers."""
+    """Time ``ours`` and each peer (best of 3 after a warm-up); compare their answers.
+
+    ``checks`` are disagreements found before the clock (e.g. of conventions); any of them,
+    or a peer whose answer differs from ours by more than ``tolerance`` (relative to ours'
+    largest entry, or to each of ours' entries when ``entrywise``; default by dtype, module
+    docstring), marks the row wrong. ``flops``: the operation's flop count; when a peer is
+    faster than ours, the note gives the time it takes at this machine's one-thread GEMM
+    rate (:func:`gemm_rate`), the floor both sides' times are measured against.
+    """
+    if tolerance is None:
+        tolerance = _TOLERANCE[dtype_name]
     ours()  # warm-up, as for every peer below
-    answer, t_ours = timed(ours, repeat=3)
+    answer, t_ours = timed(ours, repeat=REPEAT)
     ref = _numpy(answer)
-    times, wrong = {}, []
+    times, wrong = {}, list(checks)
     for peer, fn in peers.items():
         fn()
-        got, times[peer] = timed(fn, repeat=3)
+        got, times[peer] = timed(fn, repeat=REPEAT)
         got = _numpy(got)
-        err = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-300))
-        if not err <= _TOLERANCE[dtype_name]:
+        scale = np.abs(ref) if entrywise else np.max(np.abs(ref))
+        err = float(np.max(np.abs(got - ref) / np.maximum(scale, 1e-300)))
+        if not err <= tolerance:
             wrong.append(f"{peer} differs from ours by {err:.2g} (relative)")
     fastest = min(times, key=times.get)
+    if flops is not None and times[fastest] < t_ours:
+        rate = gemm_rate(dtype_name)
+        note = (
+            f"{note}; floor {flops:.2g} flop = {flops / rate:.3g} s at {rate / 1e9:.3g} "
+            "GFLOP/s (this machine's GEMM rate)"
+        )
     listed = ", ".join(f"{p} {t:.3g} s" for p, t in sorted(times.items(), key=lambda x: x[1]))
     return Row(
         f"{name} [{dtype_name}]",
@@ -155,12 +200,51 @@ def _row(
 
 @benchmark("peers")
 def run(full: bool = False) -> list[Row]:
-    """The rows of the module docstring (``full`` changes nothing: the sizes are fixed)."""
+    """The rows of the module docstring and of the ``bench_peers_*`` modules (``full``
+    changes nothing: the sizes are fixed)."""
+    from laplace_lab.benchmarks import bench_peers_eig, bench_peers_kfac, bench_peers_lla
+
+    if not any(_have(m) for m in ("curvlinops", "posteriors", "laplace", "laplax")):
+        raise BenchmarkSkipped("no peer library is installed")
+    return ggn_rows() + bench_peers_kfac.rows() + bench_peers_lla.rows() + bench_peers_eig.rows()
+
+
+def _product_peers(
+    model: Any, X: Any, y: Any, dtype: Any
+) -> dict[str, tuple[Callable[[np.ndarray], Any], str]]:
+    """Each peer's V ↦ [Ω_lik v_1, …] (one vector at a time), with a note: curvlinops'
+    operator built once; laplax's product jit-compiled ahead of time, its compile time noted
+    apart from the timed calls (:mod:`.bench_peers_laplax`)."""
+    import torch
+
+    peers: dict[str, tuple[Callable[[np.ndarray], Any], str]] = {}
+    if _have("curvlinops"):
+        op, c = _curvlinops_operator(model, X, y)
+
+        def curvlinops_products(V: np.ndarray) -> Any:
+            Vt = torch.as_tensor(V, dtype=dtype)
+            return torch.stack([c * (op @ Vt[:, j]) for j in range(V.shape[1])], dim=1)
+
+        peers["curvlinops 3.0.1"] = (curvlinops_products, "")
+    if _have("laplax"):
+        from laplace_lab.benchmarks.bench_peers_laplax import compiled_ggn_mv
+
+        product, seconds = compiled_ggn_mv(model, X, y, NOISE_VAR)
+
+        def laplax_products(V: np.ndarray) -> np.ndarray:
+            return np.column_stack([product(V[:, j]) for j in range(V.shape[1])])
+
+        peers["laplax 0.0.2"] = (laplax_products, f"laplax's jit compile {seconds:.3g} s apart")
+    return peers
+
+
+def ggn_rows() -> list[Row]:
+    """The full GGN, GGN diagonal and GGN-vector product rows of the module docstring."""
     import torch
 
     cl, post = _have("curvlinops"), _have("posteriors")
-    if not (cl or post):
-        raise BenchmarkSkipped("neither curvlinops nor posteriors is installed")
+    if not (cl or post or _have("laplax")):
+        return []
     rows = []
     for dtype in (torch.float64, torch.float32):
         dname = str(dtype).removeprefix("torch.")
@@ -176,15 +260,16 @@ def run(full: bool = False) -> list[Row]:
             peers["posteriors 0.1.3"] = lambda m=model, X=X, y=y, p=p: (
                 _posteriors_state("dense", m, X, y).prec - torch.eye(p, dtype=X.dtype)
             )
-        rows.append(
-            _row(
-                f"full GGN, MLP 10-50-50-1 (p = {p:,}), N = {N_ROWS:,}",
-                lambda m=model, X=X, eye=eye: _ours(m, X).dense() - eye,
-                peers,
-                dname,
-                "ours builds NetworkGGN and its dense Ω each call",
+        if peers:
+            rows.append(
+                _row(
+                    f"full GGN, MLP 10-50-50-1 (p = {p:,}), N = {N_ROWS:,}",
+                    lambda m=model, X=X, eye=eye: _ours(m, X).dense() - eye,
+                    peers,
+                    dname,
+                    "ours builds NetworkGGN and its dense Ω each call",
+                )
             )
-        )
         model, X, y = _problem("large", dtype)
         p = sum(int(t.numel()) for t in model.parameters())
         if post:
@@ -201,24 +286,26 @@ def run(full: bool = False) -> list[Row]:
                     "curvlinops 3.0.1 offers no exact GGN diagonal",
                 )
             )
-        if cl:
+        products = _product_peers(model, X, y, dtype)
+        if products:
             ggn = _ours(model, X)
-            op, c = _curvlinops_operator(model, X, y)
             V = np.random.default_rng(1).standard_normal((p, PRODUCTS))
-            Vt = torch.as_tensor(V, dtype=dtype)
             rows.append(
                 _row(
                     f"{PRODUCTS} GGN-vector products, 3x200 MLP (p = {p:,}), N = {N_ROWS:,}",
                     lambda ggn=ggn, V=V: np.column_stack(
                         [ggn.matvec(V[:, j], include_prior=False) for j in range(PRODUCTS)]
                     ),
-                    {
-                        "curvlinops 3.0.1": lambda op=op, c=c, Vt=Vt: torch.stack(
-                            [c * (op @ Vt[:, j]) for j in range(PRODUCTS)], dim=1
-                        )
-                    },
+                    {name: partial(fn, V) for name, (fn, _) in products.items()},
                     dname,
-                    "one vector at a time; ours after the first pass that keeps the signals",
+                    "; ".join(
+                        [
+                            "one vector at a time; ours after the first pass that keeps the "
+                            "signals",
+                            *(extra for _, extra in products.values() if extra),
+                        ]
+                    ),
+                    flops=8.0 * N_ROWS * p * PRODUCTS,  # J v and Jᵀ u: 4 N p each
                 )
             )
     return rows
