@@ -167,6 +167,9 @@ def dense_float32(
         f = net(X_train.float()).reshape(len(X_train), -1)
     if likelihood == "regression":
         H = torch.full((len(f), 1, 1), 1.0 / noise_var)
+    elif likelihood == "multioutput-regression":  # diag(1/σ_c²) for every input
+        inv = torch.as_tensor(1.0 / np.asarray(noise_var, dtype=np.float32))
+        H = torch.diag(inv).expand(len(f), -1, -1)
     elif likelihood == "binary":
         s = torch.sigmoid(f[:, 0])
         H = (s * (1 - s))[:, None, None]
@@ -182,7 +185,7 @@ def dense_float32(
     Omega = torch.einsum("ncp,ncd,ndq->pq", J, H.float(), J) + torch.diag(V)
     W = torch.linalg.solve(Omega, G.reshape(-1, len(S)).T).T
     v = (W * G.reshape(-1, len(S))).sum(1).reshape(G.shape[:2])
-    return (v if likelihood == "multiclass" else v[:, 0]).numpy()
+    return (v[:, 0] if likelihood in ("regression", "binary") else v).numpy()
 
 
 def prior_as_variance(
