@@ -50,6 +50,8 @@ def _validate(args: argparse.Namespace) -> int:
         raise ValueError("--venvs goes with --versions")
     if args.library and not args.scoreboard:
         raise ValueError("--library goes with --scoreboard; --target names one library")
+    if args.no_reproducers and not args.scoreboard:
+        raise ValueError("--no-reproducers goes with --scoreboard")
     if args.scoreboard:
         return _scoreboard(args)
     if not args.target:
@@ -95,7 +97,7 @@ def _scoreboard(args: argparse.Namespace) -> int:
         print(f"{library} {result.case.name}: {result.outcome.value} ({result.seconds:.1f} s)")
 
     board = run_scoreboard(args.library, seed=args.seed, only=args.case, progress=progress)
-    paths = write_scoreboard(board, out)
+    paths = write_scoreboard(board, out, reproducers=not args.no_reproducers)
     for run in board.runs:
         print(f"{run.validation.summary()} ({run.seconds:.1f} s)")
     for library in board.not_installed:
@@ -178,6 +180,11 @@ def add_validate_parser(subparsers: argparse._SubParsersAction) -> argparse.Argu
         "--scoreboard",
         action="store_true",
         help="run every installed library and write the scoreboard (default --out scoreboard)",
+    )
+    cmd.add_argument(
+        "--no-reproducers",
+        action="store_true",
+        help="with --scoreboard: write the pages only, no reproducer files",
     )
     cmd.add_argument(
         "--library",

@@ -147,7 +147,7 @@ def _commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def _library_payload(run: LibraryRun) -> dict[str, Any]:
+def _library_payload(run: LibraryRun, reproducers: bool = True) -> dict[str, Any]:
     lib, v = run.library, run.validation
     results = []
     for r in v.results:
@@ -158,7 +158,11 @@ def _library_payload(run: LibraryRun) -> dict[str, Any]:
                 "status": r.outcome.value,
                 "ratio": _ratio(r),
                 "reason": _reason(r.summary),
-                "reproducer": _reproducer_path(lib.name, r.case.name) if r.reproducer else None,
+                "reproducer": (
+                    _reproducer_path(lib.name, r.case.name)
+                    if r.reproducer and reproducers
+                    else None
+                ),
                 "finding": None if finding is None else finding.id,
             }
         )
@@ -173,7 +177,9 @@ def _library_payload(run: LibraryRun) -> dict[str, Any]:
     }
 
 
-def scoreboard_payload(board: Scoreboard, *, date: str | None = None) -> dict[str, Any]:
+def scoreboard_payload(
+    board: Scoreboard, *, date: str | None = None, reproducers: bool = True
+) -> dict[str, Any]:
     """The scoreboard as one JSON object (:data:`SCOREBOARD_SCHEMA`).
 
     Parameters
@@ -181,6 +187,8 @@ def scoreboard_payload(board: Scoreboard, *, date: str | None = None) -> dict[st
     board : Scoreboard
     date : str, optional
         The ISO date in ``generated`` (today, UTC, when None).
+    reproducers : bool
+        Whether each FAIL and ERROR names its reproducer file (False: none is written).
 
     Returns
     -------
@@ -212,7 +220,7 @@ def scoreboard_payload(board: Scoreboard, *, date: str | None = None) -> dict[st
             "seconds": {run.library.name: round(run.seconds, 1) for run in board.runs},
         },
         "cases": list(cases.values()),
-        "libraries": [_library_payload(run) for run in board.runs],
+        "libraries": [_library_payload(run, reproducers) for run in board.runs],
         "not_installed": [
             {"library": lib.name, "install": lib.install} for lib in board.not_installed
         ],
@@ -254,7 +262,7 @@ def _write_reproducers(board: Scoreboard, texts: dict[Path, str], out: Path) -> 
 
 
 def write_scoreboard(
-    board: Scoreboard, out_dir: Path | str, *, date: str | None = None
+    board: Scoreboard, out_dir: Path | str, *, date: str | None = None, reproducers: bool = True
 ) -> dict[str, Any]:
     """Write ``scoreboard.json``, ``scoreboard.html``, ``scoreboard.md`` and the reproducers.
 
@@ -270,6 +278,9 @@ def write_scoreboard(
         The folder (created if needed).
     date : str, optional
         As in :func:`scoreboard_payload`.
+    reproducers : bool
+        False: the pages alone, no reproducer (the versions page reads ``scoreboard.json``
+        only, and an older version may fail where no template exists).
 
     Returns
     -------
@@ -280,9 +291,10 @@ def write_scoreboard(
 
     from laplace_lab.conformance.scoreboard_page import scoreboard_html, scoreboard_markdown
 
-    payload = scoreboard_payload(board, date=date)
+    payload = scoreboard_payload(board, date=date, reproducers=reproducers)
     out = Path(out_dir)
-    texts = _reproducers(board, out)  # a finding without a template raises before any write
+    # a finding without a template raises before any write
+    texts = _reproducers(board, out) if reproducers else {}
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Any] = {
         "json": out / "scoreboard.json",
@@ -292,7 +304,7 @@ def write_scoreboard(
     paths["json"].write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "utf-8")
     paths["html"].write_text(scoreboard_html(payload), encoding="utf-8")
     paths["markdown"].write_text(scoreboard_markdown(payload), encoding="utf-8")
-    paths["reproducers"] = _write_reproducers(board, texts, out)
+    paths["reproducers"] = _write_reproducers(board, texts, out) if reproducers else []
     return paths
 
 

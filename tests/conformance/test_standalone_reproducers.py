@@ -224,6 +224,13 @@ def test_a_failing_case_without_a_template_stops_the_writer(tmp_path):
     with pytest.raises(ValueError, match=match):
         write_scoreboard(Scoreboard(0, (run,), ()), tmp_path, date="2000-01-01")
     assert list(tmp_path.iterdir()) == []  # nothing written
+    # the pages alone (the versions page's run): no reproducer is asked for, none named
+    paths = write_scoreboard(
+        Scoreboard(0, (run,), ()), tmp_path, date="2000-01-01", reproducers=False
+    )
+    assert paths["reproducers"] == [] and not (tmp_path / "reproducers").exists()
+    (entry,) = json.loads(paths["json"].read_text("utf-8"))["libraries"][0]["results"]
+    assert entry["status"] == "FAIL" and entry["reproducer"] is None
 
 
 if __name__ == "__main__":
