@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from laplace_lab.benchmarks._harness import BenchmarkSkipped, Row, benchmark, main_for, timed
+from laplace_lab.benchmarks._harness import Row, timed
 
 NOISE_VAR = 0.25
 N_ROWS = 1000
@@ -198,17 +198,6 @@ def _row(
     )
 
 
-@benchmark("peers")
-def run(full: bool = False) -> list[Row]:
-    """The rows of the module docstring and of the ``bench_peers_*`` modules (``full``
-    changes nothing: the sizes are fixed)."""
-    from laplace_lab.benchmarks import bench_peers_eig, bench_peers_kfac, bench_peers_lla
-
-    if not any(_have(m) for m in ("curvlinops", "posteriors", "laplace", "laplax")):
-        raise BenchmarkSkipped("no peer library is installed")
-    return ggn_rows() + bench_peers_kfac.rows() + bench_peers_lla.rows() + bench_peers_eig.rows()
-
-
 def _product_peers(
     model: Any, X: Any, y: Any, dtype: Any
 ) -> dict[str, tuple[Callable[[np.ndarray], Any], str]]:
@@ -309,7 +298,3 @@ def ggn_rows() -> list[Row]:
                 )
             )
     return rows
-
-
-if __name__ == "__main__":
-    raise SystemExit(main_for(run))

@@ -60,6 +60,18 @@ class Stacked:
             [m for m in model.modules() if isinstance(m, torch.nn.Linear)] for model in models
         ]
         kinds = {type(m) for model in models for m in model.modules() if type(m) in _ACTIVATIONS}
+        other = {
+            type(m).__name__
+            for model in models
+            for m in model.modules()
+            if not isinstance(m, (torch.nn.Sequential, torch.nn.Linear, *_ACTIVATIONS))
+            or (isinstance(m, torch.nn.Linear) and m.bias is None)
+        }
+        if other:
+            raise ValueError(
+                "models must be Sequential MLPs of biased Linear layers and ReLU or Tanh; got "
+                + ", ".join(sorted(other))
+            )
         shapes = {tuple(tuple(m.weight.shape) for m in lin) for lin in linears}
         if len(shapes) != 1 or len(kinds) > 1 or not linears[0]:
             raise ValueError("models must be MLPs of one architecture and one activation")

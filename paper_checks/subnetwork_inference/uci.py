@@ -113,6 +113,8 @@ def _splits(seed: int, full: bool, quick_splits: int = QUICK_SPLITS) -> tuple[UC
     the quick mode needs several: with 2 the verdict of seed 0 changed with the CPU that
     trained the networks.
     """
+    if not 0 < quick_splits <= QUICK_SPLITS:
+        raise ValueError(f"quick_splits must be in 1..{QUICK_SPLITS}; got {quick_splits}")
     plan = _plan(full, quick_splits)
     out = []
     for i, dataset in enumerate(plan):

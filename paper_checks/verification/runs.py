@@ -265,6 +265,7 @@ def run_claims(
     ) as bar:
         board = Board(bar)
         live = not bar.disable
+
         say = bar.write if live else echo
         with board.ticking() if live else nullcontext():
             if scheduler is None and (jobs <= 1 or len(groups) <= 1):

@@ -53,3 +53,8 @@ def test_networks_of_different_architectures_are_refused():
         Stacked.of([mlp(3, [5], 1), mlp(3, [6], 1)])
     with pytest.raises(ValueError, match="at least one"):
         Stacked.of([])
+    gelu = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.GELU(), torch.nn.Linear(4, 1))
+    with pytest.raises(ValueError, match="GELU"):  # never silently linear
+        Stacked.of([gelu])
+    with pytest.raises(ValueError, match="Linear"):  # no bias to stack
+        Stacked.of([torch.nn.Sequential(torch.nn.Linear(3, 1, bias=False))])
