@@ -192,6 +192,8 @@ def train_splits(
        "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.2.
     """
     one_of(dataset, "dataset", tuple(_LOADERS))
+    if not len(rngs):
+        raise ValueError("rngs must hold at least one generator (one per split)")
     drawn = []
     for rng in rngs:
         data_rng, val_rng, init_rng = spawn(rng, 3)
