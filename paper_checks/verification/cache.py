@@ -9,9 +9,12 @@ the true results survive every mutant run for the claims that share them.
 
 A mutant may name, in ``Mutant.reuses``, cached helpers whose results do not depend on what it
 replaces (a network's training, when the mutant changes a verdict threshold or a step after
-it). Under that mutant those helpers return the true code's results. Reuse can only narrow
-what a mutant changes, never make it caught: a mutant that is still caught is caught by the
-code downstream of the reused results.
+it). Under that mutant those helpers return the true code's results: a result the true run
+did not compute (a second look of a sequential design that only the mutant reaches) is
+computed with the mutant's replacements suspended, by the true code, and kept as a true
+result, so the next mutant or claim that needs it reuses it. Reuse can only narrow what a
+mutant changes, never make it caught: a mutant that is still caught is caught by the code
+downstream of the reused results.
 """
 
 from __future__ import annotations
@@ -20,13 +23,25 @@ import contextlib
 import functools
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple
 
 __all__ = ["Cached", "cached", "mutant_scope"]
 
 _REGISTRY: list[Cached] = []
-#: The cached helpers that may return true results under the applied mutant (None: no mutant).
-_SCOPE: list[frozenset[Cached] | None] = [None]
+
+
+class _Scope(NamedTuple):
+    """The applied mutant's view of the cache."""
+
+    #: The cached helpers that return true results under the mutant.
+    reuses: frozenset[Cached]
+    #: Inside it the mutant's replacements are undone (the true code runs).
+    suspended: Callable[[], AbstractContextManager[None]]
+
+
+#: The applied mutant's scope (None: no mutant, or its replacements suspended).
+_SCOPE: list[_Scope | None] = [None]
 
 
 class Cached:
@@ -53,11 +68,11 @@ class Cached:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         key = (args, tuple(sorted(kwargs.items())))
-        reusable = _SCOPE[-1]
-        if reusable is None or (self in reusable and key in self._true):
-            store = self._true
-        else:
-            store = self._mutant
+        scope = _SCOPE[-1]
+        if scope is not None and self in scope.reuses and key not in self._true:
+            with _true_code(scope):
+                return self(*args, **kwargs)
+        store = self._true if scope is None or self in scope.reuses else self._mutant
         if key in store:
             if store is self._true:
                 self._true.move_to_end(key)
@@ -89,10 +104,39 @@ def cached(fn: Callable[..., Any] | None = None, *, maxsize: int | None = None) 
 
 
 @contextlib.contextmanager
-def mutant_scope(reuses: frozenset[Cached] = frozenset()) -> Iterator[None]:
+def _true_code(scope: _Scope) -> Iterator[None]:
+    """Inside the block the mutant of ``scope`` is suspended: its replacements undone, every
+    cached helper reading and writing the true results."""
+    with scope.suspended():
+        _SCOPE.append(None)
+        try:
+            yield
+        finally:
+            _SCOPE.pop()
+
+
+def mutant_scope(
+    reuses: frozenset[Cached] = frozenset(),
+    suspended: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
+) -> AbstractContextManager[None]:
     """Inside the block, cached results are a mutant's: computed apart, dropped at the end,
-    except the true results of the helpers in ``reuses``."""
-    _SCOPE.append(frozenset(reuses))
+    except the true results of the helpers in ``reuses`` (computed inside ``suspended()``,
+    where the mutant's replacements are undone, when the true run has none).
+
+    Parameters
+    ----------
+    reuses : frozenset of Cached
+        The helpers whose true results the mutant reuses.
+    suspended : callable
+        Returns a context manager inside which the mutant's replacements are undone (the
+        default: the mutant replaces nothing outside the cache).
+    """
+    return _mutant_scope(_Scope(frozenset(reuses), suspended))
+
+
+@contextlib.contextmanager
+def _mutant_scope(scope: _Scope) -> Iterator[None]:
+    _SCOPE.append(scope)
     try:
         yield
     finally:

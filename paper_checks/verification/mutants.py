@@ -125,49 +125,91 @@ def _entries(original: Any) -> list[tuple[dict, Any, str]]:
     return out
 
 
-@contextlib.contextmanager
-def _swapped(original: Any, new: Any) -> Iterator[int]:
-    """Inside the block every registry entry holding ``original`` holds ``new``; yields their
-    number."""
-    entries = _entries(original)
-    saved = [(registry, key, registry[key]) for registry, key, _ in entries]
-    try:
-        for registry, key, name in entries:
-            registry[key] = dataclasses.replace(registry[key], **{name: new})
-        yield len(entries)
-    finally:
-        for registry, key, entry in saved:
-            registry[key] = entry
+def _entry_swaps(original: Any, new: Any) -> list[tuple[Callable[[], None], Callable[[], None]]]:
+    """(apply, undo) for every registry entry holding ``original``: it holds ``new`` once
+    applied."""
+    swaps = []
+    for registry, key, name in _entries(original):
+        saved = registry[key]
+        swaps.append(
+            (
+                functools.partial(
+                    registry.__setitem__, key, dataclasses.replace(saved, **{name: new})
+                ),
+                functools.partial(registry.__setitem__, key, saved),
+            )
+        )
+    return swaps
+
+
+def _swaps(mutant: Mutant, extra: tuple[types.ModuleType, ...]):
+    """(apply, undo) for every replacement of ``mutant``, in the order they are applied."""
+    swaps: list[tuple[Callable[[], None], Callable[[], None]]] = []
+    for target, new in mutant.replace.items():
+        if isinstance(target, tuple):
+            owner, attr = target
+            old = getattr(owner, attr)
+            swaps.append(
+                (
+                    functools.partial(setattr, owner, attr, new),
+                    functools.partial(setattr, owner, attr, old),
+                )
+            )
+            continue
+        sites = _bindings(target, extra)
+        entries = _entry_swaps(target, new)
+        if not sites and not entries:
+            raise ValueError(
+                f"mutant {mutant.name!r}: {getattr(target, '__qualname__', target)!r} "
+                "is bound nowhere in laplace_lab"
+            )
+        swaps.extend(entries)
+        for module, name in sites:
+            swaps.append(
+                (
+                    functools.partial(setattr, module, name, new),
+                    functools.partial(setattr, module, name, target),
+                )
+            )
+    return swaps
 
 
 @contextlib.contextmanager
 def applied(mutant: Mutant, *extra_modules: types.ModuleType) -> Iterator[None]:
-    """Apply ``mutant`` inside the block; everything is restored on exit."""
-    undo: list[Callable[[], None]] = []
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(mutant_scope(frozenset(mutant.reuses)))
+    """Apply ``mutant`` inside the block; everything is restored on exit.
+
+    Inside the block, a cached helper that the mutant ``reuses`` computes a result the true
+    run has not with the replacements undone (the true code), and keeps it as a true result.
+    """
+    swaps = _swaps(mutant, extra_modules)
+    done: list[Callable[[], None]] = []
+
+    def undo() -> None:
+        while done:
+            done.pop()()
+
+    def apply() -> None:
+        for do, back in swaps:
+            do()
+            done.append(back)
+
+    @contextlib.contextmanager
+    def suspended() -> Iterator[None]:
+        # plain functools caches may hold what the mutant computed: never the true code's
+        clear_caches()
+        undo()
         try:
-            for target, new in mutant.replace.items():
-                if isinstance(target, tuple):
-                    owner, attr = target
-                    old = getattr(owner, attr)
-                    setattr(owner, attr, new)
-                    undo.append(functools.partial(setattr, owner, attr, old))
-                    continue
-                sites = _bindings(target, extra_modules)
-                registered = stack.enter_context(_swapped(target, new))
-                if not sites and not registered:
-                    raise ValueError(
-                        f"mutant {mutant.name!r}: {getattr(target, '__qualname__', target)!r} "
-                        "is bound nowhere in laplace_lab"
-                    )
-                for module, name in sites:
-                    setattr(module, name, new)
-                    undo.append(functools.partial(setattr, module, name, target))
             yield
         finally:
-            for step in reversed(undo):
-                step()
+            clear_caches()
+            apply()
+
+    with mutant_scope(frozenset(mutant.reuses), suspended):
+        try:
+            apply()
+            yield
+        finally:
+            undo()
 
 
 def clear_caches() -> None:

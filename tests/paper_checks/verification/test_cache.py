@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from laplace_lab.paper_checks.verification.cache import cached, mutant_scope
-from laplace_lab.paper_checks.verification.mutants import Mutant
+from laplace_lab.paper_checks.verification.mutants import Mutant, applied
 from laplace_lab.paper_checks.verification.registry import (
     Claim,
     Context,
@@ -50,7 +50,58 @@ def test_a_mutant_reuses_the_true_results_of_the_helpers_it_names():
         assert helper(3, scale=2.0) == 2.0 and len(calls) == 1  # the true result
         assert helper(4) == 1.0 and len(calls) == 2  # none for these arguments: computed ...
     helper(4)
-    assert len(calls) == 3  # ... and kept apart from the true results
+    assert len(calls) == 2  # ... by the true code (nothing to suspend here), kept as true
+
+
+SUSPENDED = """
+from laplace_lab.paper_checks.verification.cache import cached
+
+CALLS = []
+
+
+def weight():
+    return 1.0
+
+
+@cached
+def train(seed):
+    CALLS.append(seed)
+    return weight() * seed
+
+
+@cached
+def score(seed):
+    return weight() * train(seed)
+"""
+
+
+def test_a_reused_result_the_true_run_lacks_is_computed_by_the_true_code_and_kept():
+    with toy_claims_module("_toy_suspended", SUSPENDED) as module:
+        mutant = Mutant(
+            "heavy", "weights of 7", {(module, "weight"): lambda: 7.0}, reuses=(module.train,)
+        )
+        with applied(mutant):
+            assert module.weight() == 7.0
+            # train(2) was never run by the true code: it runs now with the mutant undone ...
+            assert module.train(2) == 2.0 and module.CALLS == [2]
+            assert module.weight() == 7.0  # ... and the mutant is back in place after it
+            assert module.score(3) == 7.0 * 3.0  # a helper it does not reuse: the mutant's
+            assert module.CALLS == [2, 3]
+        assert module.weight() == 1.0
+        assert module.train(2) == 2.0 and module.CALLS == [2, 3]  # kept as a true result
+        assert module.score(3) == 3.0 and module.CALLS == [2, 3]  # score's mutant one dropped
+
+
+def test_a_failure_inside_the_suspended_true_code_leaves_the_mutant_applied():
+    with toy_claims_module("_toy_suspended_failure", SUSPENDED) as module:
+        mutant = Mutant(
+            "heavy", "weights of 7", {(module, "weight"): lambda: 7.0}, reuses=(module.train,)
+        )
+        with applied(mutant):
+            with pytest.raises(TypeError):
+                module.train("x")
+            assert module.weight() == 7.0
+        assert module.weight() == 1.0
 
 
 def test_maxsize_keeps_the_most_recently_used_true_results():
