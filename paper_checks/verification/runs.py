@@ -7,13 +7,15 @@ a :attr:`~.registry.Claim.unit`: the claims of one module, or of the modules tha
 claim's streams are keyed by its name (:meth:`.registry.Context.rng`), so a claim earns the
 same verdict in any worker and any unit.
 Within a unit the true runs come first and the mutants after them: a mutant may reuse the
-true results of the cached helpers it names, never compute them. Each worker limits BLAS and
+true results of the cached helpers it names (the ones the true runs lack are computed by the
+true code, with the mutant suspended, and kept for the next mutant). Each worker limits BLAS and
 torch to one thread, so that the workers do not oversubscribe the cores, and draws no bar.
 The parent prints each claim's line and its mutants' lines in the run's order, whatever order
 the units finish in (a claim's lines as soon as every earlier claim's are out), and, on a
 terminal, draws one bar over the claims and mutants with an ETA. While the bar is drawn, every
 claim and mutant reports its start, its end and the steps of its loops
-(:mod:`.progress`): a worker's go to the parent on a queue, and the bar names what runs.
+(:mod:`.progress`): a worker's go to the parent on a queue, a Dask task's through the
+scheduler, and the bar names what runs.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ import multiprocessing
 import queue
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from laplace_lab._plugins import load_plugin
@@ -187,17 +191,26 @@ def _to_parent(said: tuple) -> None:
     _EVENTS.put(said)
 
 
+def _to_topic(topic: str) -> Report:
+    """A Dask task's events, sent to the clients subscribed to ``topic`` through the
+    scheduler (in the order the task says them)."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    return lambda said: worker.log_event(topic, list(said))
+
+
 def _worker(
-    keys: Sequence[str], numbers: Sequence[str], plan: Plan
+    keys: Sequence[str], numbers: Sequence[str], plan: Plan, topic: str | None = None
 ) -> list[tuple[str, Verdict, float, list]]:
     """Run the claims ``keys`` in a fresh process; plain data back (mutants by name: their
     replacements need not pickle). In a worker of the pool, its events go to the parent
-    while it runs; a Dask task's do not."""
+    while it runs; a Dask task's go to the clients subscribed to ``topic`` (None: nowhere)."""
     plan.catalog(None, tuple(keys))
     for module in plan.plugins:
         load_plugin(module, "claim plugin")
     known = {c.key: c for c in all_claims()}
-    report = _to_parent if _EVENTS is not None else None
+    report = _to_parent if _EVENTS is not None else _to_topic(topic) if topic else None
     with single_thread(), quiet_progress():
         outcomes = _run_group([known[k] for k in keys], plan, _quiet, numbers, report)
     return [
@@ -277,7 +290,7 @@ def run_claims(
                 return here
             lines = _InOrder(claims, say, board)
             if scheduler is not None:
-                done = _on_dask(groups, plan, number, scheduler, jobs, store, lines, by_key)
+                done = _on_dask(groups, plan, number, scheduler, jobs, store, lines, by_key, live)
                 return [_outcomes(done[c.key], by_key)[c.key] for c in claims]
             outcomes = _in_pool(groups, plan, number, jobs, lines, by_key, live)
     return [outcomes[c.key] for c in claims]
@@ -332,9 +345,11 @@ def _on_dask(
     store: UnitStore | None,
     lines: _InOrder,
     by_key: dict[str, Claim],
+    live: bool = False,
 ) -> dict[str, list]:
     """Each unit as one Dask task (a lost worker's tasks are rerun by Dask); the units
-    ``store`` holds are read, not run. Plain results by claim key."""
+    ``store`` holds are read, not run; with a ``live`` bar, the tasks' events come back
+    through the scheduler (a topic of this run). Plain results by claim key."""
     from distributed import as_completed as finished
 
     def key_of(group: list[Claim]) -> str:
@@ -361,13 +376,21 @@ def _on_dask(
         return done
     address = None if scheduler == "local" else scheduler
     with dask_client(address, max(1, jobs)) as client:
-        ship_modules(client, set(plan.plugins))  # a claim plugin, to a cluster of one's own
+        # a claim plugin, to a cluster of one's own: a file is sent, and imported there by
+        # its module name (its path need not exist on a worker's machine)
+        plugins = tuple(Path(p).stem if p.endswith(".py") else p for p in plan.plugins)
+        ship_modules(client, set(plugins))
+        sent = replace(plan, plugins=plugins)
+        topic = f"laplace-lab-check-{uuid.uuid4().hex}" if live else None
+        if topic is not None:
+            client.subscribe_topic(topic, lambda event: lines.board.event(tuple(event[1])))
         futures = {
             client.submit(
                 _worker,
                 [c.key for c in g],
                 [number[c.key] for c in g],
-                plan,
+                sent,
+                topic,
                 pure=False,
                 key=f"unit-{key_of(g)}",
             ): g

@@ -103,8 +103,9 @@ def stepping(tmp_path, monkeypatch):
     sys.modules.pop("stepping_claims", None)
 
 
+@pytest.mark.parametrize("scheduler", [None, "local"], ids=["pool", "dask"])
 def test_workers_steps_reach_the_parents_bar_and_it_counts_every_claim_and_mutant(
-    stepping, monkeypatch
+    stepping, monkeypatch, scheduler
 ):
     path, claims = stepping
     bars, boards = [], []
@@ -123,7 +124,9 @@ def test_workers_steps_reach_the_parents_bar_and_it_counts_every_claim_and_mutan
     monkeypatch.setattr(runs, "progress_bar", lambda **kw: bars.append(_LiveBar(**kw)) or bars[-1])
     monkeypatch.setattr(runs, "Board", Recording)
     plan = Plan(Context(seed=0), "light", no_catalog, (str(path),))
-    outcomes = run_claims(claims, plan, jobs=2, cost=lambda c: 1.0)
+    # on Dask, the events of the tasks travel through the scheduler (one worker: 2 units)
+    jobs = 2 if scheduler is None else 1
+    outcomes = run_claims(claims, plan, jobs=jobs, cost=lambda c: 1.0, scheduler=scheduler)
     [bar], [board] = bars, boards
     heard = [e[3:] for e in board.events if e[0] == "step" and e[1:3] == (KEYS[0], None)]
     assert heard == [(0, 3, "seeds"), (1, 3, "seeds"), (2, 3, "seeds"), (3, 3, "seeds")]
