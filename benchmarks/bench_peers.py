@@ -24,7 +24,10 @@ Each peer is called through its documented API here, in the bench layer (the con
 adapters are not imported: the layers of docs/architecture.md keep benchmarks apart from
 conformance). Every peer's answer must agree with ours (relative 1e-8 in float64, 1e-3 in
 float32), else the row is marked wrong. The ratio is the fastest peer's time over ours; the
-note lists every peer's time. Times are the best of 3 calls after a warm-up call. Peers
+note lists every peer's time. Times are CPU seconds of the process (every thread's), the
+best of 3 calls after a warm-up call, with every side on one thread (:func:`one_thread`:
+torch, the BLAS, XLA's CPU client): a ratio of work, which other processes on a shared
+machine barely move (wall times there varied 14× between runs of the same call). Peers
 missing from the environment are left out of the row; a row without any peer is skipped.
 
 References
@@ -37,14 +40,44 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-from collections.abc import Callable, Sequence
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 
 from laplace_lab.benchmarks._harness import Row, timed
+
+#: The clock of every peer row: the process's CPU time (module docstring).
+CLOCK = time.process_time
+#: XLA's CPU client on one thread (read when JAX starts its backend).
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """torch and the BLAS on one thread inside the block, and XLA's CPU client when JAX has
+    not started here yet (its flags are read once per process)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    if "jax" not in sys.modules:
+        flags = os.environ.get("XLA_FLAGS", "")
+        if XLA_ONE_THREAD not in flags:
+            os.environ["XLA_FLAGS"] = f"{flags} {XLA_ONE_THREAD}".strip()
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            yield
+    finally:
+        torch.set_num_threads(previous)
+
 
 NOISE_VAR = 0.25
 N_ROWS = 1000
@@ -140,7 +173,7 @@ def gemm_rate(dtype_name: str, n: int = 1000) -> float:
     """Flop/s of an n × n matrix product in NumPy (best of 3; the BLAS threads as set by the
     caller): about the peak a flop-bound kernel reaches on those threads."""
     A = np.random.default_rng(0).standard_normal((n, n)).astype(dtype_name)
-    _, seconds = timed(lambda: A @ A, repeat=3)
+    _, seconds = timed(lambda: A @ A, repeat=3, clock=CLOCK)
     return 2.0 * n**3 / seconds
 
 
@@ -156,7 +189,8 @@ def _row(
     entrywise: bool = False,
     flops: float | None = None,
 ) -> Row:
-    """Time ``ours`` and each peer (best of 3 after a warm-up); compare their answers.
+    """Time ``ours`` and each peer (CPU seconds, best of 3 after a warm-up); compare their
+    answers.
 
     ``checks`` are disagreements found before the clock (e.g. of conventions); any of them,
     or a peer whose answer differs from ours by more than ``tolerance`` (relative to ours'
@@ -168,12 +202,12 @@ def _row(
     if tolerance is None:
         tolerance = _TOLERANCE[dtype_name]
     ours()  # warm-up, as for every peer below
-    answer, t_ours = timed(ours, repeat=REPEAT)
+    answer, t_ours = timed(ours, repeat=REPEAT, clock=CLOCK)
     ref = _numpy(answer)
     times, wrong = {}, list(checks)
     for peer, fn in peers.items():
         fn()
-        got, times[peer] = timed(fn, repeat=REPEAT)
+        got, times[peer] = timed(fn, repeat=REPEAT, clock=CLOCK)
         got = _numpy(got)
         scale = np.abs(ref) if entrywise else np.max(np.abs(ref))
         err = float(np.max(np.abs(got - ref) / np.maximum(scale, 1e-300)))
@@ -291,6 +325,14 @@ def ggn_rows() -> list[Row]:
                         [
                             "one vector at a time; ours after the first pass that keeps the "
                             "signals",
+                            *(
+                                [
+                                    "ours computes and accumulates in float64 (the float32 "
+                                    "signals promoted), at float64's GEMM rate"
+                                ]
+                                if dtype == torch.float32
+                                else []
+                            ),
                             *(extra for _, extra in products.values() if extra),
                         ]
                     ),

@@ -1,4 +1,5 @@
-"""``laplace-lab bench --only peers``: every peer row, side by side in one process — the GGN
+"""``laplace-lab bench --only peers``: every peer row, side by side in one process on one
+thread (:func:`.bench_peers.one_thread`; CPU seconds) — the GGN
 rows of :mod:`.bench_peers` and those of :mod:`.bench_peers_kfac`, :mod:`.bench_peers_lla`
 and :mod:`.bench_peers_eig` (each module's docstring says what it times and against whom).
 
@@ -19,12 +20,13 @@ def run(full: bool = False) -> list[Row]:
     """Every peer row (``full`` changes nothing: the sizes are fixed)."""
     if not any(bench_peers._have(m) for m in ("curvlinops", "posteriors", "laplace", "laplax")):
         raise BenchmarkSkipped("no peer library is installed")
-    return (
-        bench_peers.ggn_rows()
-        + bench_peers_kfac.rows()
-        + bench_peers_lla.rows()
-        + bench_peers_eig.rows()
-    )
+    with bench_peers.one_thread():
+        return (
+            bench_peers.ggn_rows()
+            + bench_peers_kfac.rows()
+            + bench_peers_lla.rows()
+            + bench_peers_eig.rows()
+        )
 
 
 if __name__ == "__main__":
