@@ -188,26 +188,29 @@ def _row(
     tolerance: float | None = None,
     entrywise: bool = False,
     flops: float | None = None,
+    repeat: int | None = None,
 ) -> Row:
-    """Time ``ours`` and each peer (CPU seconds, best of 3 after a warm-up); compare their
-    answers.
+    """Time ``ours`` and each peer (CPU seconds, best of ``repeat`` after a warm-up); compare
+    their answers.
 
     ``checks`` are disagreements found before the clock (e.g. of conventions); any of them,
     or a peer whose answer differs from ours by more than ``tolerance`` (relative to ours'
     largest entry, or to each of ours' entries when ``entrywise``; default by dtype, module
     docstring), marks the row wrong. ``flops``: the operation's flop count; when a peer is
     faster than ours, the note gives the time it takes at this machine's one-thread GEMM
-    rate (:func:`gemm_rate`), the floor both sides' times are measured against.
+    rate (:func:`gemm_rate`), the floor both sides' times are measured against. ``repeat``:
+    timed calls per side (default :data:`REPEAT`; 1 for calls of tens of seconds).
     """
+    repeat = REPEAT if repeat is None else repeat
     if tolerance is None:
         tolerance = _TOLERANCE[dtype_name]
     ours()  # warm-up, as for every peer below
-    answer, t_ours = timed(ours, repeat=REPEAT, clock=CLOCK)
+    answer, t_ours = timed(ours, repeat=repeat, clock=CLOCK)
     ref = _numpy(answer)
     times, wrong = {}, list(checks)
     for peer, fn in peers.items():
         fn()
-        got, times[peer] = timed(fn, repeat=REPEAT, clock=CLOCK)
+        got, times[peer] = timed(fn, repeat=repeat, clock=CLOCK)
         got = _numpy(got)
         scale = np.abs(ref) if entrywise else np.max(np.abs(ref))
         err = float(np.max(np.abs(got - ref) / np.maximum(scale, 1e-300)))

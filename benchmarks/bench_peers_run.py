@@ -1,7 +1,8 @@
 """``laplace-lab bench --only peers``: every peer row, side by side in one process on one
 thread (:func:`.bench_peers.one_thread`; CPU seconds) — the GGN
-rows of :mod:`.bench_peers` and those of :mod:`.bench_peers_kfac`, :mod:`.bench_peers_lla`
-and :mod:`.bench_peers_eig` (each module's docstring says what it times and against whom).
+rows of :mod:`.bench_peers` and those of :mod:`.bench_peers_kfac`, :mod:`.bench_peers_lla`,
+:mod:`.bench_peers_eig` and :mod:`.bench_peers_cnn` (each module's docstring says what it
+times and against whom).
 
 References
 ----------
@@ -11,7 +12,13 @@ References
 
 from __future__ import annotations
 
-from laplace_lab.benchmarks import bench_peers, bench_peers_eig, bench_peers_kfac, bench_peers_lla
+from laplace_lab.benchmarks import (
+    bench_peers,
+    bench_peers_cnn,
+    bench_peers_eig,
+    bench_peers_kfac,
+    bench_peers_lla,
+)
 from laplace_lab.benchmarks._harness import BenchmarkSkipped, Row, benchmark, main_for
 
 
@@ -26,6 +33,7 @@ def run(full: bool = False) -> list[Row]:
             + bench_peers_kfac.rows()
             + bench_peers_lla.rows()
             + bench_peers_eig.rows()
+            + bench_peers_cnn.rows()
         )
 
 
