@@ -78,9 +78,30 @@ def grid_intervals(y_grid: np.ndarray, log_density: np.ndarray, levels) -> np.nd
     cdf /= cdf[:, -1:]
     out = np.empty((len(levels), p.shape[0], 2))
     for i, lv in enumerate(levels):
-        for j in range(p.shape[0]):
-            out[i, j] = np.interp([(1 - lv) / 2, (1 + lv) / 2], cdf[j], y_grid[j])
+        for side, q in enumerate(((1 - lv) / 2, (1 + lv) / 2)):
+            out[i, :, side] = _interp_rows(q, cdf, y_grid)
     return out
+
+
+def _interp_rows(x: float, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """``np.interp(x, xp[j], fp[j])`` for every row j at once, with its arithmetic: the
+    segment xp[j, k] ≤ x < xp[j, k + 1], slope·(x − xp[j, k]) + fp[j, k] (from the right end
+    where that is NaN), fp[j, k] where x hits a node, the end values outside."""
+    rows = np.arange(xp.shape[0])
+    last = xp.shape[1] - 1
+    k = np.minimum(np.sum(xp <= x, axis=1) - 1, last - 1)  # rows of a non-decreasing xp
+    k = np.maximum(k, 0)
+    x0, x1, f0, f1 = xp[rows, k], xp[rows, k + 1], fp[rows, k], fp[rows, k + 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = (f1 - f0) / (x1 - x0)
+        out = slope * (x - x0) + f0
+        back = slope * (x - x1) + f1
+    nan = np.isnan(out)
+    out = np.where(nan, back, out)
+    out = np.where(nan & np.isnan(back) & (f0 == f1), f0, out)
+    out = np.where(x0 == x, f0, out)
+    out = np.where(x < xp[:, 0], fp[:, 0], out)
+    return np.where(x >= xp[:, last], fp[:, last], out)
 
 
 def _normalised(y_grid: np.ndarray, log_density: np.ndarray) -> np.ndarray:
