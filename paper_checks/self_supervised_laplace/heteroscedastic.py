@@ -66,6 +66,7 @@ from laplace_lab.paper_checks.verification import (
     cached,
     claim,
     decisions,
+    step,
 )
 from laplace_lab.paper_checks.verification.replicates import Check, decide, design_text
 
@@ -182,7 +183,13 @@ def _mv_run(seed: int, index: int) -> MeanVarianceCoverage:
 def _runs(seed: int, full: bool, n: int | None = None) -> tuple[CurvatureCoverage, ...]:
     """The first ``n`` (default :data:`SEEDS`) fitted networks of the base seed and their
     coverage under every curvature."""
-    return tuple(_run(seed, i) for i in range(SEEDS[full] if n is None else n))
+    n = SEEDS[full] if n is None else n
+    runs = []
+    for i in range(n):
+        step(i, n, "fitted networks")
+        runs.append(_run(seed, i))
+    step(n, n, "fitted networks")
+    return tuple(runs)
 
 
 def _pooled(runs, method: str, curvature: str) -> tuple[np.ndarray, int]:

@@ -33,6 +33,7 @@ from laplace_lab.paper_checks.verification import (
     cached,
     claim,
     decisions,
+    step,
 )
 from laplace_lab.theory import BayesianLinearRegression, divergences, ssla_predictive
 from laplace_lab.theory.rates import fit_rate
@@ -70,6 +71,7 @@ def _blr_predictives(seed: int, full: bool) -> dict:
     pred = {"SSLA": [], "ASSLA": [], "exact": []}
     xs_all = np.zeros((reps, m))
     for r in range(reps):
+        step(r, reps, "data sets")
         X = np.c_[np.ones(n_max), rng.standard_normal(n_max)]
         y = X @ COEF + rng.standard_normal(n_max)
         x_star = np.c_[np.ones(m), rng.standard_normal(m)]
@@ -83,6 +85,7 @@ def _blr_predictives(seed: int, full: bool) -> dict:
                 pred[label][r].append(
                     [ssla_predictive(model, suff, x_new=xs, variant=variant) for xs in x_star]
                 )
+    step(reps, reps, "data sets")
     return {"ns": ns, "predictives": pred, "x_star": xs_all}
 
 
