@@ -41,7 +41,9 @@ from laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature impo
     CURVATURES,
     LEVELS,
     CurvatureCoverage,
+    CurvatureVariances,
     curvature_coverage,
+    curvature_variances,
 )
 from laplace_lab.paper_checks.self_supervised_laplace.experiments.mean_variance import (
     MeanVarianceCoverage,
@@ -137,10 +139,17 @@ def _fit(seed: int, index: int) -> HeteroscedasticFit:
 
 
 @cached
+def _curvature(seed: int, index: int) -> CurvatureVariances:
+    """λ by the evidence and v(x*) per curvature of the ``index``-th MAP network: the linear
+    algebra, which the mutants of the SSLA and ASSLA densities reuse."""
+    return curvature_variances(_fit(seed, index))
+
+
+@cached
 def _run(seed: int, index: int) -> CurvatureCoverage:
     fit = _fit(seed, index)
     _audits.standardised_on_training_rows(fit.data, f"fitted network {index}")
-    return curvature_coverage(fit)
+    return curvature_coverage(fit, curvature=_curvature(seed, index))
 
 
 @cached
@@ -245,7 +254,7 @@ def _observed_curvature_assla(v, f_test, y, *, noise_var):
             "the new point's curvature grows with the residual ŷ − f̂ (as an observed "
             "information would), so the determinant term depends on ŷ",
             {assla_log_density_from_variance: _observed_curvature_assla},
-            reuses=(_fit,),
+            reuses=(_fit, _curvature),
         ),
     ),
 )
@@ -524,7 +533,7 @@ def _assla_as_ssla(v, f_test, y, *, noise_var, _density=assla_log_density_from_v
             "SSLA evaluated with eq. (17) instead of eq. (12): identical for every curvature "
             "(the null)",
             {ssla_log_density_from_variance: _assla_as_ssla},
-            reuses=(_fit,),
+            reuses=(_fit, _curvature),
             expect=Status.INCONCLUSIVE,
         ),
     ),

@@ -42,8 +42,10 @@ __all__ = [
     "CURVATURES",
     "LEVELS",
     "CurvatureCoverage",
+    "CurvatureVariances",
     "curvature_comparison",
     "curvature_coverage",
+    "curvature_variances",
     "grid_intervals",
 ]
 
@@ -135,27 +137,34 @@ def curvature_comparison(
     return curvature_coverage(fit, prior_precision=prior_precision, grid_points=grid_points)
 
 
+@dataclass(frozen=True)
+class CurvatureVariances:
+    """The Laplace part of :func:`curvature_coverage` that does not depend on the test
+    targets: λ and the epistemic variance v_c(x*) per curvature c."""
+
+    prior_precision: float
+    variance: dict[str, np.ndarray]
+
+
 @single_threaded()
-def curvature_coverage(
-    fit: HeteroscedasticFit, *, prior_precision: float | None = None, grid_points: int = 801
-) -> CurvatureCoverage:
-    """Coverage of LA, SSLA and ASSLA under each curvature on a fitted MAP network.
+def curvature_variances(
+    fit: HeteroscedasticFit, *, prior_precision: float | None = None
+) -> CurvatureVariances:
+    """λ and v_c(x*) = g(x*)ᵀ J_c⁻¹ g(x*) under each curvature c on a fitted MAP network.
 
     ``prior_precision=None`` tunes λ post hoc by the Laplace evidence of the dense GGN over a
     log grid (the paper tunes LA's prior precision by the marginal likelihood, App. C.2);
-    every curvature then uses that λ. Split from the fit so that the coverage of one fit can
-    be recomputed (e.g. under another scoring rule) without training again.
+    every curvature then uses that λ.
 
     References
     ----------
     .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace
        Approximation for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §5.1
-       and Table 1.
+       and App. C.2.
     """
     if not isinstance(fit, HeteroscedasticFit):
         raise TypeError(f"fit must be a HeteroscedasticFit; got {type(fit).__name__}")
-    grid_points = integer(grid_points, "grid_points", low=2)
-    s2, f, y = fit.noise_var, fit.f_test, fit.data.y_test
+    s2 = fit.noise_var
     if prior_precision is None:
         grid = np.logspace(-3, 4, 57)
         theta2 = float(sum((t.detach() ** 2).sum() for t in fit.model.parameters()))
@@ -176,6 +185,41 @@ def curvature_coverage(
         "DIAG": diagonal_laplace_variance(ggn, fit.G),
         "KFAC": kfac.variance(fit.model, fit.data.X_test),
     }
+    return CurvatureVariances(float(prior_precision), variance)
+
+
+@single_threaded()
+def curvature_coverage(
+    fit: HeteroscedasticFit,
+    *,
+    prior_precision: float | None = None,
+    grid_points: int = 801,
+    curvature: CurvatureVariances | None = None,
+) -> CurvatureCoverage:
+    """Coverage of LA, SSLA and ASSLA under each curvature on a fitted MAP network.
+
+    ``curvature``: the network's :func:`curvature_variances` when already computed;
+    otherwise they are computed here with ``prior_precision`` (None: λ by the Laplace
+    evidence). Split from the fit so that the coverage of one fit can be recomputed (e.g.
+    under another scoring rule) without training again.
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace
+       Approximation for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §5.1
+       and Table 1.
+    """
+    if not isinstance(fit, HeteroscedasticFit):
+        raise TypeError(f"fit must be a HeteroscedasticFit; got {type(fit).__name__}")
+    grid_points = integer(grid_points, "grid_points", low=2)
+    if curvature is None:
+        curvature = curvature_variances(fit, prior_precision=prior_precision)
+    elif not isinstance(curvature, CurvatureVariances):
+        raise TypeError(
+            f"curvature must be CurvatureVariances or None; got {type(curvature).__name__}"
+        )
+    s2, f, y = fit.noise_var, fit.f_test, fit.data.y_test
+    prior_precision, variance = curvature.prior_precision, curvature.variance
     half = 10.0 * np.sqrt(s2 + max(float(v.max()) for v in variance.values()))
     y_grid = f[:, None] + np.linspace(-half, half, grid_points)[None, :]
     coverage: dict[str, dict[str, np.ndarray]] = {"LA": {}, "SSLA": {}, "ASSLA": {}}
