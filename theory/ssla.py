@@ -128,15 +128,15 @@ def _gaussian_from_quadratic(logf, loc: float, scale: float) -> Any:
     """A frozen normal from a log-density that is exactly quadratic (checked at a 4th point)."""
     for _ in range(2):
         h = scale
-        f0, fp, fm = (float(logf(np.asarray(loc + t))) for t in (0.0, h, -h))
+        # the log-density is vectorised in ŷ: its three points in one evaluation
+        f0, fp, fm = (float(v) for v in logf(np.array([loc, loc + h, loc - h])))
         c = (fp - 2.0 * f0 + fm) / (2.0 * h * h)  # log f = const + b(y − loc) + c(y − loc)²
         b = (fp - fm) / (2.0 * h)
         if not c < 0.0:
             raise ValueError("the SSLA log-density is not concave in ŷ; it cannot be normalised")
         var = -0.5 / c
         loc, scale = loc + b * var, float(np.sqrt(var))
-    f0 = float(logf(np.asarray(loc)))
-    f2 = float(logf(np.asarray(loc + 2.0 * scale)))
+    f0, f2 = (float(v) for v in logf(np.array([loc, loc + 2.0 * scale])))
     if not np.isclose(f2 - f0, -2.0, rtol=1e-6, atol=1e-8):
         raise RuntimeError("the log-density is not quadratic in ŷ for a Gaussian-linear model")
     return stats.norm(loc, scale)

@@ -41,7 +41,9 @@ from laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature impo
     CURVATURES,
     LEVELS,
     CurvatureCoverage,
+    CurvatureVariances,
     curvature_coverage,
+    curvature_variances,
 )
 from laplace_lab.paper_checks.self_supervised_laplace.experiments.mean_variance import (
     MeanVarianceCoverage,
@@ -66,6 +68,7 @@ from laplace_lab.paper_checks.verification import (
     cached,
     claim,
     decisions,
+    step,
 )
 from laplace_lab.paper_checks.verification.replicates import Check, decide, design_text
 
@@ -136,10 +139,17 @@ def _fit(seed: int, index: int) -> HeteroscedasticFit:
 
 
 @cached
+def _curvature(seed: int, index: int) -> CurvatureVariances:
+    """λ by the evidence and v(x*) per curvature of the ``index``-th MAP network: the linear
+    algebra, which the mutants of the SSLA and ASSLA densities reuse."""
+    return curvature_variances(_fit(seed, index))
+
+
+@cached
 def _run(seed: int, index: int) -> CurvatureCoverage:
     fit = _fit(seed, index)
     _audits.standardised_on_training_rows(fit.data, f"fitted network {index}")
-    return curvature_coverage(fit)
+    return curvature_coverage(fit, curvature=_curvature(seed, index))
 
 
 @cached
@@ -182,7 +192,13 @@ def _mv_run(seed: int, index: int) -> MeanVarianceCoverage:
 def _runs(seed: int, full: bool, n: int | None = None) -> tuple[CurvatureCoverage, ...]:
     """The first ``n`` (default :data:`SEEDS`) fitted networks of the base seed and their
     coverage under every curvature."""
-    return tuple(_run(seed, i) for i in range(SEEDS[full] if n is None else n))
+    n = SEEDS[full] if n is None else n
+    runs = []
+    for i in range(n):
+        step(i, n, "fitted networks")
+        runs.append(_run(seed, i))
+    step(n, n, "fitted networks")
+    return tuple(runs)
 
 
 def _pooled(runs, method: str, curvature: str) -> tuple[np.ndarray, int]:
@@ -238,7 +254,7 @@ def _observed_curvature_assla(v, f_test, y, *, noise_var):
             "the new point's curvature grows with the residual ŷ − f̂ (as an observed "
             "information would), so the determinant term depends on ŷ",
             {assla_log_density_from_variance: _observed_curvature_assla},
-            reuses=(_fit,),
+            reuses=(_fit, _curvature),
         ),
     ),
 )
@@ -517,7 +533,7 @@ def _assla_as_ssla(v, f_test, y, *, noise_var, _density=assla_log_density_from_v
             "SSLA evaluated with eq. (17) instead of eq. (12): identical for every curvature "
             "(the null)",
             {ssla_log_density_from_variance: _assla_as_ssla},
-            reuses=(_fit,),
+            reuses=(_fit, _curvature),
             expect=Status.INCONCLUSIVE,
         ),
     ),

@@ -232,6 +232,7 @@ def _gain(seed: int, full: bool, index: int, baseline: str) -> float:
             "subnetwork-scored-as-baseline",
             "the subnetwork arm is scored as each baseline itself (no effect)",
             {(sys.modules[__name__], "_gain"): _no_gain},
+            reuses=(_replication, _ensemble_replication),
             expect=Status.INCONCLUSIVE,
         ),
     ),

@@ -42,8 +42,10 @@ __all__ = [
     "CURVATURES",
     "LEVELS",
     "CurvatureCoverage",
+    "CurvatureVariances",
     "curvature_comparison",
     "curvature_coverage",
+    "curvature_variances",
     "grid_intervals",
 ]
 
@@ -78,9 +80,30 @@ def grid_intervals(y_grid: np.ndarray, log_density: np.ndarray, levels) -> np.nd
     cdf /= cdf[:, -1:]
     out = np.empty((len(levels), p.shape[0], 2))
     for i, lv in enumerate(levels):
-        for j in range(p.shape[0]):
-            out[i, j] = np.interp([(1 - lv) / 2, (1 + lv) / 2], cdf[j], y_grid[j])
+        for side, q in enumerate(((1 - lv) / 2, (1 + lv) / 2)):
+            out[i, :, side] = _interp_rows(q, cdf, y_grid)
     return out
+
+
+def _interp_rows(x: float, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """``np.interp(x, xp[j], fp[j])`` for every row j at once, with its arithmetic: the
+    segment xp[j, k] ≤ x < xp[j, k + 1], slope·(x − xp[j, k]) + fp[j, k] (from the right end
+    where that is NaN), fp[j, k] where x hits a node, the end values outside."""
+    rows = np.arange(xp.shape[0])
+    last = xp.shape[1] - 1
+    k = np.minimum(np.sum(xp <= x, axis=1) - 1, last - 1)  # rows of a non-decreasing xp
+    k = np.maximum(k, 0)
+    x0, x1, f0, f1 = xp[rows, k], xp[rows, k + 1], fp[rows, k], fp[rows, k + 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = (f1 - f0) / (x1 - x0)
+        out = slope * (x - x0) + f0
+        back = slope * (x - x1) + f1
+    nan = np.isnan(out)
+    out = np.where(nan, back, out)
+    out = np.where(nan & np.isnan(back) & (f0 == f1), f0, out)
+    out = np.where(x0 == x, f0, out)
+    out = np.where(x < xp[:, 0], fp[:, 0], out)
+    return np.where(x >= xp[:, last], fp[:, last], out)
 
 
 def _normalised(y_grid: np.ndarray, log_density: np.ndarray) -> np.ndarray:
@@ -114,27 +137,34 @@ def curvature_comparison(
     return curvature_coverage(fit, prior_precision=prior_precision, grid_points=grid_points)
 
 
+@dataclass(frozen=True)
+class CurvatureVariances:
+    """The Laplace part of :func:`curvature_coverage` that does not depend on the test
+    targets: λ and the epistemic variance v_c(x*) per curvature c."""
+
+    prior_precision: float
+    variance: dict[str, np.ndarray]
+
+
 @single_threaded()
-def curvature_coverage(
-    fit: HeteroscedasticFit, *, prior_precision: float | None = None, grid_points: int = 801
-) -> CurvatureCoverage:
-    """Coverage of LA, SSLA and ASSLA under each curvature on a fitted MAP network.
+def curvature_variances(
+    fit: HeteroscedasticFit, *, prior_precision: float | None = None
+) -> CurvatureVariances:
+    """λ and v_c(x*) = g(x*)ᵀ J_c⁻¹ g(x*) under each curvature c on a fitted MAP network.
 
     ``prior_precision=None`` tunes λ post hoc by the Laplace evidence of the dense GGN over a
     log grid (the paper tunes LA's prior precision by the marginal likelihood, App. C.2);
-    every curvature then uses that λ. Split from the fit so that the coverage of one fit can
-    be recomputed (e.g. under another scoring rule) without training again.
+    every curvature then uses that λ.
 
     References
     ----------
     .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace
        Approximation for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §5.1
-       and Table 1.
+       and App. C.2.
     """
     if not isinstance(fit, HeteroscedasticFit):
         raise TypeError(f"fit must be a HeteroscedasticFit; got {type(fit).__name__}")
-    grid_points = integer(grid_points, "grid_points", low=2)
-    s2, f, y = fit.noise_var, fit.f_test, fit.data.y_test
+    s2 = fit.noise_var
     if prior_precision is None:
         grid = np.logspace(-3, 4, 57)
         theta2 = float(sum((t.detach() ** 2).sum() for t in fit.model.parameters()))
@@ -155,6 +185,41 @@ def curvature_coverage(
         "DIAG": diagonal_laplace_variance(ggn, fit.G),
         "KFAC": kfac.variance(fit.model, fit.data.X_test),
     }
+    return CurvatureVariances(float(prior_precision), variance)
+
+
+@single_threaded()
+def curvature_coverage(
+    fit: HeteroscedasticFit,
+    *,
+    prior_precision: float | None = None,
+    grid_points: int = 801,
+    curvature: CurvatureVariances | None = None,
+) -> CurvatureCoverage:
+    """Coverage of LA, SSLA and ASSLA under each curvature on a fitted MAP network.
+
+    ``curvature``: the network's :func:`curvature_variances` when already computed;
+    otherwise they are computed here with ``prior_precision`` (None: λ by the Laplace
+    evidence). Split from the fit so that the coverage of one fit can be recomputed (e.g.
+    under another scoring rule) without training again.
+
+    References
+    ----------
+    .. [1] J. Rodemann, A. Marquard, T. Augustin, M. Caprio, "Self-Supervised Laplace
+       Approximation for Bayesian Uncertainty Quantification", TMLR, arXiv:2605.12208, §5.1
+       and Table 1.
+    """
+    if not isinstance(fit, HeteroscedasticFit):
+        raise TypeError(f"fit must be a HeteroscedasticFit; got {type(fit).__name__}")
+    grid_points = integer(grid_points, "grid_points", low=2)
+    if curvature is None:
+        curvature = curvature_variances(fit, prior_precision=prior_precision)
+    elif not isinstance(curvature, CurvatureVariances):
+        raise TypeError(
+            f"curvature must be CurvatureVariances or None; got {type(curvature).__name__}"
+        )
+    s2, f, y = fit.noise_var, fit.f_test, fit.data.y_test
+    prior_precision, variance = curvature.prior_precision, curvature.variance
     half = 10.0 * np.sqrt(s2 + max(float(v.max()) for v in variance.values()))
     y_grid = f[:, None] + np.linspace(-half, half, grid_points)[None, :]
     coverage: dict[str, dict[str, np.ndarray]] = {"LA": {}, "SSLA": {}, "ASSLA": {}}

@@ -294,12 +294,15 @@ def la_curvature(
         evidence = spectral.log_evidence(grid, theta2)
         prior_precision = float(grid[int(np.argmax(evidence))])
     ggn = GGN.regression(Jw, noise_var=1.0, prior_precision=prior_precision)
-    g_mu = fit.G[:, 0, :]
+    g_mu, g_lv = fit.G[:, 0, :], fit.G[:, 1, :]
     # the dense gᵀΩ⁻¹g of LA and of ASSLA's rank-two lemma from the eigenpairs of the data
-    # part that tuned λ (one product with every row; the Cholesky solves cost ~3x more)
-    W = np.einsum("mab,map->mbp", output_hessian_root(fit.out_test), fit.G)  # R_*ᵀ J_*
-    rows = np.stack([g_mu, W[:, 0], W[:, 1], W[:, 0] + W[:, 1]], axis=1)
-    quad = spectral.variance(rows, [prior_precision])[0]  # (M, 4)
+    # part that tuned λ (one product with every row; the Cholesky solves cost ~3x more).
+    # R_* is diagonal, so the rows w_b = R_*,bb g_b of R_*ᵀJ_* need no product of their own:
+    # w_bᵀΩ⁻¹w_b = R_*,bb² g_bᵀΩ⁻¹g_b; only w_1 + w_2 is a row of its own
+    r = np.diagonal(output_hessian_root(fit.out_test), axis1=1, axis2=2)  # (M, 2)
+    w_sum = r[:, :1] * g_mu + r[:, 1:] * g_lv
+    q = spectral.variance(np.stack([g_mu, g_lv, w_sum], axis=1), [prior_precision])[0]
+    quad = np.c_[q[:, 0], r[:, 0] ** 2 * q[:, 0], r[:, 1] ** 2 * q[:, 1], q[:, 2]]  # (M, 4)
     _, signals = layer_signals(fit.model, fit.data.X_train)
     kfac = kfac_from_signals(signals, R, prior_precision=prior_precision)
     variance = {

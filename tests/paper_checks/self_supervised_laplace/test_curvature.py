@@ -11,6 +11,7 @@ pytest.importorskip("torch")
 from laplace_lab.networks.training import adam_recipe
 from laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature import (
     CURVATURES,
+    _interp_rows,
     curvature_comparison,
     grid_intervals,
 )
@@ -22,6 +23,20 @@ def test_grid_intervals_of_a_normal_density():
     iv = grid_intervals(y, logp, (0.95, 0.5))
     np.testing.assert_allclose(iv[0, 0], [-1.96 * 2, 1.96 * 2], atol=2e-3)
     np.testing.assert_allclose(iv[1, 1], [3 - 0.6745 * 2, 3 + 0.6745 * 2], atol=2e-3)
+
+
+def test_grid_intervals_are_numpy_interp_per_row():
+    """The row-wise interpolation is np.interp's, bit for bit, on CDFs with flat stretches
+    (densities that underflow at the tails), nodes hit exactly and ends."""
+    rng = np.random.default_rng(3)
+    steps = rng.exponential(size=(40, 30)) * (rng.random((40, 30)) < 0.6)
+    steps[:10, :6] = 0.0
+    cdf = np.cumsum(steps, axis=1)
+    cdf /= cdf[:, -1:]
+    f = np.cumsum(rng.standard_normal((40, 30)), axis=1)
+    for x in (0.025, 0.5, 0.975, 0.0, 1.0, -0.5, 1.5, cdf[20, 7]):
+        ref = [np.interp(x, cdf[j], f[j]) for j in range(40)]
+        np.testing.assert_array_equal(_interp_rows(x, cdf, f), ref)
 
 
 def test_assla_is_the_same_for_every_curvature_and_ssla_is_not():
