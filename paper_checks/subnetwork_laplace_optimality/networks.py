@@ -99,7 +99,6 @@ def _ordering_config(full: bool):  # -> ExperimentConfig
         coverage_target="oracle",
         oracle_rows=2000,
         greedy_candidates="2k",
-        stacked=True,  # the seeds' MLPs train in lockstep (the same up to float32 rounding)
     ), 6
 
 

@@ -64,10 +64,6 @@ from laplace_lab.numerics.selection_registry import (
     select,
     selection_methods,
 )
-from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.stacked_map import (
-    stackable,
-    train_stacked,
-)
 from laplace_lab.paper_checks.verification.cache import cached
 
 __all__ = [
@@ -117,7 +113,6 @@ class ExperimentConfig:
     chunk_size: int | None = None
     torch_threads: int | None = 1
     blas_threads: int | None = 1
-    stacked: bool = False
 
     def __post_init__(self) -> None:
         if self.model not in _MODELS:
@@ -130,11 +125,6 @@ class ExperimentConfig:
                 f"ks must be a strictly increasing sequence of sizes ≥ 1; got {self.ks}"
             )
         one_of(self.greedy_candidates, "greedy_candidates", ("paper", "2k"))
-        if self.stacked and not (self.model.startswith("mlp") and stackable(self.train)):
-            raise ValueError(
-                "stacked must be False unless the model is an MLP trained by Adam without "
-                f"grad_clip; got stacked=True, model={self.model!r}, train={self.train!r}"
-            )
         for name in ("torch_threads", "blas_threads"):
             optional_positive_int(getattr(self, name), name)
         one_of(self.noise_from, "noise_from", ("train", "test"))
@@ -316,52 +306,8 @@ def fitted_replications(
     (base seed ``seed``): what :func:`run_seed` would train, cached per argument so that the
     claims and mutants that change only later steps (selection, variances, decisions) read
     the same networks (``Mutant.reuses``). The returned networks must not be modified in
-    place. With ``config.stacked`` the replications' networks train in lockstep
-    (:mod:`.stacked_map`)."""
-    streams = [_Streams(_replication_seed(seed, r)) for r in range(replications)]
-    if config.stacked:
-        return _fit_stacked(config, streams)
-    return tuple(_fit(config, s) for s in streams)
-
-
-def _fit_stacked(config: ExperimentConfig, streams: list[_Streams]) -> tuple[_Fit, ...]:
-    """:func:`_fit` of every replication, the MAP networks (and oracles) of all replications
-    trained as one stacked ensemble (:func:`.stacked_map.train_stacked`)."""
-    clock = time.perf_counter()
-    dss = [_data(config, s.data(), config.n_train) for s in streams]
-    if {ds.task for ds in dss} != {"regression"} or len({ds.X_train.shape for ds in dss}) != 1:
-        raise ValueError(
-            "stacked training needs regression splits of one size; got tasks "
-            f"{sorted({ds.task for ds in dss})}, shapes {sorted({ds.X_train.shape for ds in dss})}"
-        )
-    builds = [_builder(config, ds) for ds in dss]
-    models = [build_seeded(b, rng=s.init) for b, s in zip(builds, streams, strict=True)]
-    train_stacked(
-        models,
-        [ds.X_train for ds in dss],
-        [ds.y_train for ds in dss],
-        config=config.train,
-        rngs=[s.batches for s in streams],
-    )
-    seconds = {"training": (time.perf_counter() - clock) / len(streams)}
-    f_oracles: list[np.ndarray | None] = [None] * len(streams)
-    if _needs_oracle(config, dss[0]):
-        clock = time.perf_counter()
-        pools = [
-            _oracle_data(config, ds, b, s) for ds, b, s in zip(dss, builds, streams, strict=True)
-        ]
-        oracles = [oracle for oracle, _, _ in pools]
-        train_stacked(
-            oracles,
-            [Xo for _, Xo, _ in pools],
-            [yo for _, _, yo in pools],
-            config=config.train,
-            rngs=[s.oracle_batches for s in streams],
-        )
-        f_oracles = [predict(o, ds.X_test) for o, ds in zip(oracles, dss, strict=True)]
-        seconds["oracle"] = (time.perf_counter() - clock) / len(streams)
-    fits = zip(dss, models, f_oracles, strict=True)
-    return tuple(_Fit(ds, model, f, dict(seconds)) for ds, model, f in fits)
+    place."""
+    return tuple(_fit(config, _Streams(_replication_seed(seed, r))) for r in range(replications))
 
 
 def _run_seed(
@@ -509,16 +455,6 @@ def _oracle(
 ) -> np.ndarray:
     """The oracle's outputs at the test points: the same architecture trained on a larger
     training pool drawn from the same split (App. C.1)."""
-    oracle, Xo, yo = _oracle_data(config, ds, build, streams)
-    _train(oracle, Xo, yo, likelihood=ds.task, config=config.train, rng=streams.oracle_batches)
-    return predict(oracle, ds.X_test)
-
-
-def _oracle_data(
-    config: ExperimentConfig, ds: Any, build: Callable[[], Any], streams: _Streams
-) -> tuple[Any, np.ndarray, np.ndarray]:
-    """The untrained oracle network and its training pool (inputs, targets) on the scale of
-    the working split ``ds``."""
     # the same random split (same stream) without subsampling: the pool excludes every test row
     big = _data(config, streams.data(), None)
     rows = min(config.oracle_rows, big.X_train.shape[0])
@@ -529,7 +465,8 @@ def _oracle_data(
     yo = big.y_train[idx]
     if ds.task == "regression":
         yo = (yo * big.y_std + big.y_mean - ds.y_mean) / ds.y_std
-    return oracle, Xo, yo
+    _train(oracle, Xo, yo, likelihood=ds.task, config=config.train, rng=streams.oracle_batches)
+    return predict(oracle, ds.X_test)
 
 
 class _Streams:
