@@ -19,6 +19,9 @@ from scipy.linalg import cholesky, solve_triangular
 from laplace_lab.networks import models
 from laplace_lab.numerics import predictive, selection
 from laplace_lab.numerics.ggn import GGN
+from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+    fitted_replications,
+)
 from laplace_lab.paper_checks.verification import Mutant
 from laplace_lab.theory import classes, exhaustive
 from laplace_lab.theory import theorems as theory_theorems
@@ -193,6 +196,7 @@ PROPOSED_ASCENDING = Mutant(
         selection.greedy_laplace: _greedy_ascending,
         selection.greedy_laplace_reference: _greedy_reference_ascending,
     },
+    reuses=(fitted_replications,),  # the selection comes after training
 )
 
 
@@ -218,6 +222,7 @@ SHARED_VARIANCES_HALVED = Mutant(
         predictive.subnetwork_variance_path: _halved(predictive.subnetwork_variance_path),
     },
     expect="ERROR",
+    reuses=(fitted_replications,),  # the variances come after training
 )
 SCORES_WITHOUT_NOISE = Mutant(
     "scores-without-noise-variance",
@@ -225,6 +230,7 @@ SCORES_WITHOUT_NOISE = Mutant(
     "scaled alike, the ranking unchanged (must be an ERROR of the kernel audit)",
     {(GGN, "scores"): _scores_without_noise},
     expect="ERROR",
+    reuses=(fitted_replications,),  # the scores come after training
 )
 COUNT_WITHOUT_VECTORS = Mutant(
     "count-without-biases",

@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from laplace_lab._progress import step
+from laplace_lab._random import keyed_generator
 from laplace_lab.numerics import GGN, gradient_laplace, greedy_laplace, greedy_laplace_reference
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._greedy import require_literal_greedy
 from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import GREEDY_TOP_K_DIAGONAL
@@ -33,6 +35,7 @@ from laplace_lab.paper_checks.verification import (
     Setting,
     Status,
     Verdict,
+    cached,
     claim,
     require,
 )
@@ -147,22 +150,24 @@ class Measured(NamedTuple):
     terms: dict[str, list[float]]
 
 
-def _measure(
+#: The best CPU time of every stage at each size of a sweep.
+Times = list[dict[str, float]]
+
+
+def _time_sweep(
     sweep: Sweep,
     make_run: Callable[[GGN, int], Callable[[StageClock], object]],
-    terms: Terms,
-    ops: Terms,
     jacobians: Jacobians,
     extra: Callable[[GGN, int, object], Mapping[str, float]] | None = None,
-) -> Measured:
-    """Time ``make_run(ggn, k)`` by stage at every size of ``sweep`` (one BLAS thread), with
-    the operation counts ``ops`` and the paper's terms ``terms``; ``extra(ggn, k, result)``
-    adds further timings (not part of the total)."""
-    times: dict[str, list[float]] = {}
-    counts: dict[str, list[float]] = {s: [] for s in [*ops, "total"]}
-    bound: dict[str, list[float]] = {s: [] for s in [*terms, "total"]}
+    what: str = "",
+) -> Times:
+    """Time ``make_run(ggn, k)`` by stage at every size of ``sweep`` (one BLAS thread), the
+    best of :data:`ROUNDS` round-robin passes; ``extra(ggn, k, result)`` adds further timings
+    (not part of the total). ``what`` names the sweep on the progress bar."""
     shapes = [sweep.shape(size) for size in sweep.sizes]
-    best_at: list[dict[str, float]] = [{} for _ in shapes]
+    best_at: Times = [{} for _ in shapes]
+    total, done = ROUNDS * len(shapes), 0
+    step(0, total, what)
     for _ in range(ROUNDS):  # round-robin over the sizes: a change of load hits all alike
         for best, (n, p, k) in zip(best_at, shapes, strict=True):
             ggn = jacobians.ggn(n, p)
@@ -173,6 +178,18 @@ def _measure(
                     found.update(extra(ggn, k, timing.result))
             for stage, t in found.items():
                 best[stage] = min(best.get(stage, math.inf), t)
+            done += 1
+            step(done, total, what)
+    return best_at
+
+
+def _measure(sweep: Sweep, best_at: Times, terms: Terms, ops: Terms) -> Measured:
+    """The sweep's stage times ``best_at`` (from :func:`_time_sweep`) with the operation
+    counts ``ops`` and the paper's terms ``terms`` of its shapes."""
+    times: dict[str, list[float]] = {}
+    counts: dict[str, list[float]] = {s: [] for s in [*ops, "total"]}
+    bound: dict[str, list[float]] = {s: [] for s in [*terms, "total"]}
+    shapes = [sweep.shape(size) for size in sweep.sizes]
     for best, (n, p, k) in zip(best_at, shapes, strict=True):
         for stage, t in best.items():
             times.setdefault(stage, []).append(t)
@@ -394,6 +411,28 @@ MEMORY = (
 _MODULE = sys.modules[__name__]
 
 
+def _alg1_sweeps(full: bool) -> list[Sweep]:
+    """The p, N and k sweeps of Alg. 1 (k ≤ 1920: Ω_SS below 32 MiB, see MEMORY)."""
+    ks = _sizes(120 if full else 240, full)
+    return [
+        Sweep("p", _sizes(11584, full), lambda p: (724, p, 32), ("scores + top-k",)),
+        Sweep("N", _sizes(1448, full), lambda n: (n, 5792, 32), ("scores + top-k",)),
+        Sweep("k", ks, lambda k: (256, ks[-1], k), ("Ω_SS",)),
+    ]
+
+
+@cached
+def _alg1_times(seed: int, full: bool) -> list[Times]:
+    """The stage times of Alg. 1 along each of :func:`_alg1_sweeps` (the claim's stream
+    ``gradient-laplace-complexity`` under base seed ``seed``), shared with the mutants
+    that change only the bound."""
+    sweeps = _alg1_sweeps(full)
+    jac = Jacobians(keyed_generator("claim", "gradient-laplace-complexity", seed=seed), sweeps)
+    return [
+        _time_sweep(s, _gradient_laplace_run, jac, what=f"Alg. 1, {s.axis} sweep") for s in sweeps
+    ]
+
+
 @claim(
     paper=PAPER,
     name="gradient-laplace-complexity",
@@ -409,22 +448,16 @@ _MODULE = sys.modules[__name__]
             "bound-with-nk",
             "the bound's Ω_SS term read as Nk instead of Nk²",
             {(_MODULE, "ALG1_TERMS"): {**ALG1_TERMS, "Ω_SS": lambda n, p, k: n * k}},
+            reuses=(_alg1_times,),  # the bound is applied to the same measured times
         ),
     ),
 )
 def gradient_laplace_complexity(ctx: Context) -> Verdict:
     """§3: "the total computational complexity of this approach is O(max{|D|p, p log p,
     Nk²})"."""
-    rng = ctx.rng("gradient-laplace-complexity")
-    full = ctx.full
-    ks = _sizes(120 if full else 240, full)  # k ≤ 1920: Ω_SS below 32 MiB (see MEMORY)
-    sweeps = [
-        Sweep("p", _sizes(11584, full), lambda p: (724, p, 32), ("scores + top-k",)),
-        Sweep("N", _sizes(1448, full), lambda n: (n, 5792, 32), ("scores + top-k",)),
-        Sweep("k", ks, lambda k: (256, ks[-1], k), ("Ω_SS",)),
-    ]
-    jac = Jacobians(rng, sweeps)
-    measured = [_measure(s, _gradient_laplace_run, ALG1_TERMS, ALG1_OPS, jac) for s in sweeps]
+    sweeps = _alg1_sweeps(ctx.full)
+    times = _alg1_times(ctx.seed, ctx.full)
+    measured = [_measure(s, t, ALG1_TERMS, ALG1_OPS) for s, t in zip(sweeps, times, strict=True)]
     checks = [c for m in measured for c in _checks(m)]
     figs = _figure(ctx, measured, "gradient_laplace_complexity.png", "Alg. 1 (Gradient-Laplace)")
     totals = {c.axis: round(c.time_exponent, 2) for c in checks if c.series == "total"}
@@ -451,6 +484,60 @@ def gradient_laplace_complexity(ctx: Context) -> Verdict:
 
 PIVOTED = "pivoted Cholesky"
 LOOP, GRAM2 = "greedy loop", "Ω⁽¹⁾ = Ω_KK"
+#: N of the second k sweep of the pivoted form, where its own N'·m·k-type terms dominate its
+#: per-pivot overhead.
+N_BIG = 1024
+
+
+def _alg2_sweeps(full: bool) -> list[Sweep]:
+    """The p, N and k sweeps of Alg. 2 (the k sweep at N = 8: the k³ loop dominates)."""
+    ks = _sizes(64, full)
+    return [
+        Sweep("p", _sizes(11584, full), lambda p: (724, p, 16), ("scores + top-2k",)),
+        Sweep("N", _sizes(1448, full), lambda n: (n, 5792, 16), ("scores + top-2k",)),
+        Sweep("k", ks, lambda k: (8, 3 * ks[-1], k), ("greedy loop",)),
+    ]
+
+
+@cached
+def _alg2_times(seed: int, full: bool) -> tuple[list[Times], list[bool], list[float]]:
+    """The stage times of Alg. 2 along each of :func:`_alg2_sweeps` (the claim's stream
+    ``greedy-complexity`` under base seed ``seed``), with the pivoted-Cholesky form timed
+    beside the literal loop in the k sweep; whether it returned the literal loop's S at each
+    k; and its times along the k sweep at N = :data:`N_BIG`. Shared with the mutants that
+    change only the bound."""
+    sweeps = _alg2_sweeps(full)
+    identical: list[bool] = []
+
+    def pivoted(ggn: GGN, k: int, literal: object) -> dict[str, float]:
+        timing = best_stage_times(partial(_timed, stage=PIVOTED, fn=greedy_laplace, args=(ggn, k)))
+        identical.append(bool(np.array_equal(timing.result, literal)))
+        return {PIVOTED: timing.best[PIVOTED]}
+
+    jac = Jacobians(keyed_generator("claim", "greedy-complexity", seed=seed), sweeps)
+    times = [
+        _time_sweep(
+            s,
+            _greedy_laplace_run,
+            jac,
+            pivoted if s.axis == "k" else None,
+            what=f"Alg. 2, {s.axis} sweep",
+        )
+        for s in sweeps
+    ]
+    ks = sweeps[-1].sizes
+    g_big = jac.ggn(N_BIG, 3 * ks[-1])
+    big = []
+    what = f"pivoted Cholesky at N = {N_BIG}"
+    step(0, len(ks), what)
+    with single_thread():
+        for i, k in enumerate(ks):
+            timing = best_stage_times(
+                partial(_timed, stage=PIVOTED, fn=greedy_laplace, args=(g_big, k))
+            )
+            big.append(timing.best[PIVOTED])
+            step(i + 1, len(ks), what)
+    return times, identical, big
 
 
 @claim(
@@ -470,6 +557,7 @@ LOOP, GRAM2 = "greedy loop", "Ω⁽¹⁾ = Ω_KK"
             "bound-with-k2",
             "the bound's loop term read as k² instead of k³",
             {(_MODULE, "ALG2_TERMS"): {**ALG2_TERMS, LOOP: lambda n, p, k: k**2}},
+            reuses=(_alg2_times,),  # the bound is applied to the same measured times
         ),
     ),
 )
@@ -477,43 +565,15 @@ def greedy_complexity(ctx: Context) -> Verdict:
     """§3: "the overall computational complexity of the *Greedy–Laplace* method is therefore
     O(max{Np, p log p, Nk², k³})"."""
     self_check = require_literal_greedy(ctx.rng("greedy-self-check"))
-    rng = ctx.rng("greedy-complexity")
-    full = ctx.full
-    ks = _sizes(64, full)
-    sweeps = [
-        Sweep("p", _sizes(11584, full), lambda p: (724, p, 16), ("scores + top-2k",)),
-        Sweep("N", _sizes(1448, full), lambda n: (n, 5792, 16), ("scores + top-2k",)),
-        Sweep("k", ks, lambda k: (8, 3 * ks[-1], k), ("greedy loop",)),
-    ]
-    identical: list[bool] = []
-
-    def pivoted(ggn: GGN, k: int, literal: object) -> dict[str, float]:
-        timing = best_stage_times(partial(_timed, stage=PIVOTED, fn=greedy_laplace, args=(ggn, k)))
-        identical.append(bool(np.array_equal(timing.result, literal)))
-        return {PIVOTED: timing.best[PIVOTED]}
-
-    jac = Jacobians(rng, sweeps)
-    measured = [
-        _measure(
-            s, _greedy_laplace_run, ALG2_TERMS, ALG2_OPS, jac, pivoted if s.axis == "k" else None
-        )
-        for s in sweeps
-    ]
+    sweeps = _alg2_sweeps(ctx.full)
+    ks = sweeps[-1].sizes
+    times, identical, big = _alg2_times(ctx.seed, ctx.full)
+    measured = [_measure(s, t, ALG2_TERMS, ALG2_OPS) for s, t in zip(sweeps, times, strict=True)]
     checks = [c for m in measured for c in _checks(m)]
     figs = _figure(ctx, measured, "greedy_laplace_complexity.png", "Alg. 2 (Greedy-Laplace)")
     totals = {c.axis: round(c.time_exponent, 2) for c in checks if c.series == "total"}
     k_sweep = measured[-1]
     fast = fit_rate(k_sweep.sweep.sizes, k_sweep.times[PIVOTED])
-    # the pivoted form where its own N'·m·k-type terms dominate its per-pivot overhead
-    n_big = 1024
-    g_big = jac.ggn(n_big, 3 * ks[-1])
-    with single_thread():
-        big = [
-            best_stage_times(
-                partial(_timed, stage=PIVOTED, fn=greedy_laplace, args=(g_big, k))
-            ).best[PIVOTED]
-            for k in ks
-        ]
     fast_big = fit_rate(ks, big)
     # time per multiply-add: the literal loop at the largest k, the Gram at the largest N
     c_loop = k_sweep.times[LOOP][-1] / k_sweep.ops[LOOP][-1]
@@ -540,7 +600,7 @@ def greedy_complexity(ctx: Context) -> Verdict:
             f"is {fast.slope:.2f} [{fast.ci_low:.2f}, {fast.ci_high:.2f}] (times "
             f"{_ms(k_sweep.times[PIVOTED])} ms against {_ms(k_sweep.times[LOOP])} ms "
             "for the literal loop), where its per-pivot overhead (∝ k) dominates; at N = "
-            f"{n_big}: {fast_big.slope:.2f} [{fast_big.ci_low:.2f}, {fast_big.ci_high:.2f}] "
+            f"{N_BIG}: {fast_big.slope:.2f} [{fast_big.ci_low:.2f}, {fast_big.ci_high:.2f}] "
             f"(times {_ms(big)} ms), between that overhead and its Gram of Ω_KK (4Nk²); its "
             "cost stays within the stated bound's Nk² term, as its O(mk²) flop count implies. "
             + self_check
@@ -548,8 +608,8 @@ def greedy_complexity(ctx: Context) -> Verdict:
         details={
             **_details(measured, checks),
             "pivoted_cholesky_k_exponent": fast._asdict(),
-            f"pivoted_cholesky_k_exponent_N{n_big}": fast_big._asdict(),
-            f"pivoted_cholesky_cpu_s_N{n_big}": big,
+            f"pivoted_cholesky_k_exponent_N{N_BIG}": fast_big._asdict(),
+            f"pivoted_cholesky_cpu_s_N{N_BIG}": big,
             "identical_S": identical,
         },
         figures=figs,

@@ -36,6 +36,9 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
     SCORES_WITHOUT_NOISE,
     SHARED_VARIANCES_HALVED,
 )
+from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+    fitted_replications,
+)
 from laplace_lab.paper_checks.verification import (
     Context,
     Kind,
@@ -262,6 +265,7 @@ def _nominal_coverage(res: Any, name: str, _true=coverages) -> np.ndarray:
             "subnet-diagonal-largest",
             "Subnet-Diagonal takes the k largest diagonal entries (the reading §4 rules out)",
             {subnet_diagonal: _largest_diagonal},
+            reuses=(fitted_replications,),  # the selection comes after training
         ),
         Mutant(
             "subnet-diagonal-at-nominal",

@@ -25,8 +25,10 @@ network of the same architecture trained on a larger training pool (App. C.1 ora
 
 from __future__ import annotations
 
+import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,11 +64,13 @@ from laplace_lab.numerics.selection_registry import (
     select,
     selection_methods,
 )
+from laplace_lab.paper_checks.verification.cache import cached
 
 __all__ = [
     "ExperimentConfig",
     "ExperimentResult",
     "SeedResult",
+    "fitted_replications",
     "run_experiment",
     "run_seed",
     "sized_methods",
@@ -229,6 +233,13 @@ def run_seed(
     .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations: New
        Results and Methods", arXiv:2605.09075 (2026), §5.1 and App. C.
     """
+    with _bounded_threads(config):
+        return _run_seed(config, _Streams(rng), audit)
+
+
+@contextmanager
+def _bounded_threads(config: ExperimentConfig) -> Iterator[None]:
+    """torch's intra-op and NumPy's BLAS threads bounded as ``config`` says, then restored."""
     from threadpoolctl import threadpool_limits
 
     previous = torch.get_num_threads()
@@ -236,25 +247,79 @@ def run_seed(
         torch.set_num_threads(config.torch_threads)
     try:
         with threadpool_limits(limits=config.blas_threads, user_api="blas"):
-            return _run_seed(config, _Streams(rng), audit)
+            yield
     finally:
         torch.set_num_threads(previous)
 
 
-def _run_seed(config: ExperimentConfig, streams: _Streams, audit: bool) -> SeedResult:
-    t: dict[str, float] = {}
+@dataclass(frozen=True)
+class _Fit:
+    """The trained part of one replication: its data split, its MAP network (as trained,
+    never modified afterwards), the coverage oracle's outputs at the test points (None when
+    no oracle is trained) and the training times (seconds)."""
+
+    ds: Any
+    model: torch.nn.Module
+    f_oracle: np.ndarray | None
+    seconds: dict[str, float]
+
+
+def _needs_oracle(config: ExperimentConfig, ds: Any) -> bool:
+    """An oracle network is the coverage reference (see :func:`_coverage_reference`)."""
+    return config.coverage_target == "oracle" and ds.f_test is None
+
+
+def _builder(config: ExperimentConfig, ds: Any) -> Callable[[], Any]:
+    """A factory of fresh (untrained) networks of ``config.model`` for the data set ``ds``."""
+    n_out = 1 if ds.task != "multiclass" else ds.n_classes
+    return lambda: _MODELS[config.model](ds.n_features, n_out)
+
+
+def _fit(config: ExperimentConfig, streams: _Streams) -> _Fit:
+    """Load the split, train the MAP network and, if the coverage needs one, the oracle."""
     clock = time.perf_counter()
     ds = _data(config, streams.data(), config.n_train)
-    n_out = 1 if ds.task != "multiclass" else ds.n_classes
-    build = lambda: _MODELS[config.model](ds.n_features, n_out)  # noqa: E731
+    build = _builder(config, ds)
     model = build_seeded(build, rng=streams.init)
     _train(
         model, ds.X_train, ds.y_train, likelihood=ds.task, config=config.train, rng=streams.batches
     )
-    t["training"] = time.perf_counter() - clock
+    seconds = {"training": time.perf_counter() - clock}
+    f_oracle = None
+    if _needs_oracle(config, ds):
+        clock = time.perf_counter()
+        f_oracle = _oracle(config, ds, build, streams)
+        seconds["oracle"] = time.perf_counter() - clock
+    return _Fit(ds, model, f_oracle, seconds)
+
+
+def _replication_seed(seed: int, replication: int) -> np.random.SeedSequence:
+    """The seed sequence of replication ``replication`` of a run under base seed ``seed``."""
+    return keyed_seed("subnet-experiment", replication, seed=seed)
+
+
+@cached(maxsize=8)
+def fitted_replications(
+    config: ExperimentConfig, seed: int, replications: int
+) -> tuple[_Fit, ...]:
+    """The trained part of the first ``replications`` replications of :func:`run_experiment`
+    (base seed ``seed``): what :func:`run_seed` would train, cached per argument so that the
+    claims and mutants that change only later steps (selection, variances, decisions) read
+    the same networks (``Mutant.reuses``). The returned networks must not be modified in
+    place."""
+    return tuple(_fit(config, _Streams(_replication_seed(seed, r))) for r in range(replications))
+
+
+def _run_seed(
+    config: ExperimentConfig, streams: _Streams, audit: bool, fit: _Fit | None = None
+) -> SeedResult:
+    t: dict[str, float] = {}
+    fit = _fit(config, streams) if fit is None else fit
+    ds = fit.ds
+    t["training"] = fit.seconds["training"]
 
     clock = time.perf_counter()
-    model = model.double().eval()
+    model = copy.deepcopy(fit.model).double().eval()
     J = per_sample_jacobian(model, ds.X_train, chunk_size=config.chunk_size).numpy()
     G = per_sample_jacobian(model, ds.X_test, chunk_size=config.chunk_size).numpy()
     f_train, f_test = predict(model, ds.X_train), predict(model, ds.X_test)
@@ -280,8 +345,8 @@ def _run_seed(config: ExperimentConfig, streams: _Streams, audit: bool) -> SeedR
     noise = s2 if ds.task == "regression" else 0.0
 
     clock = time.perf_counter()
-    f_ref, cov_noise = _coverage_reference(config, ds, build, streams, s2)
-    t["coverage_reference"] = time.perf_counter() - clock
+    f_ref, cov_noise = _coverage_reference(config, ds, fit.f_oracle, s2)
+    t["coverage_reference"] = time.perf_counter() - clock + fit.seconds.get("oracle", 0.0)
 
     def metrics(var: np.ndarray) -> tuple[float, float]:
         w2 = float(np.mean(wasserstein_gap(var_full, var, noise_var=noise)))
@@ -335,7 +400,7 @@ def _run_seed(config: ExperimentConfig, streams: _Streams, audit: bool) -> SeedR
         t["kfac_laplace"] = time.perf_counter() - clock
     if config.ensemble_size >= 2:
         clock = time.perf_counter()
-        members = _members(config, build, ds, streams.ensemble)
+        members = _members(config, _builder(config, ds), ds, streams.ensemble)
         outs = np.stack([predict(net, ds.X_test) for net in members])
         var_ens, f_ens = outs.var(axis=0, ddof=1), outs.mean(axis=0)
         w = float(np.mean(wasserstein_gap(var_full, var_ens, noise_var=noise)))
@@ -372,11 +437,7 @@ def _audit(config: ExperimentConfig, model: Any, ds: Any, s2: float, rng: Any) -
 
 
 def _coverage_reference(
-    config: ExperimentConfig,
-    ds: Any,
-    build: Callable[[], Any],
-    streams: _Streams,
-    s2: float,
+    config: ExperimentConfig, ds: Any, f_oracle: np.ndarray | None, s2: float
 ) -> tuple[np.ndarray | None, float]:
     """(f_ref at the test points, variance added to σ²): truth, oracle network or targets y."""
     target = config.coverage_target
@@ -386,7 +447,14 @@ def _coverage_reference(
         return (ds.y_test, s2) if ds.task == "regression" else (None, 0.0)
     if target == "truth":
         return None, 0.0
-    # oracle: same architecture on a larger training pool drawn from the same split (App. C.1)
+    return f_oracle, 0.0
+
+
+def _oracle(
+    config: ExperimentConfig, ds: Any, build: Callable[[], Any], streams: _Streams
+) -> np.ndarray:
+    """The oracle's outputs at the test points: the same architecture trained on a larger
+    training pool drawn from the same split (App. C.1)."""
     # the same random split (same stream) without subsampling: the pool excludes every test row
     big = _data(config, streams.data(), None)
     rows = min(config.oracle_rows, big.X_train.shape[0])
@@ -398,8 +466,7 @@ def _coverage_reference(
     if ds.task == "regression":
         yo = (yo * big.y_std + big.y_mean - ds.y_mean) / ds.y_std
     _train(oracle, Xo, yo, likelihood=ds.task, config=config.train, rng=streams.oracle_batches)
-    f = predict(oracle, ds.X_test)
-    return f, 0.0
+    return predict(oracle, ds.X_test)
 
 
 class _Streams:
@@ -439,10 +506,13 @@ def run_experiment(
     replications = positive_int(replications, "replications")
     desc = f"Experiment 1 ({config.dataset}, {config.model})"
     seeds = []
+    with _bounded_threads(config):
+        fits = fitted_replications(config, seed, replications)
     with progress_bar(total=replications, desc=desc, unit="rep", enabled=progress) as bar:
-        for r in range(replications):
-            rng = keyed_seed("subnet-experiment", r, seed=seed)
-            seeds.append(run_seed(config, rng=rng, audit=audit and r == 0))
+        for r, fit in enumerate(fits):
+            with _bounded_threads(config):
+                streams = _Streams(_replication_seed(seed, r))
+                seeds.append(_run_seed(config, streams, audit and r == 0, fit))
             bar.update(1)
     res = tuple(seeds)
     n = len(res)

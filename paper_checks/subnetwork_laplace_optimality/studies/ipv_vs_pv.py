@@ -74,10 +74,12 @@ def run_one(params: dict, *, rng: np.random.Generator) -> dict[str, float]:
     n, p, k, n_test = params["N"], params["p"], params["k"], params["n_test"]
     lam = random_psd(p, cond=COND, rng=rng)
     factor = np.linalg.cholesky(lam)
-    gram = np.zeros((p, p))
-    for start in range(0, n, CHUNK):  # Gram = JᵀJ in row blocks (tiled: OpenBLAS syrk hazard)
-        g = rng.standard_normal((min(CHUNK, n - start), p)) @ factor.T
-        gram += g.T @ g
+    zz = np.zeros((p, p))
+    for start in range(0, n, CHUNK):  # ZᵀZ in row blocks (tiled: OpenBLAS syrk hazard)
+        z = rng.standard_normal((min(CHUNK, n - start), p))
+        zz += z.T @ z
+    gram = factor @ zz @ factor.T  # JᵀJ for the gradients J = Z Lᵀ, Λ = L Lᵀ
+    gram = 0.5 * (gram + gram.T)
     subsets = {
         "fixed": np.arange(k),
         "selected": np.argsort(-np.diag(gram), kind="stable")[:k],  # Alg. 1 on the train set
