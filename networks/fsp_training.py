@@ -164,12 +164,6 @@ def _tensor(a: Any, dtype: Any) -> torch.Tensor:
     return torch.tensor(np.asarray(a), dtype=dtype)
 
 
-def _owned_tensor(a: np.ndarray, dtype: Any) -> torch.Tensor:
-    """A fresh float64 array no one else holds as a tensor of ``dtype``, without the copy of
-    :func:`_tensor` when ``dtype`` is float64 (the same values)."""
-    return torch.from_numpy(a).to(dtype)
-
-
 def _nll_sum(out: torch.Tensor, y: torch.Tensor, likelihood: str, log_std: Any) -> torch.Tensor:
     """−Σ log p(y | f) (Gaussian up to the constant ½ log 2π per point)."""
     if likelihood == "regression":
@@ -347,9 +341,7 @@ def _context_source(context: Any, n_context: int | None) -> Callable[[np.random.
         m = positive_int(n_context, "n_context") if n_context is not None else None
         if m is None:
             raise ValueError("n_context is required when context is a ContextBox")
-        # ContextBox.sample without its per-call checks (the same draws): one call per step
-        low, high, shape = context.low, context.high, (m, context.dim)
-        return lambda rng: rng.uniform(low, high, size=shape)
+        return lambda rng: context.sample(m, rng=rng)
     C = np.asarray(context, dtype=np.float64)
     C = C[:, None] if C.ndim == 1 else C
     if C.ndim != 2 or C.shape[0] == 0 or not np.all(np.isfinite(C)):
@@ -446,7 +438,6 @@ def train_fsp_map(
         raise TypeError(f"kernel must be callable as kernel(X1, X2); got {type(kernel).__name__}")
     jitter = nonnegative_float(jitter, "jitter")
     draw = _context_source(context, n_context)
-    drawn = isinstance(context, ContextBox)
     fixed_context = not isinstance(context, ContextBox) and (
         n_context is None or n_context >= len(np.atleast_1d(np.asarray(context)))
     )
@@ -458,23 +449,22 @@ def train_fsp_map(
     def factor(C: np.ndarray) -> torch.Tensor:
         K = np.asarray(kernel(C, C), dtype=np.float64)
         K = 0.5 * (K + K.T)
-        K[np.diag_indices_from(K)] += jitter * float(np.mean(np.diag(K)))
+        K += jitter * float(np.mean(np.diag(K))) * np.eye(C.shape[0])
         try:
-            return _owned_tensor(np.linalg.cholesky(K), dtype)
+            return _tensor(np.linalg.cholesky(K), dtype)
         except np.linalg.LinAlgError as err:
             raise ValueError("Σ(C, C) is not positive definite: increase jitter") from err
 
     def penalty(step_rng: np.random.Generator) -> torch.Tensor:
         C = draw(step_rng)
         if fixed.get("C") is not C:  # a new context set: factorise Σ(C, C), cache for reuse
-            mu = None  # a zero mean is not subtracted (the same values and gradients)
-            if prior_mean is not None:
-                mu = _tensor(_mean_at(prior_mean, C, (C.shape[0], n_out)), dtype)
-            Ct = _owned_tensor(C, dtype) if drawn else _tensor(C, dtype)  # drawn: fresh
-            fixed.update(C=C, Ct=Ct, chol=factor(C), mu=mu)
-        r = model(fixed["Ct"]).reshape(C.shape[0], -1)
-        if fixed["mu"] is not None:
-            r = r - fixed["mu"]
+            fixed.update(
+                C=C,
+                Ct=_tensor(C, dtype),
+                chol=factor(C),
+                mu=_tensor(_mean_at(prior_mean, C, (C.shape[0], n_out)), dtype),
+            )
+        r = model(fixed["Ct"]).reshape(C.shape[0], -1) - fixed["mu"]
         z = torch.linalg.solve_triangular(fixed["chol"], r, upper=False)
         return 0.5 * (z * z).sum()
 
