@@ -31,6 +31,7 @@ from laplace_lab.paper_checks.verification import (
     Verdict,
     claim,
     require,
+    step,
 )
 from laplace_lab.paper_checks.verification.timing import exponent_status
 from laplace_lab.theory.rates import fit_rate
@@ -111,7 +112,8 @@ def _step9(ctx: Context) -> Verdict:
     explode predictive variance" — remedied by truncating the smallest eigenvalues of D_A
     (Algorithm 2, step 9)."""
     rows, stats = [], {}
-    for name, family in CONFIGS:
+    for i, (name, family) in enumerate(CONFIGS):
+        step(i, len(CONFIGS), "set-ups")
         fsp = synthetic.fit_fsp(name, family, ctx.full, ctx.seed)
         gram = fsp.posterior.gram
         prior = gram.diagonal()
@@ -138,6 +140,7 @@ def _step9(ctx: Context) -> Verdict:
             + f"; with step 9 at rank/2: {s['truncated']} eigenvalues cut, "
             f"max ×{s['step-9'][1]:.2f}"
         )
+    step(len(CONFIGS), len(CONFIGS), "set-ups")
     exact_bound = max(s["float64"][1] for s in stats.values()) <= 1 + EXCEED_RTOL
     imprecision = max(s["float32"][0] for s in stats.values()) > 0
     restored = max(s["step-9"][1] for s in stats.values()) <= 1 + EXCEED_RTOL

@@ -44,6 +44,7 @@ from laplace_lab.paper_checks.verification import (
     claim,
     decisions,
     require,
+    step,
 )
 
 PAPER = "fsp-laplace"
@@ -79,7 +80,8 @@ def _sweep(family: str, full: bool, seed: int) -> dict:
     gm, gs = _gp_posterior(kernel, t.X, t.y, x)
     sd0 = float(np.sqrt(kernel.variance))
     out = {}
-    for M in SIZES:
+    for i, M in enumerate(SIZES):
+        step(i, len(SIZES), f"{family} fits, context-point counts")
         fsp = synthetic.fit_fsp("regression", family, full, seed, M, covariance="halton")
         pred = fsp.predict(x)
         sd = np.sqrt(pred.variance)
@@ -89,6 +91,7 @@ def _sweep(family: str, full: bool, seed: int) -> dict:
             "mean_beyond": float(np.mean(np.abs(pred.mean[outer])) / sd0),
             "gp_sd_ratio": float(gs[away].mean() / gs[near].mean()),
         }
+    step(len(SIZES), len(SIZES), f"{family} fits, context-point counts")
     return out
 
 
@@ -205,10 +208,11 @@ def _few_points(ctx: Context) -> Verdict:
     # A cell that fails on the first replicate counts as a counterexample only if it fails on
     # every replicate (data set and fit) — the threshold is the project's, so one fit is not
     # enough to refute.
-    reps = {
-        (f, M): [sd_ratio(f, ctx.full, ctx.seed, M, r) for r in range(USEFUL_REPLICATES)]
-        for f, M in failing
-    }
+    reps: dict[tuple[str, int], list[float]] = {}
+    for i, (f, M) in enumerate(failing):
+        step(i, len(failing), "failing cells, replicates")
+        reps[f, M] = [sd_ratio(f, ctx.full, ctx.seed, M, r) for r in range(USEFUL_REPLICATES)]
+    step(len(failing), len(failing), "failing cells, replicates")
     require(np.all(np.isfinite([v for r in reps.values() for v in r])), "an sd ratio is NaN")
     standing = [k for k in failing if all(v < threshold for v in reps[k])]
     where = ", ".join(f"{f} M={M}" for f, M in failing)
