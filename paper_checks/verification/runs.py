@@ -8,8 +8,10 @@ claim's streams are keyed by its name (:meth:`.registry.Context.rng`), so a clai
 same verdict in any worker and any unit.
 Within a unit the true runs come first and the mutants after them: a mutant may reuse the
 true results of the cached helpers it names (the ones the true runs lack are computed by the
-true code, with the mutant suspended, and kept for the next mutant). Each worker limits BLAS and
-torch to one thread, so that the workers do not oversubscribe the cores, and draws no bar.
+true code, with the mutant suspended, and kept for the next mutant). Every run limits BLAS and
+torch to one thread (in a worker, and in this process with ``--jobs 1``): the workers do not
+oversubscribe the cores, and a claim's arithmetic is the same for any number of them. A worker
+draws no bar.
 The parent prints each claim's line and its mutants' lines in the run's order, whatever order
 the units finish in (a claim's lines as soon as every earlier claim's are out), and, on a
 terminal, draws one bar over the claims and mutants with an ETA. While the bar is drawn, every
@@ -283,7 +285,8 @@ def run_claims(
         with board.ticking() if live else nullcontext():
             if scheduler is None and (jobs <= 1 or len(groups) <= 1):
                 report = board.event if live else None
-                with quiet_progress() if live else nullcontext():
+                # one thread, as in a worker: the same arithmetic (and verdicts) for any --jobs
+                with single_thread(), quiet_progress() if live else nullcontext():
                     here = _run_group(claims, plan, say, [number[c.key] for c in claims], report)
                 for o in here:
                     board.ended(o.claim.key, [m.mutant.name for m in o.mutants])
