@@ -13,6 +13,7 @@ import math
 import multiprocessing
 import os
 import socket
+import sys
 import threading
 import time
 import urllib.parse
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from laplace_lab._checks import one_of, positive_int
 from laplace_lab.studies.seeding import params_key, replication_rng
@@ -96,6 +97,19 @@ def _metrics(task: Task, out: Any) -> dict[str, float]:
     return metrics
 
 
+_POOLS: list[tuple[int, ThreadpoolController]] = []
+
+
+def _one_blas_thread() -> Any:
+    """A context limiting every loaded BLAS/OpenMP pool to one thread. The pools are found
+    once (a scan costs about a millisecond, as much as a small replication) and again only
+    when modules were imported since, which is how a new pool gets loaded."""
+    loaded = len(sys.modules)
+    if not _POOLS or _POOLS[-1][0] != loaded:
+        _POOLS[:] = [(loaded, ThreadpoolController())]
+    return _POOLS[-1][1].limit(limits=1)
+
+
 def run_task(task: Task) -> list[Result]:
     """Run the task's replications (by ``run_batch`` when it has several and the study has
     one, else one ``run_one`` each), every one on its own seeded generator, BLAS limited to
@@ -104,7 +118,7 @@ def run_task(task: Task) -> list[Result]:
     rngs = [replication_rng(study.name, task.params, r, seed=task.seed) for r in task.reps]
     start = time.perf_counter()
     try:
-        with threadpool_limits(limits=1):
+        with _one_blas_thread():
             if study.run_batch is not None and len(rngs) > 1:
                 outs = list(study.run_batch(dict(task.params), rngs=rngs))
             else:
