@@ -128,6 +128,8 @@ def _child(request: dict) -> None:
             os.dup2(out, fd)
             os.close(out)
         atexit._clear()  # the handlers of this process's imports are not the script's
+        if "numpy" in sys.modules:  # fresh entropy for the global NumPy state, as `random`
+            sys.modules["numpy"].random.seed()  # reseeds itself after a fork
         try:
             runpy.run_path(str(script), run_name="__main__")
             code = 0
