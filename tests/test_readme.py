@@ -87,7 +87,9 @@ class Interpreter:
         return answer["returncode"], out.read_text(), err.read_text(), seconds
 
     def close(self) -> None:
+        """Stop the server (it holds nothing to clean up: killed, not left to finalise)."""
         self.process.stdin.close()
+        self.process.kill()
         self.process.wait(timeout=60)
 
 
