@@ -9,7 +9,7 @@ The scripts run in children forked from one interpreter that has imported the he
 third-party packages (``tests/readme.py``, :func:`serve`): each child starts as a fresh
 interpreter would after those imports, so no block sees another's state, and the
 interpreter's start-up is paid once instead of once per block. A block's time counts that
-start-up too.
+start-up too (its CPU time, what it takes on an idle machine).
 """
 
 from __future__ import annotations
