@@ -1,10 +1,11 @@
-"""Shared test configuration: Hypothesis profiles selected by HYPOTHESIS_PROFILE, and one
-share of the CPUs per pytest-xdist worker."""
+"""Shared test configuration: Hypothesis profiles selected by HYPOTHESIS_PROFILE, one share of
+the CPUs per pytest-xdist worker, and the docs site built once per session."""
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -24,8 +25,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 def pytest_collection_modifyitems(config, items):
     """Skip tests marked ``slow`` unless LAPLACE_LAB_SLOW=1."""
-    import pytest
-
     if os.environ.get("LAPLACE_LAB_SLOW") == "1":
         return
     skip = pytest.mark.skip(reason="slow: set LAPLACE_LAB_SLOW=1 to run")
@@ -57,3 +56,14 @@ def pytest_configure(config):
     except ImportError:  # pragma: no cover - torch is a test dependency
         return
     torch.set_num_threads(share)
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory):
+    """``mkdocs build --strict`` of the repository's docs, once per session (per worker: the
+    modules that read it share the xdist group ``"docs-site"``): (the finished process, the
+    site folder). Read it, never write to it."""
+    from tests.test_docs import ROOT, build
+
+    site = tmp_path_factory.mktemp("docs") / "site"
+    return build(ROOT / "mkdocs.yml", site), site

@@ -27,7 +27,11 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from tests.test_docs import ROOT, build
+from tests.test_docs import ROOT
+
+# one worker starts Chromium, writes the report and builds the docs site once, for every test
+# here and for tests/test_docs.py's build of the site (tests/conftest.py, ``built_site``)
+pytestmark = pytest.mark.xdist_group("docs-site")
 
 CHROMIUM = os.environ.get("LAPLACE_LAB_CHROMIUM", "/usr/bin/chromium")
 #: Two claims taking a few seconds each; the second saves two figures.
@@ -189,10 +193,10 @@ def test_scoreboard_page(page: Page) -> None:
 
 
 @pytest.fixture(scope="module")
-def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The docs site built with ``mkdocs build --strict``, served over HTTP: its address."""
-    site = tmp_path_factory.mktemp("docs") / "site"
-    run = build(ROOT / "mkdocs.yml", site)
+def docs_site(built_site: tuple[Any, Path]) -> Iterator[str]:
+    """The docs site built with ``mkdocs build --strict`` (tests/conftest.py, once per
+    session), served over HTTP: its address."""
+    run, site = built_site
     assert run.returncode == 0, run.stderr[-3000:]
     handler = functools.partial(_QuietHandler, directory=str(site))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -90,7 +90,7 @@ def _runs(marks: Path, name: str) -> int:
 
 def test_a_killed_worker_and_a_killed_run_give_the_verdicts_of_a_plain_run(cluster, tmp_path):
     address, env, marks, procs = cluster
-    plain = _check(env, tmp_path / "plain", "--jobs", "1")
+    plain = _check({**env, "DASK_TEST_SLEEP": "0"}, tmp_path / "plain", "--jobs", "1")
     assert plain.wait(timeout=120) == 0, plain.stdout.read()
     reference = _verdicts(tmp_path / "plain")
     assert [c["status"] for c in reference] == ["CONFIRMED"] * 3
