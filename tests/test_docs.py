@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from laplace_lab.papers import paper_folder, papers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,9 +58,9 @@ API_PAGES = {
 }
 
 
-def test_the_site_builds_strict_with_every_page_paper_and_public_name(tmp_path):
-    site = tmp_path / "site"
-    run = build(ROOT / "mkdocs.yml", site)
+@pytest.mark.xdist_group("docs-site")
+def test_the_site_builds_strict_with_every_page_paper_and_public_name(built_site):
+    run, site = built_site
     assert run.returncode == 0, run.stderr[-5000:]
     assert "greedy_laplace" in (site / "api" / "numerics" / "index.html").read_text("utf-8")
     assert 'href="api/"' in (site / "index.html").read_text("utf-8")  # the README, nav to API
