@@ -397,7 +397,7 @@ def train_surrogate(
         None if context is None else _Batches(context.shape[0], context_batch_size, batch_rng)
     )
     params = [t for t in surrogate.parameters() if t.requires_grad]
-    opt = torch.optim.Adam(params, lr=lr)
+    opt = torch.optim.Adam(params, lr=lr, foreach=True)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(steps, 1), eta_min=0.0)
     scale, losses = None, []
     surrogate.train()

@@ -46,6 +46,7 @@ from laplace_lab.paper_checks.surrogate_ntk_lla._digits import (
     M,
     Scores,
     context_set,
+    digits_base_scores,
     digits_lla,
     digits_map,
     digits_scalla,
@@ -206,7 +207,7 @@ def _exact_lla_as_biased(
     return _true(tables, "LLA" if a == "ScaLLA biased" else a, b, metric)
 
 
-_ALL_TRUE = (digits_map, digits_lla, digits_scalla, digits_scores)
+_ALL_TRUE = (digits_map, digits_lla, digits_scalla, digits_base_scores, digits_scores)
 
 
 @claim(
@@ -227,7 +228,8 @@ _ALL_TRUE = (digits_map, digits_lla, digits_scalla, digits_scores)
             "ScaLLA replaced by the MAP (zero posterior covariance)",
             {(ScaLLA, "fit"): staticmethod(_map_for_scalla)},
             expect=Status.CONFIRMED,
-            reuses=(digits_map, digits_lla),
+            # the MAP's and the LLAs' scores draw first from the Monte Carlo stream: as true
+            reuses=(digits_map, digits_lla, digits_base_scores),
         ),
         Mutant(
             "difference-at-margin",

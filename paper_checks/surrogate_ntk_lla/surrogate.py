@@ -16,6 +16,7 @@ exact LLA:
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -42,6 +43,7 @@ from laplace_lab.paper_checks.verification import (
     cached,
     claim,
     decisions,
+    step,
 )
 
 PAPER = "surrogate-ntk-lla"
@@ -73,6 +75,14 @@ CROSS = 0.1
 #: refutes: between the two readings the verdict would rest on our choice of threshold, so it
 #: is INCONCLUSIVE.
 CROSS_LENIENT = 0.25
+
+
+def _toys(n: int) -> Iterator[int]:
+    """The replicates 0..n−1, each reported to the progress bar before it runs."""
+    for r in range(n):
+        step(r, n, "toys")
+        yield r
+    step(n, n, "toys")
 
 
 @cached(maxsize=20)
@@ -139,13 +149,16 @@ def surrogate_kernel_convergence(ctx: Context) -> Verdict:
     n = REPLICATES[full]
     early = STEPS[full] // EARLY
     rows = []
-    for r in range(n):
+    for r in _toys(n):
         t = toy(seed, r)
         K = ntk(t.model, t.X_test)
         lam = np.linalg.eigvalsh(K)[::-1]
 
         def error(m: int, steps: int = 0, t=t, K=K, r=r) -> float:
-            fit = surrogate(seed, full, m, False, False, steps, replicate=r)
+            # steps named only when set: the full training is the call of without_context,
+            # one cached result for both
+            more = {"steps": steps} if steps else {}
+            fit = surrogate(seed, full, m, False, False, replicate=r, **more)
             return relative_error(learned(fit, t.X_test), K)
 
         final = error(M)
@@ -255,7 +268,7 @@ def scalla_variance_vs_exact_lla(ctx: Context) -> Verdict:
     no number)."""
     n = REPLICATES[ctx.full]
     errors = np.array(
-        [sys.modules[__name__]._variance_errors(ctx.seed, ctx.full, True, r) for r in range(n)]
+        [sys.modules[__name__]._variance_errors(ctx.seed, ctx.full, True, r) for r in _toys(n)]
     )
     d = decisions.superiority(
         [
@@ -364,7 +377,7 @@ def context_points_generalise(ctx: Context) -> Verdict:
     """
     seed, full = ctx.seed, ctx.full
     n = REPLICATES[full]
-    rows = [sys.modules[__name__]._ood_kernel_errors(seed, full, r) for r in range(n)]
+    rows = [sys.modules[__name__]._ood_kernel_errors(seed, full, r) for r in _toys(n)]
     without = np.array([row["without"] for row in rows])
     with_ = np.array([row["with"] for row in rows])
     d = decisions.superiority(
@@ -462,7 +475,7 @@ def biased_kernel_block_diagonal(ctx: Context) -> Verdict:
     :data:`CROSS_LENIENT` refutes, and a verdict that would depend on the choice between the
     two readings is INCONCLUSIVE."""
     n = REPLICATES[ctx.full]
-    rows = [_cross_ratios(ctx.seed, ctx.full, r) for r in range(n)]
+    rows = [_cross_ratios(ctx.seed, ctx.full, r) for r in _toys(n)]
     col = {k: np.array([row[k] for row in rows]) for k in rows[0]}
     command = COMMAND.format(name="biased-kernel-block-diagonal")
     label = "‖Q_tc‖_F / ‖K_tc‖_F of the biased kernel"
@@ -556,7 +569,7 @@ def biased_back_to_prior(ctx: Context) -> Verdict:
     the training manifold are expected to yield higher posterior variance"."""
     seed, full = ctx.seed, ctx.full
     rows, gains = [], []
-    for r in range(REPLICATES[full]):
+    for r in _toys(REPLICATES[full]):
         t = toy(seed, r)
         fits = {
             "ScaLLA": unbiased_with_context(seed, full, r),
