@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager
@@ -61,13 +62,14 @@ class Cached:
             raise ValueError(f"maxsize must be a positive int or None; got {maxsize!r}")
         functools.update_wrapper(self, fn)
         self.fn = fn
+        self._signature = inspect.signature(fn)
         self.maxsize = maxsize
         self._true: OrderedDict[Hashable, Any] = OrderedDict()
         self._mutant: dict[Hashable, Any] = {}
         _REGISTRY.append(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        key = (args, tuple(sorted(kwargs.items())))
+        key = self._key(args, kwargs)
         scope = _SCOPE[-1]
         if scope is not None and self in scope.reuses and key not in self._true:
             with _true_code(scope):
@@ -82,6 +84,16 @@ class Cached:
         if store is self._true and self.maxsize is not None and len(store) > self.maxsize:
             store.popitem(last=False)
         return value
+
+    def _key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
+        """The call's arguments bound to the signature, defaults applied: ``f(1)``,
+        ``f(1, steps=0)`` and ``f(x=1)`` are one result when ``steps`` defaults to 0."""
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return tuple(
+            (name, tuple(sorted(value.items())) if isinstance(value, dict) else value)
+            for name, value in bound.arguments.items()
+        )
 
     def cache_clear(self) -> None:
         """Forget every result, true and mutant."""

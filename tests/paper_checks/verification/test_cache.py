@@ -166,3 +166,17 @@ def test_a_threshold_mutant_that_reuses_the_training_is_caught_without_retrainin
         assert module.TRAINED == [0, 0]  # trained again under the mutant, apart
         assert isinstance(module.check(ctx), Verdict)
         assert module.TRAINED == [0, 0]  # and the true result is still there
+
+
+def test_one_result_for_the_ways_of_passing_the_same_arguments():
+    fn, calls = _counting(lambda: 1.0)
+    helper = cached(fn)
+    helper(3)
+    helper(3, scale=1.0)
+    helper(seed=3)
+    helper(seed=3, scale=1.0)
+    assert calls == [(3, 1.0)]
+    helper(3, scale=2.0)
+    assert calls == [(3, 1.0), (3, 2.0)]
+    with pytest.raises(TypeError):
+        helper(3, nonsense=1)
