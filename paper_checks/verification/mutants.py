@@ -34,10 +34,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import sys
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,53 +124,87 @@ def _entries(original: Any) -> list[tuple[dict, Any, str]]:
     return out
 
 
-def _entry_swaps(original: Any, new: Any) -> list[tuple[Callable[[], None], Callable[[], None]]]:
-    """(apply, undo) for every registry entry holding ``original``: it holds ``new`` once
-    applied."""
-    swaps = []
-    for registry, key, name in _entries(original):
-        saved = registry[key]
-        swaps.append(
-            (
-                functools.partial(
-                    registry.__setitem__, key, dataclasses.replace(saved, **{name: new})
-                ),
-                functools.partial(registry.__setitem__, key, saved),
-            )
-        )
-    return swaps
+_MISSING = object()
 
 
-def _swaps(mutant: Mutant, extra: tuple[types.ModuleType, ...]):
-    """(apply, undo) for every replacement of ``mutant``, in the order they are applied."""
-    swaps: list[tuple[Callable[[], None], Callable[[], None]]] = []
-    for target, new in mutant.replace.items():
-        if isinstance(target, tuple):
-            owner, attr = target
-            old = getattr(owner, attr)
-            swaps.append(
-                (
-                    functools.partial(setattr, owner, attr, new),
-                    functools.partial(setattr, owner, attr, old),
+def _raw(owner: Any, attr: str) -> Any:
+    """``owner``'s own value of ``attr`` as stored (a classmethod as the descriptor, not bound
+    to the class), or :data:`_MISSING` where it is inherited."""
+    own = vars(owner) if hasattr(owner, "__dict__") else {}
+    return own.get(attr, _MISSING) if isinstance(own, Mapping) else getattr(owner, attr)
+
+
+def _put(owner: Any, attr: str, raw: Any) -> None:
+    if raw is _MISSING:
+        delattr(owner, attr)
+    else:
+        setattr(owner, attr, raw)
+
+
+class _Replacements:
+    """Apply and undo one mutant's replacements, as often as the cache suspends it.
+
+    Function targets are looked up afresh at every apply and undo, so that a module of
+    ``laplace_lab`` first imported while the mutant is applied (binding the replacement) is
+    also restored; the bindings of a replacement that existed before the mutant (its own
+    module's) are left alone. Registry entries get every field of one entry replaced in one
+    ``dataclasses.replace`` (several replacements may hit one entry).
+    """
+
+    def __init__(self, mutant: Mutant, extra: tuple[types.ModuleType, ...]) -> None:
+        self.extra = extra
+        self.attributes = {t: n for t, n in mutant.replace.items() if isinstance(t, tuple)}
+        self.functions = {t: n for t, n in mutant.replace.items() if not isinstance(t, tuple)}
+        for target in self.functions:
+            if not _bindings(target, extra) and not _entries(target):
+                raise ValueError(
+                    f"mutant {mutant.name!r}: {getattr(target, '__qualname__', target)!r} "
+                    "is bound nowhere in laplace_lab"
                 )
-            )
-            continue
-        sites = _bindings(target, extra)
-        entries = _entry_swaps(target, new)
-        if not sites and not entries:
-            raise ValueError(
-                f"mutant {mutant.name!r}: {getattr(target, '__qualname__', target)!r} "
-                "is bound nowhere in laplace_lab"
-            )
-        swaps.extend(entries)
-        for module, name in sites:
-            swaps.append(
-                (
-                    functools.partial(setattr, module, name, new),
-                    functools.partial(setattr, module, name, target),
-                )
-            )
-    return swaps
+        self.saved = {(owner, attr): _raw(owner, attr) for owner, attr in self.attributes}
+        # where a replacement is bound before the mutant: never "restored" to the target
+        self.own = {
+            id(new): set(_sites(new, extra)) | set(_entry_keys(new))
+            for new in self.functions.values()
+        }
+        self.entries: dict[tuple[int, Any], tuple[dict, Any, Any]] = {}
+
+    def apply(self) -> None:
+        for (owner, attr), new in self.attributes.items():
+            setattr(owner, attr, new)
+        for target, new in self.functions.items():
+            for module, name in _bindings(target, self.extra):
+                setattr(module, name, new)
+        fields: dict[tuple[int, Any], tuple[dict, Any, dict[str, Any]]] = {}
+        for target, new in self.functions.items():
+            for registry, key, name in _entries(target):
+                fields.setdefault((id(registry), key), (registry, key, {}))[2][name] = new
+        for ident, (registry, key, changes) in fields.items():
+            self.entries.setdefault(ident, (registry, key, registry[key]))
+            registry[key] = dataclasses.replace(registry[key], **changes)
+
+    def undo(self) -> None:
+        for (owner, attr), raw in self.saved.items():
+            _put(owner, attr, raw)
+        for registry, key, entry in self.entries.values():
+            registry[key] = entry
+        self.entries.clear()
+        for target, new in self.functions.items():
+            own = self.own[id(new)]
+            for module, name in _bindings(new, self.extra):
+                if (module.__name__, name) not in own:
+                    setattr(module, name, target)
+            for registry, key, name in _entries(new):
+                if (id(registry), key, name) not in own:
+                    registry[key] = dataclasses.replace(registry[key], **{name: target})
+
+
+def _sites(value: Any, extra: tuple[types.ModuleType, ...]) -> list[tuple[str, str]]:
+    return [(module.__name__, name) for module, name in _bindings(value, extra)]
+
+
+def _entry_keys(value: Any) -> list[tuple[int, Any, str]]:
+    return [(id(registry), key, name) for registry, key, name in _entries(value)]
 
 
 @contextlib.contextmanager
@@ -181,35 +214,27 @@ def applied(mutant: Mutant, *extra_modules: types.ModuleType) -> Iterator[None]:
     Inside the block, a cached helper that the mutant ``reuses`` computes a result the true
     run has not with the replacements undone (the true code), and keeps it as a true result.
     """
-    swaps = _swaps(mutant, extra_modules)
-    done: list[Callable[[], None]] = []
-
-    def undo() -> None:
-        while done:
-            done.pop()()
-
-    def apply() -> None:
-        for do, back in swaps:
-            do()
-            done.append(back)
+    swaps = _Replacements(mutant, extra_modules)
 
     @contextlib.contextmanager
     def suspended() -> Iterator[None]:
         # plain functools caches may hold what the mutant computed: never the true code's
         clear_caches()
-        undo()
+        swaps.undo()
         try:
             yield
         finally:
-            clear_caches()
-            apply()
+            try:
+                clear_caches()
+            finally:
+                swaps.apply()
 
     with mutant_scope(frozenset(mutant.reuses), suspended):
         try:
-            apply()
+            swaps.apply()
             yield
         finally:
-            undo()
+            swaps.undo()
 
 
 def clear_caches() -> None:

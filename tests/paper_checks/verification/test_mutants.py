@@ -125,3 +125,84 @@ def test_declaring_mutants_is_validated_and_implementation_failures_are_errors()
     v = run_claim(Claim("toy", "b", "l", "s", Status.CONFIRMED, broken), Context())
     assert v.status is Status.ERROR
     assert v.evidence.startswith("Our implementation failed a self-check: fast greedy")
+
+
+REGISTRY_MODULE = """
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    first: object
+    second: object
+
+
+def f():
+    return "f"
+
+
+def g():
+    return "g"
+
+
+TABLE = {"both": Entry(f, g), "twice": Entry(f, f)}
+"""
+
+
+def test_two_replacements_in_one_registry_entry_both_apply_and_both_undo():
+    with toy_claims_module("_toy_registry", REGISTRY_MODULE) as module:
+        import laplace_lab
+
+        laplace_lab._toy_registry = module  # a module of laplace_lab, as registries are
+        try:
+            both, twice = module.TABLE["both"], module.TABLE["twice"]
+            wrong = Mutant("m", "d", {module.f: lambda: "F", module.g: lambda: "G"})
+            with applied(wrong, module):
+                entry = module.TABLE["both"]
+                assert (entry.first(), entry.second()) == ("F", "G")
+                entry = module.TABLE["twice"]
+                assert (entry.first(), entry.second()) == ("F", "F")
+            assert module.TABLE["both"] is both and module.TABLE["twice"] is twice
+        finally:
+            del laplace_lab._toy_registry
+
+
+def test_a_classmethod_target_is_restored_as_the_classmethod():
+    class Base:
+        @classmethod
+        def make(cls):
+            return cls.__name__
+
+    class Sub(Base):
+        pass
+
+    with applied(Mutant("m", "d", {(Base, "make"): classmethod(lambda cls: "wrong")})):
+        assert Sub.make() == "wrong"
+    assert isinstance(vars(Base)["make"], classmethod)
+    assert Sub.make() == "Sub"  # not a method bound to Base
+
+
+LATE = """
+from laplace_lab.numerics.selection import greedy_laplace as bound_at_import
+"""
+
+
+def test_a_module_first_imported_under_the_mutant_is_restored_too():
+    from laplace_lab.numerics import selection
+    from laplace_lab.paper_checks.verification.cache import _SCOPE
+
+    original = selection.greedy_laplace
+    mutant = applied(Mutant("m", "d", {original: _wrong_greedy}))
+    mutant.__enter__()
+    try:
+        with toy_claims_module("_toy_late", LATE) as late:  # imported under the mutant
+            assert late.bound_at_import is _wrong_greedy
+            with _SCOPE[-1].suspended():  # the true code, as a reused helper runs it
+                assert late.bound_at_import is original
+            assert late.bound_at_import is _wrong_greedy
+            mutant.__exit__(None, None, None)
+            mutant = None
+            assert late.bound_at_import is original
+    finally:
+        if mutant is not None:
+            mutant.__exit__(None, None, None)
