@@ -25,9 +25,10 @@ adapters are not imported: the layers of docs/architecture.md keep benchmarks ap
 conformance). Every peer's answer must agree with ours (relative 1e-8 in float64, 1e-3 in
 float32), else the row is marked wrong. The ratio is the fastest peer's time over ours; the
 note lists every peer's time. Times are CPU seconds of the process (every thread's), the
-best of 3 calls after a warm-up call, with every side on one thread (:func:`one_thread`:
-torch, the BLAS, XLA's CPU client): a ratio of work, which other processes on a shared
-machine barely move (wall times there varied 14× between runs of the same call). Peers
+best of 3 calls after a warm-up call, with torch and the BLAS on one thread
+(:func:`one_thread`; XLA's Eigen kernels too, while XLA's own few threads remain and are
+counted): a ratio of CPU work, which other processes on a shared machine barely move (wall
+times there varied 14× between runs of the same call). Peers
 missing from the environment are left out of the row; a row without any peer is skipped.
 
 References
@@ -55,14 +56,16 @@ from laplace_lab.benchmarks._harness import Row, timed
 
 #: The clock of every peer row: the process's CPU time (module docstring).
 CLOCK = time.process_time
-#: XLA's CPU client on one thread (read when JAX starts its backend).
-XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+#: XLA's Eigen kernels on one thread (read when JAX starts its backend; XLA keeps a few
+#: threads of its own, which the CPU clock counts).
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 
 
 @contextlib.contextmanager
 def one_thread() -> Iterator[None]:
-    """torch and the BLAS on one thread inside the block, and XLA's CPU client when JAX has
-    not started here yet (its flags are read once per process)."""
+    """torch and the BLAS on one thread inside the block, and XLA's Eigen kernels when JAX
+    has not been imported here yet (its flags are read once per process; XLA's own few
+    threads remain, counted by :data:`CLOCK`)."""
     import torch
     from threadpoolctl import threadpool_limits
 

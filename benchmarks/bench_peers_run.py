@@ -1,5 +1,5 @@
-"""``laplace-lab bench --only peers``: every peer row, side by side in one process on one
-thread (:func:`.bench_peers.one_thread`; CPU seconds) — the GGN
+"""``laplace-lab bench --only peers``: every peer row, side by side in one process, in CPU
+seconds (:func:`.bench_peers.one_thread`) — the GGN
 rows of :mod:`.bench_peers` and those of :mod:`.bench_peers_kfac`, :mod:`.bench_peers_lla`,
 :mod:`.bench_peers_eig` and :mod:`.bench_peers_cnn` (each module's docstring says what it
 times and against whom).

@@ -124,6 +124,9 @@ class ExperimentConfig:
             raise ValueError(
                 f"ks must be a strictly increasing sequence of sizes ≥ 1; got {self.ks}"
             )
+        # tuples, whatever sequence was given: the config keys cached experiments
+        object.__setattr__(self, "ks", tuple(int(k) for k in self.ks))
+        object.__setattr__(self, "methods", tuple(self.methods))
         one_of(self.greedy_candidates, "greedy_candidates", ("paper", "2k"))
         for name in ("torch_threads", "blas_threads"):
             optional_positive_int(getattr(self, name), name)

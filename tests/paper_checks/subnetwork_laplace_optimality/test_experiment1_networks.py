@@ -157,3 +157,13 @@ def test_blas_pool_bounded_inside_a_seed_and_restored(monkeypatch):
 def test_setup_d_config_validation(field, value, error):
     with pytest.raises(error, match=field):
         _tiny(**{field: value})
+
+
+def test_a_config_given_lists_is_the_config_of_tuples():
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+        ExperimentConfig,
+    )
+
+    listed = ExperimentConfig(ks=[50, 100], methods=["random"])
+    assert listed == ExperimentConfig(ks=(50, 100), methods=("random",))
+    assert hash(listed) == hash(ExperimentConfig(ks=(50, 100), methods=("random",)))
