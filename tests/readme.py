@@ -120,6 +120,7 @@ def _child(request: dict) -> None:
         script = Path(request["script"]).resolve()
         os.chdir(script.parent)
         sys.path[0] = str(script.parent)
+        sys.argv = [str(script)]
         stdin = os.open(os.devnull, os.O_RDONLY)
         os.dup2(stdin, 0)
         os.close(stdin)

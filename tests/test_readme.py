@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -68,9 +69,14 @@ class Interpreter:
             env=env,
             text=True,
         )
-        self.import_seconds = json.loads(self._answer())["import_seconds"]
+        self.import_seconds = json.loads(self._answer(300.0))["import_seconds"]
 
-    def _answer(self) -> str:
+    def _answer(self, timeout: float) -> str:
+        """The server's next line; a server silent for ``timeout`` s is killed, not awaited."""
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        if not ready:
+            self.process.kill()
+            raise RuntimeError(f"the block server did not answer within {timeout:.0f} s")
         line = self.process.stdout.readline()
         if not line:
             raise RuntimeError(f"the block server exited ({self.process.wait()})")
@@ -82,7 +88,7 @@ class Interpreter:
         request = {"script": str(script), "stdout": str(out), "stderr": str(err)}
         self.process.stdin.write(json.dumps({**request, "timeout": timeout}) + "\n")
         self.process.stdin.flush()
-        answer = json.loads(self._answer())
+        answer = json.loads(self._answer(timeout + 60.0))  # the server kills at timeout
         seconds = answer["seconds"] + self.import_seconds
         return answer["returncode"], out.read_text(), err.read_text(), seconds
 

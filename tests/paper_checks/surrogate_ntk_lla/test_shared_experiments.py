@@ -1,7 +1,7 @@
 """Claims that need the same trained surrogate ask the cache for it in the same words.
 
-A cached experiment is keyed by its arguments as passed: the same training asked for once
-with ``steps=0`` and once without it would run twice. The toy's surrogate and the MAP's and
+A cached experiment is keyed by its arguments bound to its signature (``steps=0`` passed or
+left to its default is one result); the calls are checked word for word all the same. The toy's surrogate and the MAP's and
 LLAs' Monte Carlo scores of the digits are checked here with stand-ins for the training, so
 that no network is trained.
 """
