@@ -1,9 +1,9 @@
 """Claims that need the same trained surrogate ask the cache for it in the same words.
 
 A cached experiment is keyed by its arguments bound to its signature (``steps=0`` passed or
-left to its default is one result); the calls are checked word for word all the same. The toy's surrogate and the MAP's and
-LLAs' Monte Carlo scores of the digits are checked here with stand-ins for the training, so
-that no network is trained.
+left to its default is one result); the calls are checked word for word all the same. The
+toy's surrogate and the MAP's and LLAs' Monte Carlo scores of the digits are checked here
+with stand-ins for the training, so that no network is trained.
 """
 
 from __future__ import annotations
