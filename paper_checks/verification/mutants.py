@@ -130,8 +130,9 @@ _MISSING = object()
 def _raw(owner: Any, attr: str) -> Any:
     """``owner``'s own value of ``attr`` as stored (a classmethod as the descriptor, not bound
     to the class), or :data:`_MISSING` where it is inherited."""
-    own = vars(owner) if hasattr(owner, "__dict__") else {}
-    return own.get(attr, _MISSING) if isinstance(own, Mapping) else getattr(owner, attr)
+    if not hasattr(owner, "__dict__"):  # slots: the value itself, set back as it was
+        return getattr(owner, attr)
+    return vars(owner).get(attr, _MISSING)
 
 
 def _put(owner: Any, attr: str, raw: Any) -> None:

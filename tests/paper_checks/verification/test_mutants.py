@@ -206,3 +206,16 @@ def test_a_module_first_imported_under_the_mutant_is_restored_too():
     finally:
         if mutant is not None:
             mutant.__exit__(None, None, None)
+
+
+def test_an_attribute_of_an_object_with_slots_is_set_back_not_deleted():
+    class Slotted:
+        __slots__ = ("value",)
+
+        def __init__(self):
+            self.value = 1.0
+
+    owner = Slotted()
+    with applied(Mutant("m", "d", {(owner, "value"): 3.0})):
+        assert owner.value == 3.0
+    assert owner.value == 1.0
