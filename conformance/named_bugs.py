@@ -32,7 +32,7 @@ import numpy as np
 
 from laplace_lab.conformance.diagnosis import Recording, Replay
 from laplace_lab.conformance.kronecker import KFACOracle
-from laplace_lab.conformance.oracle import DenseOracle
+from laplace_lab.conformance.oracle import GAUSSIAN, DenseOracle
 from laplace_lab.conformance.problems import Problem
 
 __all__ = ["BUGS", "DETERMINISTIC", "NamedBug", "named_bug"]
@@ -100,8 +100,15 @@ def _prior(problem: Problem) -> np.ndarray | float:
     return np.asarray(problem.prior_precision, dtype=np.float64)
 
 
+def _noise(problem: Problem) -> np.ndarray | float:
+    """σ0²: a float, or the (C,) per-output variances of multi-output regression."""
+    noise = np.asarray(problem.noise_var, dtype=np.float64)
+    return float(noise) if noise.ndim == 0 else noise
+
+
 def _regression_with_noise(capability: str, problem: Problem) -> bool:
-    return problem.likelihood == "regression" and not np.isclose(problem.noise_var, 1.0)
+    # at σ0² = 1 (every output) the problem with σ0² left out or squared is the same problem
+    return problem.likelihood in GAUSSIAN and not np.allclose(_noise(problem), 1.0)
 
 
 def _any_prior(capability: str, problem: Problem) -> bool:
@@ -129,13 +136,13 @@ BUGS: tuple[NamedBug, ...] = (
         "noise-left-out",
         "σ0² left out of the regression GGN (σ0² = 1)",
         _regression_with_noise,
-        _with(noise_var=lambda p: 1.0),
+        _with(noise_var=lambda p: np.ones_like(_noise(p)) if np.ndim(_noise(p)) else 1.0),
     ),
     NamedBug(
         "noise-twice",
         "σ0² applied twice in the regression GGN (σ0⁴ where σ0² belongs)",
         _regression_with_noise,
-        _with(noise_var=lambda p: p.noise_var**2),
+        _with(noise_var=lambda p: _noise(p) ** 2),
     ),
     NamedBug(
         "ggn-for-empirical-fisher",

@@ -34,8 +34,8 @@ from tests.test_docs import ROOT
 pytestmark = pytest.mark.xdist_group("docs-site")
 
 CHROMIUM = os.environ.get("LAPLACE_LAB_CHROMIUM", "/usr/bin/chromium")
-#: Two claims taking a few seconds each; the second saves two figures.
-CLAIMS = ("theorem-1", "ssla-assla-recover-analytic-ppd")
+#: Two claims of two papers taking a fraction of a second each; the second saves a figure.
+CLAIMS = ("theorem-1", "probit-approximation")
 
 
 def _unavailable(why: str) -> None:

@@ -36,6 +36,9 @@ def test_ood_auroc_agrees_with_the_mann_whitney_count():
     assert digits.ood_auroc(a, b) == pytest.approx(pairs, abs=1e-12)
 
 
+# on the worker of the claims of the digits unit (``--dist loadgroup``): the true training is
+# computed once for both
+@pytest.mark.xdist_group(_claim("digits-biased-ood").unit)
 def test_reversed_auroc_is_an_error_in_the_run(monkeypatch):
     # the AUROC is taken outside the cached experiments: the true training is reused
     monkeypatch.setattr(digits, "auroc", _mutants.reversed_auroc)
