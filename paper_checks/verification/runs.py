@@ -399,11 +399,15 @@ def _on_dask(
             ): g
             for g in todo
         }
-        for future in finished(futures):
-            results = future.result()
-            if store is not None:
-                store.put(key_of(futures[future]), results)
-            for result in results:
-                done[result[0]] = [result]
-            lines.add(list(_outcomes(results, by_key).values()))
+        try:
+            for future in finished(futures):
+                results = future.result()
+                if store is not None:
+                    store.put(key_of(futures[future]), results)
+                for result in results:
+                    done[result[0]] = [result]
+                lines.add(list(_outcomes(results, by_key).values()))
+        finally:
+            if topic is not None:  # an external cluster outlives the run: no handler left on it
+                client.unsubscribe_topic(topic)
     return done

@@ -123,6 +123,17 @@ def test_workers_steps_reach_the_parents_bar_and_it_counts_every_claim_and_mutan
 
     monkeypatch.setattr(runs, "progress_bar", lambda **kw: bars.append(_LiveBar(**kw)) or bars[-1])
     monkeypatch.setattr(runs, "Board", Recording)
+    unsubscribed = []
+    if scheduler is not None:
+        from distributed import Client
+
+        true_unsubscribe = Client.unsubscribe_topic
+
+        def unsubscribe(self, topic):
+            unsubscribed.append(topic)
+            return true_unsubscribe(self, topic)
+
+        monkeypatch.setattr(Client, "unsubscribe_topic", unsubscribe)
     plan = Plan(Context(seed=0), "light", no_catalog, (str(path),))
     # on Dask, the events of the tasks travel through the scheduler (one worker: 2 units)
     jobs = 2 if scheduler is None else 1
@@ -147,6 +158,9 @@ def test_workers_steps_reach_the_parents_bar_and_it_counts_every_claim_and_mutan
         "mutant steps-b/replicates-loop:flipped ... REFUTED — caught",
     ]
     assert [o.verdict.status.value for o in outcomes] == ["CONFIRMED", "CONFIRMED"]
+    # the run's topic handler is removed: an external cluster outlives the run
+    assert len(unsubscribed) == (scheduler is not None)
+    assert all(t.startswith("laplace-lab-check-") for t in unsubscribed)
 
 
 def test_the_board_counts_each_run_once_and_names_what_runs_with_its_loops():
