@@ -12,10 +12,34 @@ from types import ModuleType
 __all__ = ["load_plugin"]
 
 
+def _other_module(name: str, path: Path) -> str | None:
+    """Where an importable module of the same ``name`` as the file ``path`` lives, if any: the
+    file is loaded, and sent to Dask workers, under that name, so it would shadow it here and
+    be shadowed by it there."""
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        origin = getattr(loaded, "__file__", None) or "built in"
+    else:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return None
+        if spec is None:
+            return None
+        origin = spec.origin or "a namespace package"
+    return None if origin == str(path) else origin
+
+
 def _from_file(path: Path) -> ModuleType:
     name = path.stem
     if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
         return sys.modules[name]
+    other = _other_module(name, path)
+    if other is not None:
+        raise ImportError(
+            f"its module name {name!r} is that of another importable module ({other}): "
+            "rename the file"
+        )
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError("not a Python file")

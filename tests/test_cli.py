@@ -185,3 +185,20 @@ def test_the_output_folder_check_leaves_nothing_behind(tmp_path):
     with pytest.raises(OSError) as err:
         writable_folder(tmp_path / "file" / "x")
     assert err.value.filename == str(tmp_path / "file" / "x")
+
+
+def test_a_plugin_file_named_as_an_importable_module_is_refused(tmp_path):
+    """``numpy.py`` would shadow numpy here and be shadowed by it on a Dask worker (a file is
+    sent and imported there by its module name): refused, naming both."""
+    from laplace_lab._plugins import load_plugin
+
+    (tmp_path / "numpy.py").write_text("X = 1\n")
+    with pytest.raises(ValueError) as err:
+        load_plugin(str(tmp_path / "numpy.py"), "claim plugin")
+    assert str(err.value).startswith(f"cannot import claim plugin module '{tmp_path}/numpy.py'")
+    assert "its module name 'numpy' is that of another importable module" in str(err.value)
+    import numpy
+
+    assert hasattr(numpy, "ndarray")  # not replaced
+    (tmp_path / "laplace_lab_plugin_zz.py").write_text("X = 2\n")
+    assert load_plugin(str(tmp_path / "laplace_lab_plugin_zz.py")).X == 2
