@@ -25,6 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import queue
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -202,19 +203,27 @@ def _to_topic(topic: str) -> Report:
     return lambda said: worker.log_event(topic, list(said))
 
 
+#: Held by the unit of work a process runs: a mutant's replacements patch the process's
+#: modules and the cached experiments are the process's, so two units on two threads of one
+#: Dask worker (``--nthreads 2``) would see each other's; they run one after the other.
+_ONE_UNIT = threading.Lock()
+
+
 def _worker(
     keys: Sequence[str], numbers: Sequence[str], plan: Plan, topic: str | None = None
 ) -> list[tuple[str, Verdict, float, list]]:
     """Run the claims ``keys`` in a fresh process; plain data back (mutants by name: their
     replacements need not pickle). In a worker of the pool, its events go to the parent
-    while it runs; a Dask task's go to the clients subscribed to ``topic`` (None: nowhere)."""
-    plan.catalog(None, tuple(keys))
-    for module in plan.plugins:
-        load_plugin(module, "claim plugin")
-    known = {c.key: c for c in all_claims()}
-    report = _to_parent if _EVENTS is not None else _to_topic(topic) if topic else None
-    with single_thread(), quiet_progress():
-        outcomes = _run_group([known[k] for k in keys], plan, _quiet, numbers, report)
+    while it runs; a Dask task's go to the clients subscribed to ``topic`` (None: nowhere).
+    One unit at a time per process (:data:`_ONE_UNIT`)."""
+    with _ONE_UNIT:
+        plan.catalog(None, tuple(keys))
+        for module in plan.plugins:
+            load_plugin(module, "claim plugin")
+        known = {c.key: c for c in all_claims()}
+        report = _to_parent if _EVENTS is not None else _to_topic(topic) if topic else None
+        with single_thread(), quiet_progress():
+            outcomes = _run_group([known[k] for k in keys], plan, _quiet, numbers, report)
     return [
         (
             o.claim.key,

@@ -197,3 +197,34 @@ def test_lines_come_in_the_runs_order_and_one_bar_counts_every_run(tmp_path, mon
         for key in ("par-a/below-limit", "par-b/always"):
             _REGISTRY.pop(key, None)
         sys.modules.pop("slow_claims", None)
+
+
+def test_a_process_runs_one_unit_at_a_time(monkeypatch):
+    """Two units on two threads of one process (a Dask worker with two threads) run one after
+    the other: a mutant's replacements and the cached experiments are the process's."""
+    import threading
+    import time
+
+    from laplace_lab.paper_checks.verification import runs
+
+    inside, most = [0], [0]
+    lock = threading.Lock()
+
+    def run_group(claims, plan, echo, numbers, report):
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.2)
+        with lock:
+            inside[0] -= 1
+        return []
+
+    monkeypatch.setattr(runs, "_run_group", run_group)
+    monkeypatch.setattr(runs, "all_claims", lambda: [])
+    plan = Plan(Context(seed=0), "none", no_catalog, ())
+    threads = [threading.Thread(target=runs._worker, args=([], [], plan)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1
