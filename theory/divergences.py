@@ -80,10 +80,21 @@ def _is_discrete(dist: Any) -> bool:
 
 
 def _normal_params(dist: Any) -> tuple[float, float] | None:
-    """(mean, sd) of a frozen scipy.stats.norm, else None."""
-    if getattr(getattr(dist, "dist", None), "name", None) == "norm":
-        return float(dist.mean()), float(dist.std())
-    return None
+    """(mean, sd) of a frozen scipy.stats.norm, else None.
+
+    From its loc and scale by scipy's own arithmetic (mean 0·scale + loc, variance
+    1·scale·scale, sd its square root), bit for bit, without the cost of ``dist.mean()`` and
+    ``dist.std()``; anything but a scalar with scale > 0 and loc not NaN asks scipy.
+    """
+    if getattr(getattr(dist, "dist", None), "name", None) != "norm":
+        return None
+    _, loc, scale = dist.dist._parse_args(*dist.args, **dist.kwds)
+    loc, scale = np.asarray(loc), np.asarray(scale)
+    if loc.ndim == 0 and scale.ndim == 0 and scale > 0 and loc == loc:
+        mean = np.asarray(0.0 * scale + loc, dtype=np.float64)
+        var = np.asarray(1.0 * scale * scale, dtype=np.float64)
+        return float(mean), float(np.sqrt(var))
+    return float(dist.mean()), float(dist.std())
 
 
 def _support(p: Any, q: Any) -> np.ndarray:

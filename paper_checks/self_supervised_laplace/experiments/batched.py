@@ -51,7 +51,7 @@ def train_stacked(
     X = torch.as_tensor(np.stack([np.asarray(x) for x in Xs]), dtype=torch.float32)
     y = torch.as_tensor(np.stack([np.asarray(t) for t in ys]), dtype=torch.float32)
     params = stack.parameters
-    opt = torch.optim.Adam(params, lr=lr)
+    opt = torch.optim.Adam(params, lr=lr, foreach=True)  # bit-identical on CPU
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs, eta_min=0.0)
     n = X.shape[1]
     rows = torch.arange(K)[:, None]

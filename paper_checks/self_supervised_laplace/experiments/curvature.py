@@ -17,6 +17,7 @@ their central intervals come from the grid CDF.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,9 +75,20 @@ def grid_intervals(y_grid: np.ndarray, log_density: np.ndarray, levels) -> np.nd
     Each row is normalised by the trapezoidal rule; the interval at level ℓ runs between the
     (1 − ℓ)/2 and (1 + ℓ)/2 quantiles of the piecewise-linear CDF.
     """
-    p = np.exp(log_density - log_density.max(axis=1, keepdims=True))
+    return _intervals(y_grid, _unnormalised(log_density), levels)
+
+
+def _unnormalised(log_density: np.ndarray) -> np.ndarray:
+    """exp(log density − its row maximum): each row's density up to a constant, peak 1."""
+    return np.exp(log_density - log_density.max(axis=1, keepdims=True))
+
+
+def _intervals(y_grid: np.ndarray, p: np.ndarray, levels) -> np.ndarray:
+    """:func:`grid_intervals` of the unnormalised densities ``p`` (:func:`_unnormalised`)."""
     steps = 0.5 * (p[:, 1:] + p[:, :-1]) * np.diff(y_grid, axis=1)
-    cdf = np.concatenate([np.zeros((p.shape[0], 1)), np.cumsum(steps, axis=1)], axis=1)
+    cdf = np.empty(p.shape)
+    cdf[:, 0] = 0.0
+    np.cumsum(steps, axis=1, out=cdf[:, 1:])
     cdf /= cdf[:, -1:]
     out = np.empty((len(levels), p.shape[0], 2))
     for i, lv in enumerate(levels):
@@ -85,13 +97,29 @@ def grid_intervals(y_grid: np.ndarray, log_density: np.ndarray, levels) -> np.nd
     return out
 
 
+def _count_at_most(x: float, xp: np.ndarray) -> np.ndarray:
+    """The number of entries ≤ ``x`` in each row of ``xp``, by bisection: rows non-decreasing
+    up to a NaN tail (a CDF whose cumulative sum turned NaN stays NaN; NaN ≤ x is false)."""
+    lo = np.zeros(xp.shape[0], dtype=np.intp)
+    hi = np.full(xp.shape[0], xp.shape[1], dtype=np.intp)
+    rows = np.arange(xp.shape[0])
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            return lo
+        mid = (lo + hi) // 2
+        below = open_ & (xp[rows, np.minimum(mid, xp.shape[1] - 1)] <= x)
+        lo = np.where(below, mid + 1, lo)
+        hi = np.where(open_ & ~below, mid, hi)
+
+
 def _interp_rows(x: float, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     """``np.interp(x, xp[j], fp[j])`` for every row j at once, with its arithmetic: the
     segment xp[j, k] ≤ x < xp[j, k + 1], slope·(x − xp[j, k]) + fp[j, k] (from the right end
     where that is NaN), fp[j, k] where x hits a node, the end values outside."""
     rows = np.arange(xp.shape[0])
     last = xp.shape[1] - 1
-    k = np.minimum(np.sum(xp <= x, axis=1) - 1, last - 1)  # rows of a non-decreasing xp
+    k = np.minimum(_count_at_most(x, xp) - 1, last - 1)  # rows of a non-decreasing xp
     k = np.maximum(k, 0)
     x0, x1, f0, f1 = xp[rows, k], xp[rows, k + 1], fp[rows, k], fp[rows, k + 1]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -106,8 +134,8 @@ def _interp_rows(x: float, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     return np.where(x >= xp[:, last], fp[:, last], out)
 
 
-def _normalised(y_grid: np.ndarray, log_density: np.ndarray) -> np.ndarray:
-    p = np.exp(log_density - log_density.max(axis=1, keepdims=True))
+def _normalised(y_grid: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """The unnormalised densities ``p`` (:func:`_unnormalised`) normalised by the trapezoid."""
     return p / np.trapezoid(p, y_grid, axis=1)[:, None]
 
 
@@ -231,13 +259,14 @@ def curvature_coverage(
             ("SSLA", ssla_log_density_from_variance),
             ("ASSLA", assla_log_density_from_variance),
         ):
-            logp = np.asarray(density(v, f, y_grid, noise_var=s2))
-            densities[method].append(_normalised(y_grid, logp))
-            iv = grid_intervals(y_grid, logp, LEVELS)
+            p = _unnormalised(np.asarray(density(v, f, y_grid, noise_var=s2)))
+            densities[method].append(_normalised(y_grid, p))
+            iv = _intervals(y_grid, p, LEVELS)
             inside = (iv[:, :, 0] <= y) & (y <= iv[:, :, 1])
             coverage[method][c] = inside.mean(axis=1)
     spread = {}
     for method, ps in densities.items():
-        stack = np.stack(ps)
-        spread[method] = float(np.max(stack.max(0) - stack.min(0)) / np.max(stack))
+        # the largest pointwise range across curvatures over the largest density (no stack)
+        hi, lo = functools.reduce(np.maximum, ps), functools.reduce(np.minimum, ps)
+        spread[method] = float(np.max(hi - lo) / np.max(hi))
     return CurvatureCoverage(coverage, spread, int(y.size), float(s2), float(prior_precision))

@@ -133,7 +133,7 @@ def fit_mean_variance_to(
     X = torch.as_tensor(np.asarray(ds.X_train), dtype=torch.float32)
     y = torch.as_tensor(np.asarray(ds.y_train), dtype=torch.float32)
     params = list(model.parameters())
-    opt = torch.optim.Adam(params, lr=lr)
+    opt = torch.optim.Adam(params, lr=lr, foreach=True)  # bit-identical on CPU
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs, eta_min=0.0)
     order_rng = np.random.default_rng(train_rng)
     n = X.shape[0]
@@ -300,8 +300,11 @@ def la_curvature(
     # R_* is diagonal, so the rows w_b = R_*,bb g_b of R_*ᵀJ_* need no product of their own:
     # w_bᵀΩ⁻¹w_b = R_*,bb² g_bᵀΩ⁻¹g_b; only w_1 + w_2 is a row of its own
     r = np.diagonal(output_hessian_root(fit.out_test), axis1=1, axis2=2)  # (M, 2)
-    w_sum = r[:, :1] * g_mu + r[:, 1:] * g_lv
-    q = spectral.variance(np.stack([g_mu, g_lv, w_sum], axis=1), [prior_precision])[0]
+    rows = np.empty((g_mu.shape[0], 3, g_mu.shape[1]))  # g_mu, g_lv, w_1 + w_2 per point
+    rows[:, :2] = fit.G
+    np.multiply(r[:, :1], g_mu, out=rows[:, 2])
+    rows[:, 2] += r[:, 1:] * g_lv
+    q = spectral.variance(rows, [prior_precision])[0]
     quad = np.c_[q[:, 0], r[:, 0] ** 2 * q[:, 0], r[:, 1] ** 2 * q[:, 1], q[:, 2]]  # (M, 4)
     _, signals = layer_signals(fit.model, fit.data.X_train)
     kfac = kfac_from_signals(signals, R, prior_precision=prior_precision)

@@ -35,7 +35,7 @@ from laplace_lab.networks.stacked import Stacked
 from laplace_lab.networks.training import build_seeded, noise_variance, predict, single_threaded
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.numerics.jacobians import per_sample_jacobian
-from laplace_lab.numerics.laplace_variants import SpectralLaplace
+from laplace_lab.numerics.laplace_variants import SpectralLaplace, with_prior_precision
 from laplace_lab.numerics.predictive import subnetwork_variance_path
 from laplace_lab.numerics.selection import subnet_diagonal
 from laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression import (
@@ -45,16 +45,22 @@ from laplace_lab.paper_checks.verification import require
 
 __all__ = [
     "ARCHITECTURES",
+    "LARGEST",
+    "FullPosteriors",
     "TrainedSplit",
     "UCISplit",
     "evaluate_split",
+    "full_posteriors",
     "require_standardised_on_training_rows",
+    "subnetwork_posteriors",
     "train_splits",
     "uci_split",
 ]
 
 #: hidden widths of the four networks of §6.2, smallest first.
 ARCHITECTURES = {"1x50": (50,), "1x100": (100,), "2x50": (50, 50), "2x100": (100, 100)}
+#: The largest network, whose subnetworks are compared.
+LARGEST = tuple(ARCHITECTURES)[-1]
 #: The prior-precision grid searched on the validation log-likelihood.
 PRIOR_GRID = tuple(float(v) for v in np.logspace(-2, 3, 11))
 _LOADERS = {"boston": load_boston, "concrete": load_concrete}
@@ -112,7 +118,7 @@ def _fit(models, Xs, ys, Xvs, yvs, *, epochs: int, lr: float = 1e-2, alpha: floa
     """
     stack = Stacked.of(models)
     X, y, Xv, yv = (torch.as_tensor(np.stack(a), dtype=torch.float32) for a in (Xs, ys, Xvs, yvs))
-    opt = torch.optim.Adam(stack.parameters, lr=lr)
+    opt = torch.optim.Adam(stack.parameters, lr=lr, foreach=True)  # bit-identical on CPU
     best, states, penalty = (
         np.full(len(models), np.inf),
         [None] * len(models),
@@ -238,11 +244,78 @@ def uci_split(dataset: str, *, rng: np.random.Generator | int, epochs: int = 100
     return evaluate_split(train_splits(dataset, rngs=[rng], epochs=epochs)[0])
 
 
+@dataclass(frozen=True)
+class FullPosteriors:
+    """What :func:`evaluate_split` computes of a trained split before any subnetwork prior:
+    per network ``a`` its D (``weights[a]``), λ (``prior_precision[a]``), the per-test-point
+    log-likelihoods of the MAP with σ0² only (``ll_map[a]``) and of full-network Laplace
+    (``ll_full[a]``), its dead weights (``dead[a]``); of the largest network its σ0²
+    (``noise_var``), test predictions (``f_test``), dead-weight mask (``dead_mask``), the
+    Wasserstein order (``order``) and the nested subnetwork variances with the full
+    network's λ (``fixed``: sizes × test points)."""
+
+    trained: TrainedSplit
+    weights: dict[str, int]
+    prior_precision: dict[str, float]
+    ll_map: dict[str, np.ndarray]
+    ll_full: dict[str, np.ndarray]
+    dead: dict[str, int]
+    noise_var: float
+    f_test: np.ndarray
+    dead_mask: np.ndarray
+    order: np.ndarray
+    fixed: np.ndarray
+
+
+def _jacobians(model, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
+    W = weight_indices(model)
+    return tuple(per_sample_jacobian(model, A, subset=W).numpy() for A in inputs)
+
+
+def _full_posteriors(trained: TrainedSplit) -> tuple[FullPosteriors, np.ndarray, np.ndarray]:
+    """:class:`FullPosteriors` and the largest network's training and test Jacobians."""
+    ds, tr, va = trained.data, trained.train_rows, trained.validation_rows
+    X, y, Xv, yv = ds.X_train[tr], ds.y_train[tr], ds.X_train[va], ds.y_train[va]
+    grid = np.asarray(PRIOR_GRID)
+    out: dict[str, dict] = {k: {} for k in ("D", "lam", "map", "full", "dead")}
+    for name, model in zip(ARCHITECTURES, trained.models, strict=True):
+        J, Gv, Gt = _jacobians(model, X, Xv, ds.X_test)
+        s2 = noise_variance(model, X, y)
+        f_val, f_test = predict(model, Xv), predict(model, ds.X_test)
+        spectral = SpectralLaplace(J / np.sqrt(s2))
+        val_ll = [_log_likelihood(yv, f_val, s2 + v).mean() for v in spectral.variance(Gv, grid)]
+        lam = float(grid[int(np.argmax(val_ll))])
+        full = spectral.variance(Gt, [lam])[0]
+        out["D"][name], out["lam"][name] = J.shape[1], lam
+        out["map"][name] = _log_likelihood(ds.y_test, f_test, np.full_like(f_test, s2))
+        out["full"][name] = _log_likelihood(ds.y_test, f_test, s2 + full)
+        out["dead"][name] = int(np.all(J == 0.0, axis=0).sum())
+    # the largest network (the last one fitted): nested Wasserstein subnetworks
+    ggn = GGN.regression(J, noise_var=s2, prior_precision=lam)
+    order = subnet_diagonal(ggn, J.shape[1])
+    sizes = [out["D"][a] for a in ARCHITECTURES]
+    posteriors = FullPosteriors(
+        trained=trained,
+        weights={a: int(v) for a, v in out["D"].items()},
+        prior_precision=out["lam"],
+        ll_map=out["map"],
+        ll_full=out["full"],
+        dead={a: int(v) for a, v in out["dead"].items()},
+        noise_var=s2,
+        f_test=f_test,
+        dead_mask=np.all(J == 0.0, axis=0),
+        order=order,
+        fixed=np.asarray(subnetwork_variance_path(ggn, Gt, order, sizes)),
+    )
+    return posteriors, J, Gt
+
+
 @single_threaded()
-def evaluate_split(trained: TrainedSplit) -> UCISplit:
-    """Every posterior of a trained split: the full Laplace of each network (λ by validation
-    log-likelihood), and the nested Wasserstein subnetworks of the largest one with the
-    prior λ_S = λ·S/D and with a fixed λ (§4 and §6.2 of [1]_).
+def full_posteriors(trained: TrainedSplit) -> FullPosteriors:
+    """The posteriors of a trained split that need no subnetwork prior: the full Laplace of
+    each network (λ by validation log-likelihood) and the nested Wasserstein subnetworks of
+    the largest one with the full network's λ (§6.2 of [1]_); :func:`subnetwork_posteriors`
+    adds those with λ_S = λ·S/D.
 
     References
     ----------
@@ -250,38 +323,39 @@ def evaluate_split(trained: TrainedSplit) -> UCISplit:
        "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §4 and
        §6.2.
     """
-    ds, tr, va = trained.data, trained.train_rows, trained.validation_rows
-    X, y, Xv, yv = ds.X_train[tr], ds.y_train[tr], ds.X_train[va], ds.y_train[va]
-    dataset = trained.dataset
-    grid = np.asarray(PRIOR_GRID)
-    out: dict[str, dict] = {k: {} for k in ("D", "lam", "map", "full", "dead")}
-    for name, model in zip(ARCHITECTURES, trained.models, strict=True):
-        W = weight_indices(model)
-        J, Gv, Gt = (per_sample_jacobian(model, A, subset=W).numpy() for A in (X, Xv, ds.X_test))
-        s2 = noise_variance(model, X, y)
-        f_val, f_test = predict(model, Xv), predict(model, ds.X_test)
-        spectral = SpectralLaplace(J / np.sqrt(s2))
-        val_ll = [_log_likelihood(yv, f_val, s2 + v).mean() for v in spectral.variance(Gv, grid)]
-        lam = float(grid[int(np.argmax(val_ll))])
-        full = spectral.variance(Gt, [lam])[0]
-        out["D"][name], out["lam"][name] = W.size, lam
-        out["map"][name] = _log_likelihood(ds.y_test, f_test, np.full_like(f_test, s2))
-        out["full"][name] = _log_likelihood(ds.y_test, f_test, s2 + full)
-        out["dead"][name] = int(np.all(J == 0.0, axis=0).sum())
-    # the largest network (the last one fitted): nested Wasserstein subnetworks
-    D = W.size
+    return _full_posteriors(trained)[0]
+
+
+@single_threaded()
+def subnetwork_posteriors(
+    posteriors: FullPosteriors, J: np.ndarray | None = None, Gt: np.ndarray | None = None
+) -> UCISplit:
+    """Every posterior of a split from its :class:`FullPosteriors`: adds the nested
+    Wasserstein subnetworks of the largest network with the prior λ_S = λ·S/D (§4 of [1]_).
+
+    ``J`` and ``Gt``, the largest network's training and test Jacobians, are recomputed
+    when not given.
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §4 and
+       §6.2.
+    """
+    post = posteriors
+    trained = post.trained
+    ds = trained.data
+    if J is None or Gt is None:
+        J, Gt = _jacobians(trained.models[-1], ds.X_train[trained.train_rows], ds.X_test)
+    s2, f_test, order = post.noise_var, post.f_test, post.order
+    lam, D = post.prior_precision[LARGEST], J.shape[1]
+    sizes = list(post.weights.values())
     ggn = GGN.regression(J, noise_var=s2, prior_precision=lam)
-    sizes = [out["D"][a] for a in ARCHITECTURES]
-    order = subnet_diagonal(ggn, D)
-    dead = np.all(J == 0.0, axis=0)
-    fixed = np.asarray(subnetwork_variance_path(ggn, Gt, order, sizes))
     scaled = np.stack(
         [
             np.asarray(
                 subnetwork_variance_path(
-                    GGN.regression(
-                        J, noise_var=s2, prior_precision=subnetwork_prior_precision(lam, k, D)
-                    ),
+                    with_prior_precision(ggn, subnetwork_prior_precision(lam, k, D)),
                     Gt,
                     order,
                     [k],
@@ -292,19 +366,38 @@ def evaluate_split(trained: TrainedSplit) -> UCISplit:
     )
     smaller = list(ARCHITECTURES)[:-1]
     return UCISplit(
-        dataset=dataset,
-        weights={a: int(v) for a, v in out["D"].items()},
-        prior_precision=out["lam"],
-        ll_map=out["map"],
-        ll_full=out["full"],
+        dataset=trained.dataset,
+        weights=post.weights,
+        prior_precision=post.prior_precision,
+        ll_map=post.ll_map,
+        ll_full=post.ll_full,
         ll_subnetwork={
             a: _log_likelihood(ds.y_test, f_test, s2 + scaled[i]) for i, a in enumerate(smaller)
         },
         ll_subnetwork_fixed={
-            a: _log_likelihood(ds.y_test, f_test, s2 + fixed[i]) for i, a in enumerate(smaller)
+            a: _log_likelihood(ds.y_test, f_test, s2 + post.fixed[i])
+            for i, a in enumerate(smaller)
         },
         decreases=_decreases(scaled),
-        decreases_fixed=_decreases(fixed),
-        dead={a: int(v) for a, v in out["dead"].items()},
-        dead_in_subnetwork={a: int(dead[order[: out["D"][a]]].sum()) for a in smaller},
+        decreases_fixed=_decreases(post.fixed),
+        dead=post.dead,
+        dead_in_subnetwork={
+            a: int(post.dead_mask[order[: post.weights[a]]].sum()) for a in smaller
+        },
     )
+
+
+@single_threaded()
+def evaluate_split(trained: TrainedSplit) -> UCISplit:
+    """Every posterior of a trained split: the full Laplace of each network (λ by validation
+    log-likelihood), and the nested Wasserstein subnetworks of the largest one with the
+    prior λ_S = λ·S/D and with a fixed λ (§4 and §6.2 of [1]_):
+    :func:`subnetwork_posteriors` of :func:`full_posteriors`.
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §4 and
+       §6.2.
+    """
+    return subnetwork_posteriors(*_full_posteriors(trained))

@@ -11,6 +11,7 @@ pytest.importorskip("torch")
 from laplace_lab.networks.training import adam_recipe
 from laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature import (
     CURVATURES,
+    _count_at_most,
     _interp_rows,
     curvature_comparison,
     grid_intervals,
@@ -37,6 +38,22 @@ def test_grid_intervals_are_numpy_interp_per_row():
     for x in (0.025, 0.5, 0.975, 0.0, 1.0, -0.5, 1.5, cdf[20, 7]):
         ref = [np.interp(x, cdf[j], f[j]) for j in range(40)]
         np.testing.assert_array_equal(_interp_rows(x, cdf, f), ref)
+
+
+def test_bisection_counts_what_a_comparison_counts_on_cdfs_with_nan_tails():
+    """Rows non-decreasing with flat stretches and repeated values, NaN tails of any length
+    (all-NaN rows too) and rows of one value: the count of entries ≤ x equals the direct
+    count, for x below, inside (on nodes too) and above every row."""
+    rng = np.random.default_rng(11)
+    steps = rng.exponential(size=(60, 41)) * (rng.random((60, 41)) < 0.5)
+    cdf = np.round(np.cumsum(steps, axis=1), 1)  # ties between neighbours
+    for j, tail in enumerate(rng.integers(0, 42, size=20)):
+        cdf[j, 41 - tail :] = np.nan
+    cdf[20] = 3.0
+    for x in (-1.0, 0.0, 0.1, 1.0, 2.5, cdf[30, 17], cdf[31, 40], 1e9, np.inf):
+        np.testing.assert_array_equal(_count_at_most(x, cdf), np.sum(cdf <= x, axis=1))
+    one = np.array([[0.5]])
+    assert _count_at_most(0.4, one).tolist() == [0] and _count_at_most(0.5, one).tolist() == [1]
 
 
 def test_assla_is_the_same_for_every_curvature_and_ssla_is_not():
