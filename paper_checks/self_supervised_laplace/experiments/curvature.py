@@ -226,10 +226,11 @@ def curvature_coverage(
 ) -> CurvatureCoverage:
     """Coverage of LA, SSLA and ASSLA under each curvature on a fitted MAP network.
 
-    ``curvature``: the network's :func:`curvature_variances` when already computed;
-    otherwise they are computed here with ``prior_precision`` (None: λ by the Laplace
-    evidence). Split from the fit so that the coverage of one fit can be recomputed (e.g.
-    under another scoring rule) without training again.
+    ``curvature``: the network's :func:`curvature_variances` when already computed (their
+    λ is used; a ``prior_precision`` beside them is refused); otherwise they are computed
+    here with ``prior_precision`` (None: λ by the Laplace evidence). Split from the fit so
+    that the coverage of one fit can be recomputed (e.g. under another scoring rule) without
+    training again.
 
     References
     ----------
@@ -245,6 +246,11 @@ def curvature_coverage(
     elif not isinstance(curvature, CurvatureVariances):
         raise TypeError(
             f"curvature must be CurvatureVariances or None; got {type(curvature).__name__}"
+        )
+    elif prior_precision is not None:
+        raise ValueError(
+            "prior_precision must be None when curvature is given (its variances were "
+            f"computed with λ = {curvature.prior_precision:.6g}); got {prior_precision!r}"
         )
     s2, f, y = fit.noise_var, fit.f_test, fit.data.y_test
     prior_precision, variance = curvature.prior_precision, curvature.variance

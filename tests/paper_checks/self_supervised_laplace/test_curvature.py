@@ -11,10 +11,15 @@ pytest.importorskip("torch")
 from laplace_lab.networks.training import adam_recipe
 from laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature import (
     CURVATURES,
+    CurvatureVariances,
     _count_at_most,
     _interp_rows,
     curvature_comparison,
+    curvature_coverage,
     grid_intervals,
+)
+from laplace_lab.paper_checks.self_supervised_laplace.experiments.network import (
+    HeteroscedasticFit,
 )
 
 
@@ -83,3 +88,10 @@ def test_assla_is_the_same_for_every_curvature_and_ssla_is_not():
 def test_bad_grid_or_prior_is_refused_before_training(kwargs, match):
     with pytest.raises(ValueError, match=match):
         curvature_comparison(rng=0, **kwargs)
+
+
+def test_a_prior_precision_beside_computed_variances_is_refused():
+    fit = object.__new__(HeteroscedasticFit)  # refused before any field is read
+    computed = CurvatureVariances(2.5, {"GGN": np.ones(3)})
+    with pytest.raises(ValueError, match=r"prior_precision must be None when curvature is given"):
+        curvature_coverage(fit, curvature=computed, prior_precision=1.0)
