@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, softmax
+from scipy.special import expit
 
 from laplace_lab._checks import (
     nonnegative_float,
@@ -127,9 +127,19 @@ class GaussianPredictive:
         for a in range(0, samples, 256):
             s = min(256, samples - a)
             eps = gen.standard_normal((s, *mu.shape))
-            f = mu[None] + np.einsum("mab,smb->sma", L, eps)
-            out += (expit(f) if mu.shape[1] == 1 else softmax(f, axis=-1)).sum(axis=0)
+            f = np.einsum("mab,smb->sma", L, eps)
+            f += mu
+            out += (expit(f, out=f) if mu.shape[1] == 1 else _softmax_in_place(f)).sum(axis=0)
         return out / samples
+
+
+def _softmax_in_place(f: np.ndarray) -> np.ndarray:
+    """``scipy.special.softmax(f, axis=-1)`` written over ``f``: the same operations in the same
+    order (shift by the maximum, exp, divide by the sum), without temporaries."""
+    f -= f.max(axis=-1, keepdims=True)
+    np.exp(f, out=f)
+    f /= f.sum(axis=-1, keepdims=True)
+    return f
 
 
 def _psd_cholesky(S: np.ndarray) -> np.ndarray:
