@@ -118,6 +118,12 @@ def model_jvp(model: Any, X: Any, V: Any) -> Any:
     .. [1] L. A. Ortega, S. Rodríguez-Santana, D. Hernández-Lobato, "Scalable Linearized Laplace
        Approximation via Surrogate Neural Kernel", arXiv:2601.21835 (2026), §2.2.
     """
+    return _jvp_function(model)(X, V)
+
+
+def _jvp_function(model: Any) -> Any:
+    """``(X, V) ↦ model_jvp(model, X, V)`` with the model's parameter and buffer maps taken once
+    (the training loop calls it every step on the same, fixed model)."""
     torch = _torch()
     from torch.func import functional_call, jvp, vmap
 
@@ -125,20 +131,24 @@ def model_jvp(model: Any, X: Any, V: Any) -> Any:
     params = {n: t.detach() for n, t in _trainable(model).items()}
     frozen = {n: t.detach() for n, t in model.named_parameters() if not t.requires_grad}
     buffers = dict(model.named_buffers())
+    shapes = [t.shape for t in params.values()]
     sizes = [t.numel() for t in params.values()]
-    if V.ndim != 2 or V.shape[1] != sum(sizes):
-        raise ValueError(
-            f"V must have shape (s, P) with P={sum(sizes)}; got V.shape={tuple(V.shape)}"
-        )
-    tangents = {
-        n: v.reshape(V.shape[0], *t.shape)
-        for (n, t), v in zip(params.items(), torch.split(V, sizes, dim=1), strict=True)
-    }
+    P = sum(sizes)
 
-    def f(prm: dict[str, Any]) -> Any:
-        return functional_call(model, ({**prm, **frozen}, buffers), (X,))
+    def run(X: Any, V: Any) -> Any:
+        if V.ndim != 2 or V.shape[1] != P:
+            raise ValueError(f"V must have shape (s, P) with P={P}; got V.shape={tuple(V.shape)}")
+        tangents = {
+            n: v.reshape(V.shape[0], *shape)
+            for n, shape, v in zip(params, shapes, torch.split(V, sizes, dim=1), strict=True)
+        }
 
-    return vmap(lambda tangent: jvp(f, (params,), (tangent,))[1])(tangents)
+        def f(prm: dict[str, Any]) -> Any:
+            return functional_call(model, ({**prm, **frozen}, buffers), (X,))
+
+        return vmap(lambda tangent: jvp(f, (params,), (tangent,))[1])(tangents)
+
+    return run
 
 
 def kernel_matching_loss(G: Any, Z: Any, *, n_first: int | None = None) -> Any:
@@ -396,6 +406,7 @@ def train_surrogate(
     ctx_batches = (
         None if context is None else _Batches(context.shape[0], context_batch_size, batch_rng)
     )
+    jvp = _jvp_function(model)
     params = [t for t in surrogate.parameters() if t.requires_grad]
     opt = torch.optim.Adam(params, lr=lr, foreach=True)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(steps, 1), eta_min=0.0)
@@ -410,7 +421,7 @@ def train_surrogate(
             num_probes, P, rng=probe_rng, dist=dist, dtype=ref.dtype, device=ref.device
         )
         with torch.no_grad():
-            Z = model_jvp(model, X, V).reshape(num_probes, -1).T  # (n·C, s)
+            Z = jvp(X, V).reshape(num_probes, -1).T  # (n·C, s)
             if scale is None:
                 scale = float(Z.square().mean()) or 1.0
             Z = Z / (num_probes * scale) ** 0.5

@@ -1,0 +1,64 @@
+"""The digits' and toys' hot loops give the numbers of their plain formulations, bit for bit.
+
+The Monte Carlo probabilities of a Gaussian predictive are checked against the average of
+``scipy.special.softmax`` (or ``expit``) over the same draws; the JVP function that the
+surrogate's training builds once is checked against the dense Jacobian times the probes, and
+against :func:`model_jvp` on several batches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import expit, softmax
+
+from laplace_lab.networks.models import mlp
+from laplace_lab.networks.training import build_seeded
+from laplace_lab.numerics import GaussianPredictive, draw_probes, model_jvp, per_sample_jacobian
+from laplace_lab.numerics.surrogate_kernel import _jvp_function
+
+
+def _reference(mean: np.ndarray, cov: np.ndarray, samples: int, seed: int) -> np.ndarray:
+    """E[softmax(f)] (E[σ(f)] for one logit) over draws f = μ + L ε, L from eigh, in blocks of
+    256 draws: the plain formulation."""
+    lam, U = np.linalg.eigh(cov)
+    L = U * np.sqrt(np.clip(lam, 0.0, None))[..., None, :]
+    gen, out = np.random.default_rng(seed), np.zeros_like(mean)
+    for a in range(0, samples, 256):
+        s = min(256, samples - a)
+        f = mean[None] + np.einsum("mab,smb->sma", L, gen.standard_normal((s, *mean.shape)))
+        out += (expit(f) if mean.shape[1] == 1 else softmax(f, axis=-1)).sum(axis=0)
+    return out / samples
+
+
+@pytest.mark.parametrize(("C", "likelihood"), [(10, "multiclass"), (1, "binary")])
+def test_monte_carlo_probabilities_are_the_plain_average_bit_for_bit(C, likelihood):
+    rng = np.random.default_rng(3)
+    M = 37
+    A = rng.standard_normal((M, C, C))
+    cov = A @ A.transpose(0, 2, 1) / C
+    mean = 3.0 * rng.standard_normal((M, C))
+    pred = GaussianPredictive(mean, cov, likelihood)
+    p = pred.probabilities(link="mc", samples=600, rng=np.random.default_rng(7))
+    assert np.array_equal(p, _reference(mean, cov, 600, 7))
+    if C > 1:
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_the_jvp_function_built_once_is_the_jacobian_times_the_probes_on_every_batch():
+    model = build_seeded(
+        lambda: mlp(3, [6, 5], 4, activation="tanh"), rng=0, dtype=torch.float64
+    ).eval()
+    P = sum(t.numel() for t in model.parameters())
+    jvp = _jvp_function(model)
+    rng = np.random.default_rng(1)
+    for step in range(3):
+        X = torch.as_tensor(rng.standard_normal((5 + step, 3)))
+        V = draw_probes(4, P, rng=step, dtype=torch.float64)
+        Z = jvp(X, V)
+        assert torch.equal(Z, model_jvp(model, X, V))
+        J = per_sample_jacobian(model, X)  # (n, 4, P), dense reference
+        np.testing.assert_allclose(Z, torch.einsum("ncp,sp->snc", J, V), rtol=1e-12)
+    with pytest.raises(ValueError, match="V must have shape"):
+        jvp(X, V[:, 1:])
