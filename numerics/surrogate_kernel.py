@@ -134,6 +134,7 @@ def _jvp_function(model: Any) -> Any:
     shapes = [t.shape for t in params.values()]
     sizes = [t.numel() for t in params.values()]
     P = sum(sizes)
+    plain = None if frozen or buffers else _plain_sequential(model)
 
     def run(X: Any, V: Any) -> Any:
         if V.ndim != 2 or V.shape[1] != P:
@@ -144,11 +145,58 @@ def _jvp_function(model: Any) -> Any:
         }
 
         def f(prm: dict[str, Any]) -> Any:
+            if plain is not None:
+                return plain(prm, X)
             return functional_call(model, ({**prm, **frozen}, buffers), (X,))
 
         return vmap(lambda tangent: jvp(f, (params,), (tangent,))[1])(tangents)
 
     return run
+
+
+def _plain_sequential(model: Any) -> Any:
+    """The forward of a plain ``nn.Sequential`` as a function ``(params, X)`` of its parameter
+    map, or None.
+
+    Plain: its layers with parameters are ``nn.Linear`` or zero-padded ``nn.Conv2d`` (exactly
+    these types), the others have no parameters or buffers, and no module has hooks. The
+    function applies the layers' own torch operations in order (``F.linear``, ``F.conv2d``
+    with the layer's settings), so it returns what ``functional_call`` returns, bit for bit,
+    without swapping the parameters into the modules at every call.
+    """
+    torch = _torch()
+    from torch.nn import functional as F
+    from torch.nn.modules import module as _module
+
+    hooks = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    if (
+        type(model) is not torch.nn.Sequential
+        or any(getattr(_module, f"_global{h}") for h in hooks)
+        or any(getattr(m, h) for m in model.modules() for h in hooks)
+    ):
+        return None
+    layers = []
+    for name, layer in model.named_children():
+        if type(layer) is torch.nn.Linear:
+            layers.append((name, layer, None))
+        elif type(layer) is torch.nn.Conv2d and layer.padding_mode == "zeros":
+            conv = (layer.stride, layer.padding, layer.dilation, layer.groups)
+            layers.append((name, layer, conv))
+        elif next(layer.parameters(), None) is None and next(layer.buffers(), None) is None:
+            layers.append((name, layer, False))
+        else:
+            return None
+
+    def forward(prm: dict[str, Any], X: Any) -> Any:
+        for name, layer, conv in layers:
+            if conv is False:
+                X = layer(X)
+                continue
+            w, b = prm[f"{name}.weight"], prm.get(f"{name}.bias")
+            X = F.linear(X, w, b) if conv is None else F.conv2d(X, w, b, *conv)
+        return X
+
+    return forward
 
 
 def kernel_matching_loss(G: Any, Z: Any, *, n_first: int | None = None) -> Any:

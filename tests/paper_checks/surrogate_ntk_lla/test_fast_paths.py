@@ -63,3 +63,61 @@ def test_the_jvp_function_built_once_is_the_jacobian_times_the_probes_on_every_b
         np.testing.assert_allclose(Z, torch.einsum("ncp,sp->snc", J, V), rtol=1e-12)
     with pytest.raises(ValueError, match="V must have shape"):
         jvp(X, V[:, 1:])
+
+
+def _digits_like_cnn():
+    from laplace_lab.networks.models import digits_cnn
+
+    return build_seeded(lambda: digits_cnn(channels=(2, 3)), rng=4, dtype=torch.float64).eval()
+
+
+@pytest.mark.parametrize("make", ["mlp", "cnn"])
+def test_the_plain_sequential_forward_is_the_modules_forward_bit_for_bit(make):
+    from torch.func import functional_call
+
+    from laplace_lab.numerics.surrogate_kernel import _plain_sequential
+
+    rng = np.random.default_rng(5)
+    if make == "cnn":
+        model, X = _digits_like_cnn(), torch.as_tensor(rng.standard_normal((6, 64)))
+    else:
+        model = build_seeded(
+            lambda: mlp(3, [6, 5], 4, activation="tanh"), rng=0, dtype=torch.float64
+        ).eval()
+        X = torch.as_tensor(rng.standard_normal((6, 3)))
+    plain = _plain_sequential(model)
+    assert plain is not None
+    prm = {n: t.detach() * 1.5 for n, t in model.named_parameters()}  # not the module's own
+    assert torch.equal(plain(prm, X), functional_call(model, prm, (X,)))
+
+
+def test_a_sequential_with_a_hook_or_another_layer_has_no_plain_forward_and_the_same_jvps():
+    from laplace_lab.numerics.surrogate_kernel import _plain_sequential
+
+    reflect = build_seeded(
+        lambda: torch.nn.Sequential(
+            torch.nn.Unflatten(1, (1, 4, 4)),
+            torch.nn.Conv2d(1, 2, 3, padding=1, padding_mode="reflect"),
+            torch.nn.Flatten(),
+            torch.nn.Linear(32, 3),
+        ),
+        rng=1,
+        dtype=torch.float64,
+    )
+    hooked = _digits_like_cnn()
+    hooked[-1].register_forward_hook(lambda module, args, out: 2.0 * out)
+    normed = build_seeded(
+        lambda: torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4)),
+        rng=2,
+        dtype=torch.float64,
+    ).eval()
+    rng = np.random.default_rng(6)
+    for model, d in ((reflect, 16), (hooked, 64), (normed, 3)):
+        assert _plain_sequential(model) is None
+        X = torch.as_tensor(rng.standard_normal((5, d)))
+        P = sum(t.numel() for t in model.parameters())
+        V = draw_probes(3, P, rng=0, dtype=torch.float64)
+        J = per_sample_jacobian(model, X)
+        np.testing.assert_allclose(
+            _jvp_function(model)(X, V), torch.einsum("ncp,sp->snc", J, V), rtol=1e-10
+        )
