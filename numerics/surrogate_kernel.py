@@ -134,7 +134,8 @@ def _jvp_function(model: Any) -> Any:
     shapes = [t.shape for t in params.values()]
     sizes = [t.numel() for t in params.values()]
     P = sum(sizes)
-    plain = None if frozen or buffers else _plain_sequential(model)
+    untied = [n for n, _ in model.named_parameters(remove_duplicate=False)]
+    plain = None if frozen or buffers or untied != list(params) else _plain_sequential(model)
 
     def run(X: Any, V: Any) -> Any:
         if V.ndim != 2 or V.shape[1] != P:
@@ -159,7 +160,8 @@ def _plain_sequential(model: Any) -> Any:
     map, or None.
 
     Plain: its layers with parameters are ``nn.Linear`` or zero-padded ``nn.Conv2d`` (exactly
-    these types), the others have no parameters or buffers, and no module has hooks. The
+    these types), the others have no parameters or buffers, and no module has hooks (the
+    caller also asks for untied parameters, all trainable, and no buffers). The
     function applies the layers' own torch operations in order (``F.linear``, ``F.conv2d``
     with the layer's settings), so it returns what ``functional_call`` returns, bit for bit,
     without swapping the parameters into the modules at every call.

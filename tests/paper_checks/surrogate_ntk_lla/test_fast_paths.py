@@ -121,3 +121,20 @@ def test_a_sequential_with_a_hook_or_another_layer_has_no_plain_forward_and_the_
         np.testing.assert_allclose(
             _jvp_function(model)(X, V), torch.einsum("ncp,sp->snc", J, V), rtol=1e-10
         )
+
+
+def test_tied_weights_keep_the_modules_forward():
+    def tied():
+        a, b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+        b.weight = a.weight
+        return torch.nn.Sequential(a, torch.nn.Tanh(), b)
+
+    model = build_seeded(tied, rng=3, dtype=torch.float64).eval()
+    X = torch.as_tensor(np.random.default_rng(8).standard_normal((4, 3)))
+    P = sum(t.numel() for t in model.parameters())  # the shared weight once: 9 + 3 + 3
+    assert P == 15
+    V = draw_probes(3, P, rng=0, dtype=torch.float64)
+    J = per_sample_jacobian(model, X)
+    np.testing.assert_allclose(
+        _jvp_function(model)(X, V), torch.einsum("ncp,sp->snc", J, V), rtol=1e-10
+    )
