@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, softmax
+from scipy.special import expit
 
 from laplace_lab._checks import (
     nonnegative_float,
@@ -122,14 +122,25 @@ class GaussianPredictive:
             return probit_probability(mu, self.variance())
         samples = positive_int(samples, "samples")
         gen = as_generator(rng)
-        L = _psd_cholesky(self.covariance)
+        Lt = _psd_cholesky(self.covariance).transpose(0, 2, 1)
         out = np.zeros_like(mu)
         for a in range(0, samples, 256):
             s = min(256, samples - a)
             eps = gen.standard_normal((s, *mu.shape))
-            f = mu[None] + np.einsum("mab,smb->sma", L, eps)
-            out += (expit(f) if mu.shape[1] == 1 else softmax(f, axis=-1)).sum(axis=0)
+            # draws f = μ + L ε of each input as rows, (M, s, C): one batched matmul εᵀ Lᵀ
+            f = np.matmul(eps.transpose(1, 0, 2), Lt)
+            f += mu[:, None, :]
+            out += (expit(f, out=f) if mu.shape[1] == 1 else _softmax_in_place(f)).sum(axis=1)
         return out / samples
+
+
+def _softmax_in_place(f: np.ndarray) -> np.ndarray:
+    """``scipy.special.softmax(f, axis=-1)`` written over ``f``: the same operations in the same
+    order (shift by the maximum, exp, divide by the sum), without temporaries."""
+    f -= f.max(axis=-1, keepdims=True)
+    np.exp(f, out=f)
+    f /= f.sum(axis=-1, keepdims=True)
+    return f
 
 
 def _psd_cholesky(S: np.ndarray) -> np.ndarray:

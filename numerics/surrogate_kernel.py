@@ -118,6 +118,12 @@ def model_jvp(model: Any, X: Any, V: Any) -> Any:
     .. [1] L. A. Ortega, S. Rodríguez-Santana, D. Hernández-Lobato, "Scalable Linearized Laplace
        Approximation via Surrogate Neural Kernel", arXiv:2601.21835 (2026), §2.2.
     """
+    return _jvp_function(model)(X, V)
+
+
+def _jvp_function(model: Any) -> Any:
+    """``(X, V) ↦ model_jvp(model, X, V)`` with the model's parameter and buffer maps taken once
+    (the training loop calls it every step on the same, fixed model)."""
     torch = _torch()
     from torch.func import functional_call, jvp, vmap
 
@@ -125,20 +131,74 @@ def model_jvp(model: Any, X: Any, V: Any) -> Any:
     params = {n: t.detach() for n, t in _trainable(model).items()}
     frozen = {n: t.detach() for n, t in model.named_parameters() if not t.requires_grad}
     buffers = dict(model.named_buffers())
+    shapes = [t.shape for t in params.values()]
     sizes = [t.numel() for t in params.values()]
-    if V.ndim != 2 or V.shape[1] != sum(sizes):
-        raise ValueError(
-            f"V must have shape (s, P) with P={sum(sizes)}; got V.shape={tuple(V.shape)}"
-        )
-    tangents = {
-        n: v.reshape(V.shape[0], *t.shape)
-        for (n, t), v in zip(params.items(), torch.split(V, sizes, dim=1), strict=True)
-    }
+    P = sum(sizes)
+    untied = [n for n, _ in model.named_parameters(remove_duplicate=False)]
+    plain = None if frozen or buffers or untied != list(params) else _plain_sequential(model)
 
-    def f(prm: dict[str, Any]) -> Any:
-        return functional_call(model, ({**prm, **frozen}, buffers), (X,))
+    def run(X: Any, V: Any) -> Any:
+        if V.ndim != 2 or V.shape[1] != P:
+            raise ValueError(f"V must have shape (s, P) with P={P}; got V.shape={tuple(V.shape)}")
+        tangents = {
+            n: v.reshape(V.shape[0], *shape)
+            for n, shape, v in zip(params, shapes, torch.split(V, sizes, dim=1), strict=True)
+        }
 
-    return vmap(lambda tangent: jvp(f, (params,), (tangent,))[1])(tangents)
+        def f(prm: dict[str, Any]) -> Any:
+            if plain is not None:
+                return plain(prm, X)
+            return functional_call(model, ({**prm, **frozen}, buffers), (X,))
+
+        return vmap(lambda tangent: jvp(f, (params,), (tangent,))[1])(tangents)
+
+    return run
+
+
+def _plain_sequential(model: Any) -> Any:
+    """The forward of a plain ``nn.Sequential`` as a function ``(params, X)`` of its parameter
+    map, or None.
+
+    Plain: its layers with parameters are ``nn.Linear`` or zero-padded ``nn.Conv2d`` (exactly
+    these types), the others have no parameters or buffers, and no module has hooks (the
+    caller also asks for untied parameters, all trainable, and no buffers). The
+    function applies the layers' own torch operations in order (``F.linear``, ``F.conv2d``
+    with the layer's settings), so it returns what ``functional_call`` returns, bit for bit,
+    without swapping the parameters into the modules at every call.
+    """
+    torch = _torch()
+    from torch.nn import functional as F
+    from torch.nn.modules import module as _module
+
+    hooks = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    if (
+        type(model) is not torch.nn.Sequential
+        or any(getattr(_module, f"_global{h}") for h in hooks)
+        or any(getattr(m, h) for m in model.modules() for h in hooks)
+    ):
+        return None
+    layers = []
+    for name, layer in model.named_children():
+        if type(layer) is torch.nn.Linear:
+            layers.append((name, layer, None))
+        elif type(layer) is torch.nn.Conv2d and layer.padding_mode == "zeros":
+            conv = (layer.stride, layer.padding, layer.dilation, layer.groups)
+            layers.append((name, layer, conv))
+        elif next(layer.parameters(), None) is None and next(layer.buffers(), None) is None:
+            layers.append((name, layer, False))
+        else:
+            return None
+
+    def forward(prm: dict[str, Any], X: Any) -> Any:
+        for name, layer, conv in layers:
+            if conv is False:
+                X = layer(X)
+                continue
+            w, b = prm[f"{name}.weight"], prm.get(f"{name}.bias")
+            X = F.linear(X, w, b) if conv is None else F.conv2d(X, w, b, *conv)
+        return X
+
+    return forward
 
 
 def kernel_matching_loss(G: Any, Z: Any, *, n_first: int | None = None) -> Any:
@@ -396,6 +456,7 @@ def train_surrogate(
     ctx_batches = (
         None if context is None else _Batches(context.shape[0], context_batch_size, batch_rng)
     )
+    jvp = _jvp_function(model)
     params = [t for t in surrogate.parameters() if t.requires_grad]
     opt = torch.optim.Adam(params, lr=lr, foreach=True)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(steps, 1), eta_min=0.0)
@@ -410,7 +471,7 @@ def train_surrogate(
             num_probes, P, rng=probe_rng, dist=dist, dtype=ref.dtype, device=ref.device
         )
         with torch.no_grad():
-            Z = model_jvp(model, X, V).reshape(num_probes, -1).T  # (n·C, s)
+            Z = jvp(X, V).reshape(num_probes, -1).T  # (n·C, s)
             if scale is None:
                 scale = float(Z.square().mean()) or 1.0
             Z = Z / (num_probes * scale) ** 0.5
