@@ -627,20 +627,14 @@ def counterexample(found: bool, *, witness: str, exhaustive: bool = False) -> De
     return Decision(Kind.EXISTENCE, status, rule, points=(witness,))
 
 
-def witness(found: bool, *, witness: str, command: str = "") -> Decision:
-    """An existence statement sought in one run of a stochastic experiment: CONFIRMED when
-    the run is a witness; otherwise INCONCLUSIVE — a run that is no witness (even one ordered
-    the other way) is no counterexample to "there is a setting where …", and the comparison
-    over seeds that could refute is a superiority test, not this rule."""
-    points = [witness]
-    if not found and command:
+def one_run(kind: Kind, what: str, *, command: str = "") -> Decision:
+    """One run of a stochastic experiment (one seed's data and fits) read for an ordering:
+    INCONCLUSIVE whichever way it falls — it is one replicate, no test; the comparison over
+    seeds (``command``) decides."""
+    points = [f"one run: {what}"]
+    if command:
         points.append(f"Decide with the comparison over seeds: {command}")
-    return Decision(
-        Kind.EXISTENCE,
-        Status.CONFIRMED if found else Status.INCONCLUSIVE,
-        "a witness confirms; one run without one decides nothing",
-        points=tuple(points),
-    )
+    return Decision(kind, Status.INCONCLUSIVE, "one run decides nothing", points=tuple(points))
 
 
 #: Relative room for the binary representation of printed decimals (0.790 − 0.789 ≠ 0.001).

@@ -256,12 +256,13 @@ def test_a_sample_without_a_counterexample_does_not_confirm_a_universal_statemen
     assert proof.status is Status.CONFIRMED
 
 
-def test_one_run_without_a_witness_does_not_refute_an_existence_statement():
-    found = decisions.witness(True, witness="M* = 50 (rough) vs 10 (smooth)")
-    assert found.status is Status.CONFIRMED and found.kind is Kind.EXISTENCE
-    reverse = decisions.witness(False, witness="M* = 10 (rough) vs 25 (smooth)", command="run")
-    assert reverse.status is Status.INCONCLUSIVE
-    assert reverse.points[-1] == "Decide with the comparison over seeds: run"
+def test_one_run_decides_nothing_whichever_way_it_falls():
+    d = decisions.one_run(Kind.SUPERIORITY, "M* = 10 (rough) vs 25 (smooth)", command="run")
+    assert d.status is Status.INCONCLUSIVE and d.kind is Kind.SUPERIORITY
+    assert d.points == (
+        "one run: M* = 10 (rough) vs 25 (smooth)",
+        "Decide with the comparison over seeds: run",
+    )
 
 
 def test_a_sequential_design_that_stopped_early_still_corrects_for_every_task():
