@@ -122,15 +122,14 @@ class GaussianPredictive:
             return probit_probability(mu, self.variance())
         samples = positive_int(samples, "samples")
         gen = as_generator(rng)
-        Lt = _psd_cholesky(self.covariance).transpose(0, 2, 1)
+        L = _psd_cholesky(self.covariance)
         out = np.zeros_like(mu)
         for a in range(0, samples, 256):
             s = min(256, samples - a)
             eps = gen.standard_normal((s, *mu.shape))
-            # draws f = μ + L ε of each input as rows, (M, s, C): one batched matmul εᵀ Lᵀ
-            f = np.matmul(eps.transpose(1, 0, 2), Lt)
-            f += mu[:, None, :]
-            out += (expit(f, out=f) if mu.shape[1] == 1 else _softmax_in_place(f)).sum(axis=1)
+            f = np.einsum("mab,smb->sma", L, eps)
+            f += mu
+            out += (expit(f, out=f) if mu.shape[1] == 1 else _softmax_in_place(f)).sum(axis=0)
         return out / samples
 
 
