@@ -27,7 +27,11 @@ def _other_module(name: str, path: Path) -> str | None:
         if spec is None:
             return None
         origin = spec.origin or "a namespace package"
-    return None if origin == str(path) else origin
+    try:
+        same = Path(origin).resolve() == path  # the file itself, reached through a link
+    except (OSError, ValueError):
+        same = False
+    return None if same else origin
 
 
 def _from_file(path: Path) -> ModuleType:

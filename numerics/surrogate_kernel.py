@@ -160,7 +160,8 @@ def _plain_sequential(model: Any) -> Any:
     map, or None.
 
     Plain: its layers with parameters are ``nn.Linear`` or zero-padded ``nn.Conv2d`` (exactly
-    these types), the others have no parameters or buffers, and no module has hooks (the
+    these types), the others have no parameters or buffers, no module has hooks or a
+    ``forward`` set on the instance (the
     caller also asks for untied parameters, all trainable, and no buffers). The
     function applies the layers' own torch operations in order (``F.linear``, ``F.conv2d``
     with the layer's settings), so it returns what ``functional_call`` returns, bit for bit,
@@ -175,6 +176,7 @@ def _plain_sequential(model: Any) -> Any:
         type(model) is not torch.nn.Sequential
         or any(getattr(_module, f"_global{h}") for h in hooks)
         or any(getattr(m, h) for m in model.modules() for h in hooks)
+        or any("forward" in vars(m) for m in model.modules())  # a forward set on the instance
     ):
         return None
     layers = []

@@ -202,3 +202,14 @@ def test_a_plugin_file_named_as_an_importable_module_is_refused(tmp_path):
     assert hasattr(numpy, "ndarray")  # not replaced
     (tmp_path / "laplace_lab_plugin_zz.py").write_text("X = 2\n")
     assert load_plugin(str(tmp_path / "laplace_lab_plugin_zz.py")).X == 2
+
+
+def test_a_plugin_file_reached_through_a_link_on_the_path_is_not_a_clash(tmp_path, monkeypatch):
+    from laplace_lab._plugins import load_plugin
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "lab_linked_zz_claims.py").write_text("X = 3\n")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    monkeypatch.syspath_prepend(str(tmp_path / "link"))
+    monkeypatch.delitem(sys.modules, "lab_linked_zz_claims", raising=False)
+    assert load_plugin(str(tmp_path / "link" / "lab_linked_zz_claims.py")).X == 3

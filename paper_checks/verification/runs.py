@@ -30,7 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -396,19 +396,19 @@ def _on_dask(
         topic = f"laplace-lab-check-{uuid.uuid4().hex}" if live else None
         if topic is not None:
             client.subscribe_topic(topic, lambda event: lines.board.event(tuple(event[1])))
-        futures = {
-            client.submit(
-                _worker,
-                [c.key for c in g],
-                [number[c.key] for c in g],
-                sent,
-                topic,
-                pure=False,
-                key=f"unit-{key_of(g)}",
-            ): g
-            for g in todo
-        }
         try:
+            futures = {
+                client.submit(
+                    _worker,
+                    [c.key for c in g],
+                    [number[c.key] for c in g],
+                    sent,
+                    topic,
+                    pure=False,
+                    key=f"unit-{key_of(g)}",
+                ): g
+                for g in todo
+            }
             for future in finished(futures):
                 results = future.result()
                 if store is not None:
@@ -418,5 +418,7 @@ def _on_dask(
                 lines.add(list(_outcomes(results, by_key).values()))
         finally:
             if topic is not None:  # an external cluster outlives the run: no handler left on it
-                client.unsubscribe_topic(topic)
+                # a client that lost its scheduler cannot unsubscribe: the run's own error counts
+                with suppress(Exception):
+                    client.unsubscribe_topic(topic)
     return done

@@ -86,7 +86,7 @@ def _unnormalised(log_density: np.ndarray) -> np.ndarray:
 def _intervals(y_grid: np.ndarray, p: np.ndarray, levels) -> np.ndarray:
     """:func:`grid_intervals` of the unnormalised densities ``p`` (:func:`_unnormalised`)."""
     steps = 0.5 * (p[:, 1:] + p[:, :-1]) * np.diff(y_grid, axis=1)
-    cdf = np.empty(p.shape)
+    cdf = np.empty(p.shape, dtype=steps.dtype)  # summed in the densities' own precision
     cdf[:, 0] = 0.0
     np.cumsum(steps, axis=1, out=cdf[:, 1:])
     cdf /= cdf[:, -1:]

@@ -328,11 +328,17 @@ def la_coverage(
     """LA's coverage on a fitted mean + log-variance network under each curvature, the MAP's
     own N(μ̂, σ̂²) and ASSLA's (eq. 17, dense GGN) from its grid-normalised density.
 
-    ``curvature``: the network's :func:`la_curvature` when already computed; otherwise it is
-    computed here with ``prior_precision`` (None: λ by the Laplace evidence).
+    ``curvature``: the network's :func:`la_curvature` when already computed (its λ is used; a
+    ``prior_precision`` beside it is refused); otherwise it is computed here with
+    ``prior_precision`` (None: λ by the Laplace evidence).
     """
     if curvature is None:
         curvature = la_curvature(fit, prior_precision=prior_precision)
+    elif prior_precision is not None:
+        raise ValueError(
+            "prior_precision must be None when curvature is given (its variances were "
+            f"computed with λ = {curvature.prior_precision:.6g}); got {prior_precision!r}"
+        )
     variance = curvature.variance
     mu = fit.out_test[:, 0]
     log_var = np.clip(fit.out_test[:, 1], *LOG_VAR_RANGE)

@@ -334,7 +334,7 @@ def subnetwork_posteriors(
     Wasserstein subnetworks of the largest network with the prior λ_S = λ·S/D (§4 of [1]_).
 
     ``J`` and ``Gt``, the largest network's training and test Jacobians, are recomputed
-    when not given.
+    when not given (both or neither).
 
     References
     ----------
@@ -342,10 +342,16 @@ def subnetwork_posteriors(
        "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §4 and
        §6.2.
     """
+    if (J is None) != (Gt is None):
+        raise ValueError(
+            "J and Gt must be given together (the largest network's training and test "
+            f"Jacobians); got J {'None' if J is None else 'given'}, Gt "
+            f"{'None' if Gt is None else 'given'}"
+        )
     post = posteriors
     trained = post.trained
     ds = trained.data
-    if J is None or Gt is None:
+    if J is None:
         J, Gt = _jacobians(trained.models[-1], ds.X_train[trained.train_rows], ds.X_test)
     s2, f_test, order = post.noise_var, post.f_test, post.order
     lam, D = post.prior_precision[LARGEST], J.shape[1]

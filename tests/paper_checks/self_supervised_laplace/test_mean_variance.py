@@ -15,6 +15,8 @@ from laplace_lab.paper_checks.self_supervised_laplace.experiments.curvature impo
     LEVELS,
 )
 from laplace_lab.paper_checks.self_supervised_laplace.experiments.mean_variance import (
+    MeanVarianceCurvature,
+    MeanVarianceFit,
     fit_mean_variance,
     gaussian_nll,
     la_coverage,
@@ -129,3 +131,10 @@ def test_networks_of_a_batch_are_independent():
     assert np.array_equal(first[0].out_train, other[0].out_train)
     assert np.array_equal(first[0].J, other[0].J)
     assert not np.array_equal(first[1].out_train, other[1].out_train)
+
+
+def test_a_prior_precision_beside_a_computed_curvature_is_refused():
+    fit = object.__new__(MeanVarianceFit)  # refused before any field is read
+    computed = MeanVarianceCurvature(2.5, {"DENSE": np.ones(3)}, np.zeros(3))
+    with pytest.raises(ValueError, match=r"prior_precision must be None when curvature is given"):
+        la_coverage(fit, curvature=computed, prior_precision=1.0)

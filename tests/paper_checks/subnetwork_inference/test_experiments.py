@@ -190,3 +190,8 @@ def test_uci_networks_trained_together_are_each_trained_alone():
         for p, q in zip(a.parameters(), b.parameters(), strict=True):
             assert torch.allclose(p, q, rtol=0, atol=1e-5)
     assert not torch.allclose(together[0][0].weight, together[1][0].weight)
+
+
+def test_the_subnetwork_stage_takes_both_jacobians_or_neither():
+    with pytest.raises(ValueError, match=r"J and Gt must be given together.*got J given, Gt None"):
+        subnetwork_posteriors(object(), J=np.ones((3, 2)))

@@ -46,19 +46,33 @@ def test_monte_carlo_probabilities_are_the_plain_average_bit_for_bit(C, likeliho
         np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
 
 
-def test_the_jvp_function_built_once_is_the_jacobian_times_the_probes_on_every_batch():
-    model = build_seeded(
-        lambda: mlp(3, [6, 5], 4, activation="tanh"), rng=0, dtype=torch.float64
-    ).eval()
+@pytest.mark.parametrize("make", ["mlp", "cnn"])
+def test_the_jvp_function_built_once_is_functional_calls_bit_for_bit_on_every_batch(make):
+    import copy
+
+    from laplace_lab.numerics.surrogate_kernel import _plain_sequential
+
+    if make == "cnn":
+        model, d = _digits_like_cnn(), 64
+    else:
+        model = build_seeded(
+            lambda: mlp(3, [6, 5], 4, activation="tanh"), rng=0, dtype=torch.float64
+        ).eval()
+        d = 3
+    # the same model through functional_call: a no-op pre-hook keeps it off the fast path
+    slow = copy.deepcopy(model)
+    slow.register_forward_pre_hook(lambda module, args: None)
+    assert _plain_sequential(model) is not None and _plain_sequential(slow) is None
     P = sum(t.numel() for t in model.parameters())
-    jvp = _jvp_function(model)
+    jvp, reference = _jvp_function(model), _jvp_function(slow)
     rng = np.random.default_rng(1)
     for step in range(3):
-        X = torch.as_tensor(rng.standard_normal((5 + step, 3)))
+        X = torch.as_tensor(rng.standard_normal((5 + step, d)))
         V = draw_probes(4, P, rng=step, dtype=torch.float64)
         Z = jvp(X, V)
+        assert torch.equal(Z, reference(X, V))
         assert torch.equal(Z, model_jvp(model, X, V))
-        J = per_sample_jacobian(model, X)  # (n, 4, P), dense reference
+        J = per_sample_jacobian(model, X)  # (n, C, P), dense reference
         np.testing.assert_allclose(Z, torch.einsum("ncp,sp->snc", J, V), rtol=1e-12)
     with pytest.raises(ValueError, match="V must have shape"):
         jvp(X, V[:, 1:])
@@ -105,6 +119,10 @@ def test_a_sequential_with_a_hook_or_another_layer_has_no_plain_forward_and_the_
     )
     hooked = _digits_like_cnn()
     hooked[-1].register_forward_hook(lambda module, args, out: 2.0 * out)
+    patched = _digits_like_cnn()
+    last = patched[-1]
+    patched[-1].forward = lambda x: 2.0 * torch.nn.functional.linear(x, last.weight, last.bias)
+    assert _plain_sequential(patched) is None  # a forward set on the instance
     normed = build_seeded(
         lambda: torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4)),
         rng=2,
