@@ -164,6 +164,13 @@ def _tensor(a: Any, dtype: Any) -> torch.Tensor:
     return torch.tensor(np.asarray(a), dtype=dtype)
 
 
+def _fresh_tensor(a: np.ndarray, dtype: Any) -> torch.Tensor:
+    """A tensor of an array that nothing else holds: its memory when the dtype matches."""
+    if a.dtype == np.float64 and dtype == torch.float64 and a.flags.c_contiguous:
+        return torch.from_numpy(a)
+    return _tensor(a, dtype)
+
+
 def _nll_sum(out: torch.Tensor, y: torch.Tensor, likelihood: str, log_std: Any) -> torch.Tensor:
     """−Σ log p(y | f) (Gaussian up to the constant ½ log 2π per point)."""
     if likelihood == "regression":
@@ -270,11 +277,13 @@ def _train(
             opt = torch.optim.Adam(params, lr=lr, fused=True)
         except (RuntimeError, TypeError):  # fused Adam is unavailable for this device/dtype
             opt = torch.optim.Adam(params, lr=lr)
+        adam_step = _AdamStep(opt, params)
         for step in range(1, steps + 1):
-            opt.zero_grad(set_to_none=True)
+            for t in params:  # opt.zero_grad(set_to_none=True)
+                t.grad = None
             loss = objective()
             loss.backward()
-            opt.step()
+            adam_step()
             losses.append(float(loss.detach()))
             bar.update()
             if monitor is not None and monitor.stop_after(step):
@@ -285,6 +294,53 @@ def _train(
     model.eval()
     std = None if log_std is None else float(torch.exp(log_std.detach()))
     return MapFit(std, tuple(losses), best_step)
+
+
+class _AdamStep:
+    """``opt.step()`` of a fused CPU Adam without the optimiser's per-call dispatch.
+
+    A step where every parameter has a gradient and the state exists calls the kernels that
+    ``torch.optim.Adam(fused=True)`` calls on CPU — ``_foreach_add_`` of the step counts and
+    ``_fused_adam_`` with the group's hyperparameters — on the same tensors in the same
+    order, so the updates are bit-identical; any other step (the first, which creates the
+    state, and every step of a non-fused or otherwise configured optimiser) is ``opt.step()``.
+    """
+
+    def __init__(self, opt: torch.optim.Adam, params: list[torch.Tensor]) -> None:
+        self.opt, self.params = opt, params
+        group = opt.param_groups[0]
+        self.direct = (
+            len(opt.param_groups) == 1
+            and bool(group["fused"])
+            and not group["amsgrad"]
+            and not group["maximize"]
+            and not group["differentiable"]
+            and not group["capturable"]
+            and not group["decoupled_weight_decay"]
+            and not isinstance(group["lr"], torch.Tensor)
+            and len({(t.device.type, t.dtype) for t in params}) == 1
+            and all(t.device.type == "cpu" for t in params)
+        )
+        self.group = group
+        self.state: tuple[list[torch.Tensor], ...] | None = None
+
+    def __call__(self) -> None:
+        grads = [t.grad for t in self.params]
+        if not self.direct or self.state is None or any(g is None for g in grads):
+            self.opt.step()
+            if self.direct and all(t in self.opt.state for t in self.params):
+                st = [self.opt.state[t] for t in self.params]
+                self.state = tuple([s[k] for s in st] for k in ("exp_avg", "exp_avg_sq", "step"))
+            return
+        m, v, counts = self.state
+        g = self.group
+        torch._foreach_add_(counts, 1)
+        torch._fused_adam_(
+            self.params, grads, m, v, [], counts,
+            amsgrad=False, lr=g["lr"], beta1=g["betas"][0], beta2=g["betas"][1],
+            weight_decay=g["weight_decay"], eps=g["eps"], maximize=False,
+            grad_scale=None, found_inf=None,
+        )  # fmt: skip
 
 
 class _Monitor:
@@ -341,7 +397,8 @@ def _context_source(context: Any, n_context: int | None) -> Callable[[np.random.
         m = positive_int(n_context, "n_context") if n_context is not None else None
         if m is None:
             raise ValueError("n_context is required when context is a ContextBox")
-        return lambda rng: context.sample(m, rng=rng)
+        low, high, size = context.low, context.high, (m, context.dim)
+        return lambda rng: rng.uniform(low, high, size=size)  # ContextBox.sample, unchecked
     C = np.asarray(context, dtype=np.float64)
     C = C[:, None] if C.ndim == 1 else C
     if C.ndim != 2 or C.shape[0] == 0 or not np.all(np.isfinite(C)):
@@ -449,22 +506,23 @@ def train_fsp_map(
     def factor(C: np.ndarray) -> torch.Tensor:
         K = np.asarray(kernel(C, C), dtype=np.float64)
         K = 0.5 * (K + K.T)
-        K += jitter * float(np.mean(np.diag(K))) * np.eye(C.shape[0])
+        diag = np.einsum("ii->i", K)  # a view: K + jitter·mean(diag)·I in place
+        diag += jitter * float(np.mean(diag))
         try:
-            return _tensor(np.linalg.cholesky(K), dtype)
+            return _fresh_tensor(np.linalg.cholesky(K), dtype)
         except np.linalg.LinAlgError as err:
             raise ValueError("Σ(C, C) is not positive definite: increase jitter") from err
 
     def penalty(step_rng: np.random.Generator) -> torch.Tensor:
         C = draw(step_rng)
         if fixed.get("C") is not C:  # a new context set: factorise Σ(C, C), cache for reuse
-            fixed.update(
-                C=C,
-                Ct=_tensor(C, dtype),
-                chol=factor(C),
-                mu=_tensor(_mean_at(prior_mean, C, (C.shape[0], n_out)), dtype),
-            )
-        r = model(fixed["Ct"]).reshape(C.shape[0], -1) - fixed["mu"]
+            mu = None  # a zero mean is not subtracted: f − 0 is f, bit for bit
+            if prior_mean is not None:
+                mu = _tensor(_mean_at(prior_mean, C, (C.shape[0], n_out)), dtype)
+            fixed.update(C=C, Ct=_tensor(C, dtype), chol=factor(C), mu=mu)
+        r = model(fixed["Ct"]).reshape(C.shape[0], -1)
+        if fixed["mu"] is not None:
+            r = r - fixed["mu"]
         z = torch.linalg.solve_triangular(fixed["chol"], r, upper=False)
         return 0.5 * (z * z).sum()
 
