@@ -171,6 +171,42 @@ def _fresh_tensor(a: np.ndarray, dtype: Any) -> torch.Tensor:
     return _tensor(a, dtype)
 
 
+def _plain_forward(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``model`` as a function; a hook-free ``Sequential`` of ``Linear`` and ``Tanh`` layers
+    as the same ``F.linear`` / ``torch.tanh`` calls without the per-module dispatch.
+
+    The layers' own ``forward`` calls exactly these functions on the same parameter tensors,
+    so the outputs and their gradients are bit-identical; hooks, compiled modules or any other
+    layer type keep ``model`` itself.
+    """
+    from torch.nn.modules import module as nn_module
+
+    layers = list(model) if type(model) is torch.nn.Sequential else []
+    hooked = any(
+        m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks
+        or m._compiled_call_impl is not None
+        for m in (model, *layers)
+    ) or any(
+        getattr(nn_module, name)
+        for name in (
+            "_global_forward_hooks", "_global_forward_pre_hooks",
+            "_global_backward_hooks", "_global_backward_pre_hooks",
+        )
+    )  # fmt: skip
+    plain = (torch.nn.Linear, torch.nn.Tanh)
+    if hooked or not layers or any(type(m) not in plain for m in layers):
+        return model
+    ops = [(m.weight, m.bias) if type(m) is torch.nn.Linear else None for m in layers]
+    linear = torch.nn.functional.linear
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        for op in ops:
+            x = torch.tanh(x) if op is None else linear(x, op[0], op[1])
+        return x
+
+    return forward
+
+
 def _nll_sum(out: torch.Tensor, y: torch.Tensor, likelihood: str, log_std: Any) -> torch.Tensor:
     """−Σ log p(y | f) (Gaussian up to the constant ½ log 2π per point)."""
     if likelihood == "regression":
@@ -230,13 +266,14 @@ def _train(
     else:
         log_std = None
     b = n if batch_size is None else min(batch_size, n)
+    forward = _plain_forward(model)
 
     def objective() -> torch.Tensor:
         if b < n:
             idx = torch.as_tensor(rng.choice(n, size=b, replace=False))
-            loss = (n / b) * _nll_sum(model(Xt[idx]), yt[idx], likelihood, log_std)
+            loss = (n / b) * _nll_sum(forward(Xt[idx]), yt[idx], likelihood, log_std)
         else:
-            loss = _nll_sum(model(Xt), yt, likelihood, log_std)
+            loss = _nll_sum(forward(Xt), yt, likelihood, log_std)
         return loss + penalty(rng)
 
     losses: list[float] = []
@@ -502,6 +539,7 @@ def train_fsp_map(
     with torch.no_grad():
         n_out = int(np.prod(model(_tensor(np.asarray(X)[:1], dtype)).shape[1:]))
     fixed: dict[str, Any] = {}
+    forward = _plain_forward(model)
 
     def factor(C: np.ndarray) -> torch.Tensor:
         K = np.asarray(kernel(C, C), dtype=np.float64)
@@ -520,7 +558,7 @@ def train_fsp_map(
             if prior_mean is not None:
                 mu = _tensor(_mean_at(prior_mean, C, (C.shape[0], n_out)), dtype)
             fixed.update(C=C, Ct=_tensor(C, dtype), chol=factor(C), mu=mu)
-        r = model(fixed["Ct"]).reshape(C.shape[0], -1)
+        r = forward(fixed["Ct"]).reshape(C.shape[0], -1)
         if fixed["mu"] is not None:
             r = r - fixed["mu"]
         z = torch.linalg.solve_triangular(fixed["chol"], r, upper=False)
