@@ -207,10 +207,13 @@ def _plain_forward(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Ten
     return forward
 
 
-def _nll_sum(out: torch.Tensor, y: torch.Tensor, likelihood: str, log_std: Any) -> torch.Tensor:
-    """−Σ log p(y | f) (Gaussian up to the constant ½ log 2π per point)."""
+def _nll_sum(
+    out: torch.Tensor, y: torch.Tensor, likelihood: str, log_std: Any, inv_std: Any = None
+) -> torch.Tensor:
+    """−Σ log p(y | f) (Gaussian up to the constant ½ log 2π per point); ``inv_std``: exp(−log σ)
+    computed once for a fixed σ."""
     if likelihood == "regression":
-        r = (y - out.reshape(y.shape)) * torch.exp(-log_std)
+        r = (y - out.reshape(y.shape)) * (torch.exp(-log_std) if inv_std is None else inv_std)
         return 0.5 * (r * r).sum() + y.numel() * log_std
     if likelihood == "binary":
         return torch.nn.functional.binary_cross_entropy_with_logits(
@@ -267,13 +270,14 @@ def _train(
         log_std = None
     b = n if batch_size is None else min(batch_size, n)
     forward = _plain_forward(model)
+    inv_std = torch.exp(-log_std) if likelihood == "regression" and not learn_noise else None
 
     def objective() -> torch.Tensor:
         if b < n:
             idx = torch.as_tensor(rng.choice(n, size=b, replace=False))
-            loss = (n / b) * _nll_sum(forward(Xt[idx]), yt[idx], likelihood, log_std)
+            loss = (n / b) * _nll_sum(forward(Xt[idx]), yt[idx], likelihood, log_std, inv_std)
         else:
-            loss = _nll_sum(forward(Xt), yt, likelihood, log_std)
+            loss = _nll_sum(forward(Xt), yt, likelihood, log_std, inv_std)
         return loss + penalty(rng)
 
     losses: list[float] = []
