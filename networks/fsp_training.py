@@ -352,14 +352,15 @@ class _AdamStep:
     def __init__(self, opt: torch.optim.Adam, params: list[torch.Tensor]) -> None:
         self.opt, self.params = opt, params
         group = opt.param_groups[0]
-        self.direct = (
-            len(opt.param_groups) == 1
-            and bool(group["fused"])
-            and not group["amsgrad"]
-            and not group["maximize"]
-            and not group["differentiable"]
-            and not group["capturable"]
-            and not group["decoupled_weight_decay"]
+        self.direct = (  # a missing option (another torch version): the optimiser's own step
+            hasattr(torch, "_fused_adam_")
+            and len(opt.param_groups) == 1
+            and bool(group.get("fused", False))
+            and not group.get("amsgrad", True)
+            and not group.get("maximize", True)
+            and not group.get("differentiable", True)
+            and not group.get("capturable", True)
+            and not group.get("decoupled_weight_decay", True)
             and not isinstance(group["lr"], torch.Tensor)
             and len({(t.device.type, t.dtype) for t in params}) == 1
             and all(t.device.type == "cpu" for t in params)
