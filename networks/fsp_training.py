@@ -21,7 +21,9 @@ caller's (see :func:`laplace_lab.networks.training.build_seeded`).
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -164,10 +166,56 @@ def _tensor(a: Any, dtype: Any) -> torch.Tensor:
     return torch.tensor(np.asarray(a), dtype=dtype)
 
 
-def _nll_sum(out: torch.Tensor, y: torch.Tensor, likelihood: str, log_std: Any) -> torch.Tensor:
-    """−Σ log p(y | f) (Gaussian up to the constant ½ log 2π per point)."""
+def _fresh_tensor(a: np.ndarray, dtype: Any) -> torch.Tensor:
+    """A tensor of an array that nothing else holds: its memory when the dtype matches."""
+    if a.dtype == np.float64 and dtype == torch.float64 and a.flags.c_contiguous:
+        return torch.from_numpy(a)
+    return _tensor(a, dtype)
+
+
+def _plain_forward(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``model`` as a function; a hook-free ``Sequential`` of ``Linear`` and ``Tanh`` layers
+    as the same ``F.linear`` / ``torch.tanh`` calls without the per-module dispatch.
+
+    The layers' own ``forward`` calls exactly these functions on the same parameter tensors,
+    so the outputs and their gradients are bit-identical; hooks, compiled modules or any other
+    layer type keep ``model`` itself.
+    """
+    from torch.nn.modules import module as nn_module
+
+    layers = list(model) if type(model) is torch.nn.Sequential else []
+    hooked = any(
+        m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks
+        or m._compiled_call_impl is not None
+        for m in (model, *layers)
+    ) or any(
+        getattr(nn_module, name)
+        for name in (
+            "_global_forward_hooks", "_global_forward_pre_hooks",
+            "_global_backward_hooks", "_global_backward_pre_hooks",
+        )
+    )  # fmt: skip
+    plain = (torch.nn.Linear, torch.nn.Tanh)
+    if hooked or not layers or any(type(m) not in plain for m in layers):
+        return model
+    ops = [(m.weight, m.bias) if type(m) is torch.nn.Linear else None for m in layers]
+    linear = torch.nn.functional.linear
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        for op in ops:
+            x = torch.tanh(x) if op is None else linear(x, op[0], op[1])
+        return x
+
+    return forward
+
+
+def _nll_sum(
+    out: torch.Tensor, y: torch.Tensor, likelihood: str, log_std: Any, inv_std: Any = None
+) -> torch.Tensor:
+    """−Σ log p(y | f) (Gaussian up to the constant ½ log 2π per point); ``inv_std``: exp(−log σ)
+    computed once for a fixed σ."""
     if likelihood == "regression":
-        r = (y - out.reshape(y.shape)) * torch.exp(-log_std)
+        r = (y - out.reshape(y.shape)) * (torch.exp(-log_std) if inv_std is None else inv_std)
         return 0.5 * (r * r).sum() + y.numel() * log_std
     if likelihood == "binary":
         return torch.nn.functional.binary_cross_entropy_with_logits(
@@ -223,13 +271,15 @@ def _train(
     else:
         log_std = None
     b = n if batch_size is None else min(batch_size, n)
+    forward = _plain_forward(model)
+    inv_std = torch.exp(-log_std) if likelihood == "regression" and not learn_noise else None
 
     def objective() -> torch.Tensor:
         if b < n:
             idx = torch.as_tensor(rng.choice(n, size=b, replace=False))
-            loss = (n / b) * _nll_sum(model(Xt[idx]), yt[idx], likelihood, log_std)
+            loss = (n / b) * _nll_sum(forward(Xt[idx]), yt[idx], likelihood, log_std, inv_std)
         else:
-            loss = _nll_sum(model(Xt), yt, likelihood, log_std)
+            loss = _nll_sum(forward(Xt), yt, likelihood, log_std, inv_std)
         return loss + penalty(rng)
 
     losses: list[float] = []
@@ -270,11 +320,13 @@ def _train(
             opt = torch.optim.Adam(params, lr=lr, fused=True)
         except (RuntimeError, TypeError):  # fused Adam is unavailable for this device/dtype
             opt = torch.optim.Adam(params, lr=lr)
+        adam_step = _AdamStep(opt, params)
         for step in range(1, steps + 1):
-            opt.zero_grad(set_to_none=True)
+            for t in params:  # opt.zero_grad(set_to_none=True)
+                t.grad = None
             loss = objective()
             loss.backward()
-            opt.step()
+            adam_step()
             losses.append(float(loss.detach()))
             bar.update()
             if monitor is not None and monitor.stop_after(step):
@@ -285,6 +337,54 @@ def _train(
     model.eval()
     std = None if log_std is None else float(torch.exp(log_std.detach()))
     return MapFit(std, tuple(losses), best_step)
+
+
+class _AdamStep:
+    """``opt.step()`` of a fused CPU Adam without the optimiser's per-call dispatch.
+
+    A step where every parameter has a gradient and the state exists calls the kernels that
+    ``torch.optim.Adam(fused=True)`` calls on CPU — ``_foreach_add_`` of the step counts and
+    ``_fused_adam_`` with the group's hyperparameters — on the same tensors in the same
+    order, so the updates are bit-identical; any other step (the first, which creates the
+    state, and every step of a non-fused or otherwise configured optimiser) is ``opt.step()``.
+    """
+
+    def __init__(self, opt: torch.optim.Adam, params: list[torch.Tensor]) -> None:
+        self.opt, self.params = opt, params
+        group = opt.param_groups[0]
+        self.direct = (  # a missing option (another torch version): the optimiser's own step
+            hasattr(torch, "_fused_adam_")
+            and len(opt.param_groups) == 1
+            and bool(group.get("fused", False))
+            and not group.get("amsgrad", True)
+            and not group.get("maximize", True)
+            and not group.get("differentiable", True)
+            and not group.get("capturable", True)
+            and not group.get("decoupled_weight_decay", True)
+            and not isinstance(group["lr"], torch.Tensor)
+            and len({(t.device.type, t.dtype) for t in params}) == 1
+            and all(t.device.type == "cpu" for t in params)
+        )
+        self.group = group
+        self.state: tuple[list[torch.Tensor], ...] | None = None
+
+    def __call__(self) -> None:
+        grads = [t.grad for t in self.params]
+        if not self.direct or self.state is None or any(g is None for g in grads):
+            self.opt.step()
+            if self.direct and all(t in self.opt.state for t in self.params):
+                st = [self.opt.state[t] for t in self.params]
+                self.state = tuple([s[k] for s in st] for k in ("exp_avg", "exp_avg_sq", "step"))
+            return
+        m, v, counts = self.state
+        g = self.group
+        torch._foreach_add_(counts, 1)
+        torch._fused_adam_(
+            self.params, grads, m, v, [], counts,
+            amsgrad=False, lr=g["lr"], beta1=g["betas"][0], beta2=g["betas"][1],
+            weight_decay=g["weight_decay"], eps=g["eps"], maximize=False,
+            grad_scale=None, found_inf=None,
+        )  # fmt: skip
 
 
 class _Monitor:
@@ -341,7 +441,8 @@ def _context_source(context: Any, n_context: int | None) -> Callable[[np.random.
         m = positive_int(n_context, "n_context") if n_context is not None else None
         if m is None:
             raise ValueError("n_context is required when context is a ContextBox")
-        return lambda rng: context.sample(m, rng=rng)
+        low, high, size = context.low, context.high, (m, context.dim)
+        return lambda rng: rng.uniform(low, high, size=size)  # ContextBox.sample, unchecked
     C = np.asarray(context, dtype=np.float64)
     C = C[:, None] if C.ndim == 1 else C
     if C.ndim != 2 or C.shape[0] == 0 or not np.all(np.isfinite(C)):
@@ -445,26 +546,28 @@ def train_fsp_map(
     with torch.no_grad():
         n_out = int(np.prod(model(_tensor(np.asarray(X)[:1], dtype)).shape[1:]))
     fixed: dict[str, Any] = {}
+    forward = _plain_forward(model)
 
     def factor(C: np.ndarray) -> torch.Tensor:
         K = np.asarray(kernel(C, C), dtype=np.float64)
         K = 0.5 * (K + K.T)
-        K += jitter * float(np.mean(np.diag(K))) * np.eye(C.shape[0])
+        diag = np.einsum("ii->i", K)  # a view: K + jitter·mean(diag)·I in place
+        diag += jitter * float(np.mean(diag))
         try:
-            return _tensor(np.linalg.cholesky(K), dtype)
+            return _fresh_tensor(np.linalg.cholesky(K), dtype)
         except np.linalg.LinAlgError as err:
             raise ValueError("Σ(C, C) is not positive definite: increase jitter") from err
 
     def penalty(step_rng: np.random.Generator) -> torch.Tensor:
         C = draw(step_rng)
         if fixed.get("C") is not C:  # a new context set: factorise Σ(C, C), cache for reuse
-            fixed.update(
-                C=C,
-                Ct=_tensor(C, dtype),
-                chol=factor(C),
-                mu=_tensor(_mean_at(prior_mean, C, (C.shape[0], n_out)), dtype),
-            )
-        r = model(fixed["Ct"]).reshape(C.shape[0], -1) - fixed["mu"]
+            mu = None  # a zero mean is not subtracted: f − 0 is f, bit for bit
+            if prior_mean is not None:
+                mu = _tensor(_mean_at(prior_mean, C, (C.shape[0], n_out)), dtype)
+            fixed.update(C=C, Ct=_tensor(C, dtype), chol=factor(C), mu=mu)
+        r = forward(fixed["Ct"]).reshape(C.shape[0], -1)
+        if fixed["mu"] is not None:
+            r = r - fixed["mu"]
         z = torch.linalg.solve_triangular(fixed["chol"], r, upper=False)
         return 0.5 * (z * z).sum()
 
@@ -519,7 +622,8 @@ def train_weight_space_map(
     params = [t for t in model.parameters() if t.requires_grad]
 
     def penalty(_: np.random.Generator) -> torch.Tensor:
-        return 0.5 * alpha * sum((t * t).sum() for t in params)
+        # Σ‖t‖² left to right, without the exact but costly 0 + ‖t₁‖² of builtins.sum
+        return 0.5 * alpha * functools.reduce(operator.add, [(t * t).sum() for t in params])
 
     return _train(
         model,

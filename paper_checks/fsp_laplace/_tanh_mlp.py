@@ -68,23 +68,31 @@ class TanhMLP:
 
     def jacobian(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
         """J(X) = ∂f(X)/∂θ, shape (n, p), in the flattening order of :meth:`init`."""
-        W1, b1, W2, b2, w3, _b3 = self._unpack(theta)
-        n = X.shape[0]
+        return self.forward_and_jacobian(theta, X)[1]
+
+    def forward_and_jacobian(
+        self, theta: np.ndarray, X: np.ndarray, out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(f(X), J(X)) from one pass through the hidden layers; J written into ``out``
+        (an (n, p) C-contiguous float64 array) when given."""
+        W1, b1, W2, b2, w3, b3 = self._unpack(theta)
+        n, d, h = X.shape[0], self.d, self.h
         H1 = np.tanh(X @ W1.T + b1)
         H2 = np.tanh(H1 @ W2.T + b2)
         D2 = w3 * (1.0 - H2**2)  # ∂f/∂(pre-activation 2)
         D1 = (D2 @ W2) * (1.0 - H1**2)  # ∂f/∂(pre-activation 1)
-        return np.concatenate(
-            [
-                (D1[:, :, None] * X[:, None, :]).reshape(n, -1),
-                D1,
-                (D2[:, :, None] * H1[:, None, :]).reshape(n, -1),
-                D2,
-                H2,
-                np.ones((n, 1)),
-            ],
-            axis=1,
-        )
+        J = np.empty((n, self.num_params)) if out is None else out
+        i = 0
+        np.multiply(D1[:, :, None], X[:, None, :], out=J[:, i : i + h * d].reshape(n, h, d))
+        i += h * d
+        J[:, i : i + h] = D1
+        i += h
+        np.multiply(D2[:, :, None], H1[:, None, :], out=J[:, i : i + h * h].reshape(n, h, h))
+        i += h * h
+        J[:, i : i + h] = D2
+        J[:, i + h : i + 2 * h] = H2
+        J[:, i + 2 * h] = 1.0
+        return H2 @ w3 + b3, J
 
 
 def train_fsp_map(
@@ -110,13 +118,13 @@ def train_fsp_map(
     m = np.zeros_like(theta)
     v = np.zeros_like(theta)
     b1, b2, eps = 0.9, 0.999, 1e-8
+    J_X = np.empty((X.shape[0], theta.size))
+    J_C = np.empty((C.shape[0], theta.size))
     for t in range(1, steps + 1):
-        f = model.forward(theta, X)
+        f, _ = model.forward_and_jacobian(theta, X, out=J_X)
         r = (f - y) / noise_std**2 if likelihood == "gaussian" else 1.0 / (1.0 + np.exp(-f)) - y
-        fC = model.forward(theta, C)
-        grad = model.jacobian(theta, X).T @ r + model.jacobian(
-            theta, C
-        ).T @ scipy.linalg.cho_solve(chol, fC)
+        fC, _ = model.forward_and_jacobian(theta, C, out=J_C)
+        grad = J_X.T @ r + J_C.T @ scipy.linalg.cho_solve(chol, fC)
         m = b1 * m + (1 - b1) * grad
         v = b2 * v + (1 - b2) * grad**2
         theta = theta - lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
