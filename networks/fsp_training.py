@@ -441,8 +441,7 @@ def _context_source(context: Any, n_context: int | None) -> Callable[[np.random.
         m = positive_int(n_context, "n_context") if n_context is not None else None
         if m is None:
             raise ValueError("n_context is required when context is a ContextBox")
-        low, high, size = context.low, context.high, (m, context.dim)
-        return lambda rng: rng.uniform(low, high, size=size)  # ContextBox.sample, unchecked
+        return lambda rng: context.sample(m, rng=rng)
     C = np.asarray(context, dtype=np.float64)
     C = C[:, None] if C.ndim == 1 else C
     if C.ndim != 2 or C.shape[0] == 0 or not np.all(np.isfinite(C)):
