@@ -178,8 +178,8 @@ def _plain_forward(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Ten
     as the same ``F.linear`` / ``torch.tanh`` calls without the per-module dispatch.
 
     The layers' own ``forward`` calls exactly these functions on the same parameter tensors,
-    so the outputs and their gradients are bit-identical; hooks, compiled modules or any other
-    layer type keep ``model`` itself.
+    so the outputs and their gradients are bit-identical; hooks, compiled modules, a
+    ``forward`` set on an instance or any other layer type keep ``model`` itself.
     """
     from torch.nn.modules import module as nn_module
 
@@ -187,6 +187,7 @@ def _plain_forward(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Ten
     hooked = any(
         m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks
         or m._compiled_call_impl is not None
+        or "forward" in vars(m)  # a forward set on the instance
         for m in (model, *layers)
     ) or any(
         getattr(nn_module, name)

@@ -117,3 +117,12 @@ def test_a_hooked_module_is_called_through_its_hooks():
         steps=3, rng=0, progress=False,
     )  # fmt: skip
     assert calls == [1, 6, 5, 6, 5, 6, 5]
+
+
+def test_a_forward_set_on_a_layer_keeps_the_module():
+    from laplace_lab.networks.fsp_training import _plain_forward
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
+    assert _plain_forward(model) is not model
+    model[1].forward = lambda x: 2.0 * torch.tanh(x)
+    assert _plain_forward(model) is model
