@@ -15,9 +15,14 @@ standardised as the target). Rows, each in float64 and float32, timed as every p
 - 10 GGN-vector products: ours (``NetworkGGN.matvec``: torch.func JVP and pullback per
   chunk) against curvlinops (``GGNLinearOperator @ v``).
 
-KFAC is not a row: ours is defined for ``nn.Linear`` layers only (curvlinops' and
-laplace-torch's KFAC of a ``Conv2d`` use the *expand* or *reduce* approximation of
-Eschenhagen et al. [3]_). laplax has no row: its products need a JAX copy of the network,
+- KFAC factors and one (F + I)⁻¹ v in both of Eschenhagen et al.'s [3]_ approximations of
+  the convolutions' weight sharing, *expand* and *reduce*: ours
+  (:func:`~laplace_lab.numerics.kfac.fit_kfac`) against curvlinops
+  (``KFACLinearOperator(kfac_approx=...)``) and laplace-torch 0.3 (``KronLaplace`` with
+  ``asdl_fisher_kwargs={"kfac_approx": ...}``), as :func:`.bench_peers_kfac.kfac_row` does
+  for the MLPs (the forward products compared before the clock).
+
+laplax has no row: its products need a JAX copy of the network,
 which :mod:`.bench_peers_laplax` builds for MLPs only.
 
 References
@@ -38,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from laplace_lab.benchmarks import bench_peers as peers
+from laplace_lab.benchmarks import bench_peers_kfac
 from laplace_lab.benchmarks._harness import Row
 
 #: Digits (training rows) of the CNN rows.
@@ -69,7 +75,7 @@ def rows() -> list[Row]:
     import torch
 
     cl, post = peers._have("curvlinops"), peers._have("posteriors")
-    if not (cl or post):
+    if not (cl or post or peers._have("laplace")):
         return []
     out = []
     for dtype in (torch.float64, torch.float32):
@@ -89,17 +95,18 @@ def rows() -> list[Row]:
                 peers._posteriors_state("dense", m, X, y).prec - torch.eye(p, dtype=X.dtype)
             )
         eye = np.eye(p)
-        out.append(
-            peers._row(
-                f"full GGN, {label}",
-                lambda m=model, X=X, eye=eye: peers._ours(m, X).dense() - eye,
-                full,
-                dname,
-                f"ours builds NetworkGGN and its dense Ω each call; curvlinops in blocks of "
-                f"{BLOCK} columns",
-                repeat=1,
+        if full:
+            out.append(
+                peers._row(
+                    f"full GGN, {label}",
+                    lambda m=model, X=X, eye=eye: peers._ours(m, X).dense() - eye,
+                    full,
+                    dname,
+                    f"ours builds NetworkGGN and its dense Ω each call; curvlinops in blocks of "
+                    f"{BLOCK} columns",
+                    repeat=1,
+                )
             )
-        )
         if post:
             out.append(
                 peers._row(
@@ -134,4 +141,10 @@ def rows() -> list[Row]:
                     "one vector at a time; both sides torch.func (a JVP and a pullback)",
                 )
             )
+        for approximation in ("expand", "reduce"):
+            row = bench_peers_kfac.kfac_row(
+                model, X, y, dname, f"KFAC-{approximation}, {label}", approximation=approximation
+            )
+            if row is not None:
+                out.append(row)
     return out

@@ -58,7 +58,9 @@ def _apply(kfac: Any, v: np.ndarray, *, inverse: bool, alpha: float) -> np.ndarr
     return np.concatenate(out)
 
 
-def _ours(model: Any, X: Any, v: np.ndarray, *, inverse: bool = True) -> np.ndarray:
+def _ours(
+    model: Any, X: Any, v: np.ndarray, *, inverse: bool = True, approximation: str = "expand"
+) -> np.ndarray:
     from laplace_lab.numerics.kfac import fit_kfac
 
     kfac = fit_kfac(
@@ -68,11 +70,14 @@ def _ours(model: Any, X: Any, v: np.ndarray, *, inverse: bool = True) -> np.ndar
         prior_precision=PRIOR_PRECISION,
         noise_var=peers.NOISE_VAR,
         convention="separate",
+        approximation=approximation,
     )
     return _apply(kfac, v, inverse=inverse, alpha=PRIOR_PRECISION)
 
 
-def _curvlinops(model: Any, X: Any, y: Any, vt: Any, *, inverse: bool = True) -> Any:
+def _curvlinops(
+    model: Any, X: Any, y: Any, vt: Any, *, inverse: bool = True, approximation: str = "expand"
+) -> Any:
     import curvlinops
     import torch
 
@@ -84,6 +89,7 @@ def _curvlinops(model: Any, X: Any, y: Any, vt: Any, *, inverse: bool = True) ->
         fisher_type="type-2",
         separate_weight_and_bias=True,
         check_deterministic=False,
+        kfac_approx=approximation,
     )
     c = 0.5 / peers.NOISE_VAR  # ours = c · curvlinops' (MSE's output Hessian is 2)
     if not inverse:
@@ -94,7 +100,9 @@ def _curvlinops(model: Any, X: Any, y: Any, vt: Any, *, inverse: bool = True) ->
     return (inv @ vt) / c
 
 
-def _laplace_torch(model: Any, X: Any, y: Any, vt: Any, *, inverse: bool = True) -> Any:
+def _laplace_torch(
+    model: Any, X: Any, y: Any, vt: Any, *, inverse: bool = True, approximation: str = "expand"
+) -> Any:
     import torch
     from laplace import Laplace
 
@@ -106,6 +114,7 @@ def _laplace_torch(model: Any, X: Any, y: Any, vt: Any, *, inverse: bool = True)
         hessian_structure="kron",
         sigma_noise=peers.NOISE_VAR**0.5,
         prior_precision=PRIOR_PRECISION,
+        asdl_fisher_kwargs={"kfac_approx": approximation},
     )
     la.fit(torch.utils.data.DataLoader(data, batch_size=X.shape[0]))
     if inverse:
@@ -113,43 +122,57 @@ def _laplace_torch(model: Any, X: Any, y: Any, vt: Any, *, inverse: bool = True)
     return la.posterior_precision.bmm(vt, exponent=1) - PRIOR_PRECISION * vt
 
 
-def rows(kind: str = "large", dtypes: tuple[str, ...] = ("float64", "float32")) -> list[Row]:
-    """One row per dtype on the ``kind`` problem of :mod:`.bench_peers`."""
-    import torch
-
+def _sides() -> dict[str, Callable[..., Any]]:
     sides: dict[str, Callable[..., Any]] = {}
     if peers._have("curvlinops"):
         sides["curvlinops 3.0.1"] = _curvlinops
     if peers._have("laplace"):
         sides["laplace-torch 0.3"] = _laplace_torch
+    return sides
+
+
+def kfac_row(
+    model: Any, X: Any, y: Any, dname: str, label: str, *, approximation: str = "expand"
+) -> Row | None:
+    """The row of ``model`` on (X, y) in ``dname``: our forward product F v checked against
+    each installed peer's before the clock, then the factors and one (F + I)⁻¹ v timed; None
+    when no peer is installed. ``approximation`` is the Conv2d layers' KFAC-expand or
+    KFAC-reduce (the same for Linear layers)."""
+    import torch
+
+    sides = _sides()
     if not sides:
-        return []
+        return None
+    p = sum(int(t.numel()) for t in model.parameters())
+    v = np.random.default_rng(2).standard_normal(p)
+    vt = torch.as_tensor(v, dtype=getattr(torch, dname))
+    how = {"approximation": approximation}
+    forward = _ours(model, X, v, inverse=False, **how)
+    checks = []
+    for name, side in sides.items():
+        got = peers._numpy(side(model, X, y, vt, inverse=False, **how))
+        err = float(np.max(np.abs(got - forward)) / np.max(np.abs(forward)))
+        if not err <= peers._TOLERANCE[dname]:
+            checks.append(f"{name}'s F v differs from ours by {err:.2g} (relative)")
+    return peers._row(
+        f"KFAC factors + one (F + I)^-1 v, {label}",
+        lambda: _ours(model, X, v, **how),
+        {name: (lambda side=side: side(model, X, y, vt, **how)) for name, side in sides.items()},
+        dname,
+        "type-2 factors, bias factor apart, exact damping; F v agreed before timing",
+        checks=checks,
+    )
+
+
+def rows(kind: str = "large", dtypes: tuple[str, ...] = ("float64", "float32")) -> list[Row]:
+    """One row per dtype on the ``kind`` problem of :mod:`.bench_peers`."""
+    import torch
+
     out = []
     for dname in dtypes:
-        dtype = getattr(torch, dname)
-        model, X, y = peers._problem(kind, dtype)
+        model, X, y = peers._problem(kind, getattr(torch, dname))
         p = sum(int(t.numel()) for t in model.parameters())
-        v = np.random.default_rng(2).standard_normal(p)
-        vt = torch.as_tensor(v, dtype=dtype)
-        forward = _ours(model, X, v, inverse=False)
-        checks = []
-        for name, side in sides.items():
-            got = peers._numpy(side(model, X, y, vt, inverse=False))
-            err = float(np.max(np.abs(got - forward)) / np.max(np.abs(forward)))
-            if not err <= peers._TOLERANCE[dname]:
-                checks.append(f"{name}'s F v differs from ours by {err:.2g} (relative)")
-        size = f"{peers.LABEL[kind]} (p = {p:,}), N = {X.shape[0]:,}"
-        out.append(
-            peers._row(
-                f"KFAC factors + one (F + I)^-1 v, {size}",
-                lambda m=model, X=X, v=v: _ours(m, X, v),
-                {
-                    name: (lambda side=side, m=model, X=X, y=y, vt=vt: side(m, X, y, vt))
-                    for name, side in sides.items()
-                },
-                dname,
-                "type-2 factors, bias factor apart, exact damping; F v agreed before timing",
-                checks=checks,
-            )
-        )
+        row = kfac_row(model, X, y, dname, f"{peers.LABEL[kind]} (p = {p:,}), N = {X.shape[0]:,}")
+        if row is not None:
+            out.append(row)
     return out

@@ -129,7 +129,7 @@ def _patches(conv: torch.nn.Conv2d, x: Any) -> Any:
     cols = torch.nn.functional.unfold(
         x, conv.kernel_size, dilation=conv.dilation, padding=conv.padding, stride=conv.stride
     ).transpose(1, 2)
-    return torch.cat([cols, cols.new_ones(*cols.shape[:2], 1)], 2)
+    return torch.nn.functional.pad(cols, (0, 1), value=1.0)
 
 
 def _signals(
@@ -171,7 +171,7 @@ def _signals(
         D = torch.stack([grads[i] for grads in per_output], dim=1)  # (N, C, out[, H', W'])
         if isinstance(m, torch.nn.Conv2d):
             a = _patches(m, a)  # (N, R, in + 1)
-            D = D.flatten(3).transpose(2, 3)  # (N, C, R, out)
+            D = D.flatten(3).transpose(2, 3).contiguous()  # (N, C, R, out)
         else:
             a = torch.cat([a, ones], 1)
         sig.append((a.double().numpy(), D.double().numpy()))

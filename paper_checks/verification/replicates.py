@@ -11,6 +11,8 @@ statistic with its threshold through the Student-t interval of its mean over the
   threshold costs n_1 replicates, one near it at most n_L. A doubling schedule such as
   5, 10, 20, 40, 80 decides a statistic 0.35 standard deviations from its threshold with
   probability about 0.7, one 0.5 sd away with about 0.97;
+- on a Dask cluster (``check --scheduler``) the replicates of a look run as tasks of their
+  own, each stored as it finishes (:mod:`.fanout`);
 - each of the L looks uses the level 1 − (1 − :data:`LEVEL`)/L
   (:class:`~laplace_lab.paper_checks.verification.sequential.Looks`: Bonferroni), so that
   looking repeatedly keeps the design's chance of a wrong decision at most 1 − :data:`LEVEL`.
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from laplace_lab.paper_checks.verification import decisions
+from laplace_lab.paper_checks.verification.fanout import Design
 from laplace_lab.paper_checks.verification.progress import step
 from laplace_lab.paper_checks.verification.sequential import Looks
 
@@ -178,11 +181,10 @@ def sequential(
         At the first look whose interval excludes ``threshold``, else at the last look.
     """
     values: list[float] = []
+    design = Design()
 
     def look(n: int, alpha: float) -> Estimate:
-        for i in range(len(values), n):
-            step(i, n, "replicates")
-            values.append(draw(i))
+        values.extend(design.values(draw, range(len(values), n), n))
         step(n, n, "replicates")
         return estimate(values, threshold, level=1.0 - alpha)
 

@@ -17,7 +17,8 @@ the units finish in (a claim's lines as soon as every earlier claim's are out), 
 terminal, draws one bar over the claims and mutants with an ETA. While the bar is drawn, every
 claim and mutant reports its start, its end and the steps of its loops
 (:mod:`.progress`): a worker's go to the parent on a queue, a Dask task's through the
-scheduler, and the bar names what runs.
+scheduler, and the bar names what runs. On Dask, a claim's replicates run as tasks of their
+own (:mod:`.fanout`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from __future__ import annotations
 import multiprocessing
 import queue
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -37,6 +37,7 @@ from typing import Any
 
 from laplace_lab._plugins import load_plugin
 from laplace_lab._progress import progress_bar, quiet_progress, steps_to
+from laplace_lab.paper_checks.verification import fanout
 from laplace_lab.paper_checks.verification.costs import estimated_cost
 from laplace_lab.paper_checks.verification.outcome import Outcome
 from laplace_lab.paper_checks.verification.progress import Board
@@ -147,13 +148,19 @@ def _run_group(
     echo: Echo,
     numbers: Sequence[str],
     report: Report = None,
+    cluster: tuple[str, str | None] | None = None,
 ) -> list[Outcome]:
     """The claims in order, then their mutants (module docstring); ``numbers`` are the
-    claims' "i/N" in the whole run, for the progress lines; ``report`` hears their events."""
+    claims' "i/N" in the whole run, for the progress lines; ``report`` hears their events.
+    ``cluster`` (a Dask task's unit key and store folder) sends the true runs' replicates
+    to the cluster (:mod:`.fanout`)."""
     verdicts: list[tuple[Verdict, float]] = []
     for item, number in zip(claims, numbers, strict=True):
         start = time.perf_counter()
-        with _running(report, item.key):
+        spread = (
+            fanout.on_cluster(f"{cluster[0]}/{item.key}", cluster[1]) if cluster else nullcontext()
+        )
+        with _running(report, item.key), spread:
             verdict = run_claim(item, plan.ctx)
         verdicts.append((verdict, time.perf_counter() - start))
         echo(_claim_line(item, number, verdict, verdicts[-1][1]))
@@ -161,7 +168,7 @@ def _run_group(
     for item, (verdict, seconds) in zip(claims, verdicts, strict=True):
         mutants = []
         for m in _chosen(item, plan.mutants):
-            with _running(report, item.key, m.name):
+            with _running(report, item.key, m.name), fanout.PATCHING:
                 got = run_mutant(item, m, plan.ctx)
             mutants.append(got)
             echo(_mutant_line(item, got))
@@ -203,27 +210,26 @@ def _to_topic(topic: str) -> Report:
     return lambda said: worker.log_event(topic, list(said))
 
 
-#: Held by the unit of work a process runs: a mutant's replacements patch the process's
-#: modules and the cached experiments are the process's, so two units on two threads of one
-#: Dask worker (``--nthreads 2``) would see each other's; they run one after the other.
-_ONE_UNIT = threading.Lock()
-
-
 def _worker(
-    keys: Sequence[str], numbers: Sequence[str], plan: Plan, topic: str | None = None
+    keys: Sequence[str],
+    numbers: Sequence[str],
+    plan: Plan,
+    topic: str | None = None,
+    cluster: tuple[str, str | None] | None = None,
 ) -> list[tuple[str, Verdict, float, list]]:
     """Run the claims ``keys`` in a fresh process; plain data back (mutants by name: their
     replacements need not pickle). In a worker of the pool, its events go to the parent
-    while it runs; a Dask task's go to the clients subscribed to ``topic`` (None: nowhere).
-    One unit at a time per process (:data:`_ONE_UNIT`)."""
-    with _ONE_UNIT:
+    while it runs; a Dask task's go to the clients subscribed to ``topic`` (None: nowhere),
+    and its claims' replicates to the cluster (``cluster``: the unit's key and store folder,
+    :mod:`.fanout`). One unit at a time per process (:data:`.fanout.UNIT`)."""
+    with fanout.UNIT:
         plan.catalog(None, tuple(keys))
         for module in plan.plugins:
             load_plugin(module, "claim plugin")
         known = {c.key: c for c in all_claims()}
         report = _to_parent if _EVENTS is not None else _to_topic(topic) if topic else None
         with single_thread(), quiet_progress():
-            outcomes = _run_group([known[k] for k in keys], plan, _quiet, numbers, report)
+            outcomes = _run_group([known[k] for k in keys], plan, _quiet, numbers, report, cluster)
     return [
         (
             o.claim.key,
@@ -404,6 +410,7 @@ def _on_dask(
                     [number[c.key] for c in g],
                     sent,
                     topic,
+                    (key_of(g), str(store.folder) if store is not None else None),
                     pure=False,
                     key=f"unit-{key_of(g)}",
                 ): g

@@ -1,6 +1,7 @@
 """`laplace-lab check --scheduler` on a real Dask cluster (a scheduler and two workers on
 127.0.0.1): a worker killed midway and a whole run killed and restarted give the verdicts of
-a plain run; finished units are read from the store, not recomputed."""
+a plain run; finished units are read from the store, not recomputed; a replicated claim's
+replicates run as tasks on both workers and are read back from the store on a rerun."""
 
 from __future__ import annotations
 
@@ -37,6 +38,29 @@ def check(ctx):
     return Verdict(Status.CONFIRMED, measured=len("{name}"), expected=len("{name}"))
 """
 NAMES = ("unit-a", "unit-b", "unit-c")
+#: A claim decided over replicates (one sequential design, looks at 4 and 8): each replicate
+#: marks the process that draws it.
+REPLICATED = """
+import os, time
+from pathlib import Path
+
+from laplace_lab.paper_checks.verification import Setting, Verdict, claim
+from laplace_lab.paper_checks.verification.replicates import Check, decide
+
+
+def draw(i):
+    (Path(os.environ["DASK_TEST_MARKS"]) / f"rep.{i}.{os.getpid()}.{time.monotonic_ns()}").touch()
+    time.sleep(0.3)
+    return 1.0 + 0.1 * ((7 * i) % 5)
+
+
+@claim(paper="dask-rep", name="replicated", location="here", statement="Its mean exceeds 0.",
+       kind="superiority", setting=Setting.paper())
+def check(ctx):
+    decision, results = decide([Check("the mean", draw, 0.0, +1)], looks=(4, 8))
+    return Verdict(decision.status, measured=results[0].estimate.mean, expected=0.0,
+                   decision=decision)
+"""
 
 
 def _wait(predicate, timeout: float, what: str) -> None:
@@ -55,6 +79,8 @@ def cluster(tmp_path):
     plugins.mkdir()
     for name in NAMES:
         (plugins / f"dask_{name.replace('-', '_')}.py").write_text(CLAIM.format(name=name))
+    (plugins / "dask_replicated.py").write_text(REPLICATED)
+    (plugins / "dask_replicated_too.py").write_text(REPLICATED.replace('"replicated"', '"too"'))
     marks = tmp_path / "marks"
     marks.mkdir()
     env = {
@@ -126,6 +152,69 @@ def test_a_killed_worker_and_a_killed_run_give_the_verdicts_of_a_plain_run(clust
     recomputed = {n for n in NAMES if _runs(marks, n) > before[n]}
     assert len(recomputed) == len(NAMES) - finished and stored  # the rest, and only it
     shutil.rmtree(tmp_path / "b" / ".units")
+
+
+def test_a_claims_replicates_run_as_tasks_and_resume_from_the_store(cluster, tmp_path):
+    address, env, marks, _ = cluster
+
+    def check(out: Path, *extra: str) -> str:
+        argv = [BIN / "laplace-lab", "check", "--paper", "dask-rep", "--plugin", "dask_replicated"]
+        run = subprocess.run(
+            [*argv, "--mutants", "none", "--out", str(out), *extra],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        return run.stdout
+
+    def drawn() -> list[tuple[int, int]]:
+        return sorted(
+            (int(p.name.split(".")[1]), int(p.name.split(".")[2])) for p in marks.iterdir()
+        )
+
+    check(tmp_path / "plain", "--jobs", "1")
+    reference = _verdicts(tmp_path / "plain")
+    assert [c["status"] for c in reference] == ["CONFIRMED"]
+    assert [i for i, _ in drawn()] == [0, 1, 2, 3]  # decided at the first look
+    for p in marks.iterdir():
+        p.unlink()
+
+    check(tmp_path / "dask", "--scheduler", address)
+    assert _verdicts(tmp_path / "dask") == reference
+    assert [i for i, _ in drawn()] == [0, 1, 2, 3]
+    assert len({pid for _, pid in drawn()}) == 2  # spread over both workers
+    stored = list((tmp_path / "dask" / ".units" / "replicates").glob("*.pickle"))
+    assert len(stored) == 4
+
+    # a run killed after its replicates finished but before its unit did: the rerun runs the
+    # claim again and reads its replicates from the store
+    for unit in (tmp_path / "dask" / ".units").glob("*.pickle"):
+        unit.unlink()
+    before = drawn()
+    output = check(tmp_path / "dask", "--scheduler", address)
+    assert "(read, not recomputed)" not in output
+    assert drawn() == before
+    assert _verdicts(tmp_path / "dask") == reference
+
+
+def test_two_units_waiting_for_their_replicates_share_a_one_thread_worker(cluster, tmp_path):
+    # a LocalCluster of one worker with one thread: the first unit lets its thread go while
+    # its replicates run, the second unit starts and does the same; neither waits for ever
+    _, env, marks, _ = cluster
+    argv = [BIN / "laplace-lab", "check", "--paper", "dask-rep", "--mutants", "none"]
+    argv += ["--plugin", "dask_replicated", "--plugin", "dask_replicated_too"]
+    run = subprocess.run(
+        [*argv, "--scheduler", "local", "--jobs", "1", "--out", str(tmp_path / "r")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert [c["status"] for c in _verdicts(tmp_path / "r")] == ["CONFIRMED"] * 2
+    assert len(list(marks.iterdir())) == 8  # 4 replicates of each claim, once
 
 
 def test_an_unreachable_scheduler_is_refused_before_any_claim_runs(tmp_path):

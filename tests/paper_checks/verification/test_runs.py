@@ -210,7 +210,7 @@ def test_a_process_runs_one_unit_at_a_time(monkeypatch):
     inside, most = [0], [0]
     lock = threading.Lock()
 
-    def run_group(claims, plan, echo, numbers, report):
+    def run_group(claims, plan, echo, numbers, report, cluster):
         with lock:
             inside[0] += 1
             most[0] = max(most[0], inside[0])
