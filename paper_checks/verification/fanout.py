@@ -11,7 +11,9 @@ index, so that a killed run resumes without recomputing it.
 
 The verdict is the same as on one process: a replicate is deterministic in its index
 (``draw(i)``, :func:`.replicates.sequential`) and runs on one thread, as the claim would
-(:func:`.timing.single_thread`); the values come back in index order. Only the true run of
+(:func:`.timing.single_thread`); the values come back in index order. Replicate i goes to
+the same worker in every design of a claim (where it can), so that the statistics a claim
+draws from one replicate's fit (:mod:`.cache`) find it there. Only the true run of
 a claim spreads its replicates: a mutant replaces functions in its own process, which a
 task on another worker would not see, so its replicates run where it runs. A replicate task
 that lands on a worker whose thread runs a mutant waits for it (:data:`PATCHING`).
@@ -111,13 +113,21 @@ class Design:
             UNIT.release()  # while this unit waits, another may compute on this worker
             try:
                 with worker_client() as client:
-                    futures = client.map(
-                        _draw,
-                        [draw] * len(todo),
-                        todo,
-                        key=[f"replicate-{self._key(i)}" for i in todo],
-                        pure=False,
-                    )
+                    # replicate i prefers the same worker in every design of the claim, whose
+                    # cached fits of replicate i its other statistics reuse
+                    workers = sorted(client.scheduler_info()["workers"])
+                    futures = [
+                        client.submit(
+                            _draw,
+                            draw,
+                            i,
+                            key=f"replicate-{self._key(i)}",
+                            pure=False,
+                            workers=[workers[i % len(workers)]],
+                            allow_other_workers=True,
+                        )
+                        for i in todo
+                    ]
                     for i, future in zip(todo, futures, strict=True):
                         got[i] = future.result()
                         if store is not None:
