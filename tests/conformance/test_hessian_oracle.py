@@ -32,8 +32,8 @@ def test_on_a_linear_gaussian_model_the_hessian_is_the_ggn_and_blr():
 
 
 def _residual_term(problem) -> np.ndarray:
-    """Σ_n Σ_c r_nc ∇²_θ f_c(x_n), one torch.autograd.functional.hessian per row and output,
-    r_n from the likelihood's closed form."""
+    """Σ_n Σ_c r_nc ∇²_θ f_c(x_n), one torch.func.hessian of the scalar f_c(x_n) per row and
+    output, r_n from the likelihood's closed form."""
     model = problem.model
     names = [n for n, _ in model.named_parameters()]
     shapes = [t.shape for t in model.parameters()]
@@ -54,7 +54,7 @@ def _residual_term(problem) -> np.ndarray:
     total = torch.zeros(theta.numel(), theta.numel(), dtype=torch.float64)
     for n, x in enumerate(problem.X_train):
         for c in range(out.shape[1]):
-            Hc = torch.autograd.functional.hessian(lambda t, x=x, c=c: f(t, x)[c], theta)
+            Hc = torch.func.hessian(lambda t, x=x, c=c: f(t, x)[c])(theta)
             total += r[n, c] * Hc
     return total.numpy()
 
