@@ -156,6 +156,15 @@ target lacks are SKIPPED, not failed:
   (p/2) log 2π − ½ log det Ω_r with Ω_r = U_r diag(λ_r) U_rᵀ + V, so for V = αI
   log det Ω_r = p log α + Σ_{i≤r} log(1 + λ_i/α); docs/validation.md, "Low-rank evidence".
 
+- ``hessian_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
+  prior_precision, noise_var) -> array``: the variances gᵀΩ_H⁻¹g of the Laplace
+  approximation with the true Hessian of the negative log joint in place of the GGN,
+  Ω_H = ∇²_θ Σ_n −log p(y_n | f(x_n; θ)) + V = GGN + Σ_n Σ_c r_nc ∇²_θ f_c(x_n) + V
+  (r_n = ∂[−log p(y_n | f)]/∂f at f(x_n; θ), as for ``ef_predictive_variance``), at the
+  model's parameters θ as given — a MAP or not (the cases include a model a few optimiser
+  steps from its initialisation) — and g = ∂f(x*)/∂θ there; the cases' Ω_H are positive
+  definite. Shape as for the required function; docs/validation.md, "True-Hessian Laplace".
+
 A target is named ``MODULE:CALLABLE`` (``CALLABLE`` may be dotted, e.g. ``mod:obj.method``).
 Shipped: ``laplace_lab.conformance.adapters.numerics:predictive_variance`` (laplace-lab's
 own kernels) and ``laplace_lab.conformance.adapters.laplace_torch:predictive_variance``
@@ -202,6 +211,7 @@ CAPABILITIES = (
     "predictive_probabilities",
     "minibatch_predictive_variance",
     "low_rank_log_marginal_likelihood",
+    "hessian_predictive_variance",
 )
 #: The links of ``predictive_probabilities``.
 LINKS = ("probit", "mc", "bridge")

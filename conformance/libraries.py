@@ -222,6 +222,12 @@ _LAPLACE_TORCH_FINDINGS = (
             "evidence/mlp-regression-multi-output",
         ),
     ),
+    Finding(
+        "laplace-torch F9",
+        "bug",
+        "the Hessian backend CurvlinopsHessian forms a float64 model's Hessian in float32",
+        ("hessian/",),
+    ),
 )
 
 #: Findings of posteriors 0.1.3 (docs/validation.md, "posteriors 0.1.3").
@@ -311,6 +317,13 @@ _LAPLAX_FINDINGS = (
         "the low-rank evidence's log-determinant is r log α + Σ log(1 + α λ_i), exact at "
         "α = 1 only (p log α + Σ log(1 + λ_i/α) is the right one)",
         ("low-rank-evidence/mlp-regression",),
+    ),
+    Finding(
+        "laplax F10",
+        "bug",
+        "the Hessian-vector product has no Bernoulli loss, and its 'cross_entropy' is an "
+        "elementwise sigmoid cross-entropy, not summed: no Hessian for classification",
+        ("hessian/mlp-binary", "hessian/mlp-multiclass"),
     ),
 )
 

@@ -431,3 +431,48 @@ def _minibatch_problem(rng: np.random.Generator, likelihood: str) -> dict[str, A
 _problem("mlp-regression-minibatch")(lambda rng: _minibatch_problem(rng, "regression"))
 _problem("mlp-multiclass-minibatch")(lambda rng: _minibatch_problem(rng, "multiclass"))
 _problem("mlp-binary-minibatch")(lambda rng: _minibatch_problem(rng, "binary"))
+
+
+def _nonstationary_problem(rng: np.random.Generator) -> dict[str, Any]:
+    """A tanh MLP 3-8-1 (p = 41) on N = 16 regression rows, σ0² = 0.3, left after 10 Adam
+    steps (learning rate 0.05) on the negative log joint from its initialisation: far from
+    its MAP (the gradient is not zero). The prior precision is α = max(2.5, −2λ_min) with
+    λ_min the smallest eigenvalue of the negative log-likelihood's Hessian there, so that the
+    Hessian precision H + αI is positive definite (its smallest eigenvalue ≥ α/2)."""
+    import torch
+
+    n, d, noise_var = 16, 3, 0.3
+    X = rng.normal(size=(n, d))
+    y = np.sin(X @ rng.normal(size=d)) + rng.normal(0.0, np.sqrt(noise_var), size=n)
+    model = _tanh_mlp(d, 8, 1, rng)
+    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+    V = torch.full((sum(int(t.numel()) for t in model.parameters()),), 2.5, dtype=torch.float64)
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    for _ in range(10):
+        opt.zero_grad()
+        negative_log_joint(model, Xt, yt, "regression", noise_var, V).backward()
+        opt.step()
+    names = [name for name, _ in model.named_parameters()]
+    shapes = [t.shape for t in model.parameters()]
+    theta = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
+
+    def nll(flat: Any) -> Any:
+        pieces = flat.split([s.numel() for s in shapes])
+        tensors = {k: t.view(s) for k, s, t in zip(names, shapes, pieces, strict=True)}
+        f = torch.func.functional_call(model, tensors, (Xt,))
+        return 0.5 * torch.sum((f[:, 0] - yt) ** 2) / noise_var
+
+    lam = float(torch.linalg.eigvalsh(torch.func.hessian(nll)(theta))[0])
+    return {
+        "model": model,
+        "X_train": X,
+        "y_train": y,
+        "X_test": np.concatenate([rng.normal(size=(4, d)), X[:2]]),
+        "likelihood": "regression",
+        "prior_precision": max(2.5, -2.0 * lam),
+        "noise_var": noise_var,
+        "subset": None,
+    }
+
+
+_problem("mlp-regression-nonstationary")(_nonstationary_problem)

@@ -60,6 +60,10 @@ operators, not Laplace approximations; the adapter adds the prior and the test J
   (``MSELoss``: 2N, and c·G = N/σ0² = Σ_n 1/σ0²; otherwise Σ_n H_n) — inverted by
   ``KFACInverseLinearOperator(damping=α/c, use_exact_damping=True)`` as above (α
   isotropic).
+- ``hessian_predictive_variance``: Ω_H = c·(``HessianLinearOperator`` @ I) + V, dense in the
+  model's dtype, the same losses and c (the Hessian of the loss in θ, residual term
+  included; c rescales it as it does the GGN, since c·loss is the negative log-likelihood up
+  to a constant), gᵀΩ_H⁻¹g by Cholesky.
 
 References
 ----------
@@ -413,3 +417,31 @@ predictive_variance.kfac_predictive_variance = kfac_predictive_variance
 predictive_variance.ekfac_predictive_variance = ekfac_predictive_variance
 predictive_variance.ef_predictive_variance = ef_predictive_variance
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
+
+
+def hessian_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: Any,
+) -> np.ndarray:
+    """gᵀΩ_H⁻¹g with Ω_H = c·(``HessianLinearOperator`` @ I) + V (module docstring)."""
+    import torch
+
+    cl = _curvlinops()
+    params = _trainable(model)
+    loss, target, c = _loss(likelihood, noise_var, y_train, params[0].dtype)
+    op = cl.HessianLinearOperator(
+        model, loss, params, [(X_train, target)], check_deterministic=False
+    )
+    omega = c * (op @ _identity(params)) + torch.diag(_prior(model, prior_precision))
+    L = torch.linalg.cholesky(0.5 * (omega + omega.T))
+    W = torch.linalg.solve_triangular(L, _test_jacobian(model, X_test).T, upper=False)
+    return _shape((W * W).sum(0), X_test.shape[0], likelihood)
+
+
+predictive_variance.hessian_predictive_variance = hessian_predictive_variance

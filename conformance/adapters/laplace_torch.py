@@ -673,3 +673,35 @@ predictive_variance.last_layer_predictive_variance = last_layer_predictive_varia
 predictive_variance.ef_predictive_variance = ef_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities
 predictive_variance.low_rank_log_marginal_likelihood = low_rank_log_marginal_likelihood
+
+
+#: The curvature backend of ``hessian_predictive_variance`` (a name in ``laplace.curvature``).
+HESSIAN_BACKEND = "CurvlinopsHessian"
+
+
+def hessian_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: float,
+) -> np.ndarray:
+    """``Laplace(..., hessian_structure="full", backend=CurvlinopsHessian)`` (``FullLaplace``
+    with curvlinops' ``HessianLinearOperator`` of its loss: the true Hessian of the negative
+    log-likelihood, ``MSELoss(reduction="sum")`` times its factor ½ and 1/σ0² for regression,
+    ``CrossEntropyLoss(reduction="sum")`` for classification), its GLM variances; a binary
+    model runs as [0, f], whose cross-entropy is the Bernoulli negative log-likelihood of f,
+    so its Hessian in θ is the Bernoulli one."""
+    from laplace import curvature
+
+    _laplace_torch()
+    fit = {"likelihood": likelihood, "prior_precision": prior_precision, "noise_var": noise_var}
+    backend = getattr(curvature, HESSIAN_BACKEND)
+    la, _ = _fit(model, X_train, y_train, **fit, structure="full", backend=backend)
+    return _variances(la, X_test, likelihood)
+
+
+predictive_variance.hessian_predictive_variance = hessian_predictive_variance

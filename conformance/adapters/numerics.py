@@ -698,3 +698,35 @@ predictive_variance.ef_predictive_variance = ef_predictive_variance
 predictive_variance.predictive_probabilities = predictive_probabilities
 predictive_variance.minibatch_predictive_variance = minibatch_predictive_variance
 predictive_variance.low_rank_log_marginal_likelihood = low_rank_log_marginal_likelihood
+
+
+def hessian_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: Any,
+) -> np.ndarray:
+    """gᵀΩ_H⁻¹g with Ω_H = H + V, H the true Hessian of the negative log-likelihood at the
+    model's parameters (:func:`laplace_lab.numerics.network_hessian.network_hessian`), by
+    Cholesky in float64; a ValueError when Ω_H is not positive definite."""
+    from laplace_lab.numerics.network_hessian import network_hessian
+
+    H = network_hessian(model, X_train, y_train, likelihood=likelihood, noise_var=noise_var)
+    V = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (H.shape[0],))
+    try:
+        L = np.linalg.cholesky(H + np.diag(V))
+    except np.linalg.LinAlgError as err:
+        raise ValueError(
+            "the Hessian precision H + V is not positive definite at the model's parameters"
+        ) from err
+    G = np.asarray(to_numpy(_test_rows(model, X_test, likelihood)), dtype=np.float64)
+    W = np.linalg.solve(L, G.reshape(-1, H.shape[0]).T)
+    v = np.sum(W * W, axis=0).reshape(G.shape[0], -1)
+    return v if likelihood in ("multiclass", "multioutput-regression") else v[:, 0]
+
+
+predictive_variance.hessian_predictive_variance = hessian_predictive_variance

@@ -74,8 +74,15 @@ density ``log_posterior(params, batch)``; it has no predictive of its own beyond
   the GGN's, a batch-mean log-likelihood is harmless with ``per_sample=False`` (each
   vmapped call sees a batch of one, where mean and sum agree).
 
-``laplace.dense_hessian`` is the Hessian of the log posterior, not the contract's Ω on an
-MLP. posteriors has no marginal likelihood, low-rank posterior, subnetwork masks or
+- ``hessian_predictive_variance``: ``laplace.dense_hessian`` with ``log_posterior`` the
+  summed log-likelihood Σ_n log p(y_n | f(x_n; θ_S)) of the forward above and
+  ``init_prec`` = α (or diag(V)): its update adds the Hessian of the negative of that
+  function (``jacfwd(jacrev(...))``) to the initial precision, Ω_H = H + V, and gᵀΩ_H⁻¹g by
+  Cholesky as above. With the log posterior its docstring names (log-likelihood plus
+  log prior) the prior's Hessian V would enter through the function instead.
+
+``laplace.dense_hessian`` is the Hessian of the log posterior, not the contract's Ω (the
+GGN) on an MLP. posteriors has no marginal likelihood, low-rank posterior, subnetwork masks or
 class-probability links.
 
 References
@@ -429,3 +436,41 @@ predictive_variance.diagonal_predictive_variance = diagonal_predictive_variance
 predictive_variance.posterior_samples = posterior_samples
 predictive_variance.last_layer_predictive_variance = last_layer_predictive_variance
 predictive_variance.ef_predictive_variance = ef_predictive_variance
+
+
+def hessian_predictive_variance(
+    model: Any,
+    X_train: Any,
+    y_train: Any,
+    X_test: Any,
+    *,
+    likelihood: str,
+    prior_precision: Any,
+    noise_var: Any,
+) -> np.ndarray:
+    """gᵀΩ_H⁻¹g with Ω_H the ``prec`` of ``laplace.dense_hessian`` built on the summed
+    log-likelihood, the prior its initial precision (module docstring)."""
+    import torch
+
+    S = subset_indices(model, None)
+    forward, theta = _forward(model, S)
+    outer = _log_likelihood(likelihood, noise_var)
+
+    def log_likelihood(theta_S: Any, batch: Any) -> tuple[Any, Any]:
+        z, aux = forward(theta_S, batch)
+        return outer(z, batch), aux
+
+    V = prior_vector(model, prior_precision)
+    prior = float(V[0]) if np.ptp(V) == 0.0 else torch.diag(torch.as_tensor(V))
+    with _default_dtype(theta.dtype):
+        transform = _posteriors().laplace.dense_hessian.build(log_likelihood, init_prec=prior)
+        state, _ = transform.update(transform.init(theta), (X_train, y_train))
+    J = torch.func.jacrev(lambda t: forward(t, (X_test,))[0])(state.params)  # (M, C, p)
+    G = J.reshape(-1, J.shape[-1])
+    omega = state.prec.to(G.dtype)
+    L = torch.linalg.cholesky(0.5 * (omega + omega.T))
+    W = torch.linalg.solve_triangular(L, G.T, upper=False)
+    return _shape((W * W).sum(0), X_test.shape[0], likelihood)
+
+
+predictive_variance.hessian_predictive_variance = hessian_predictive_variance

@@ -867,3 +867,37 @@ def _low_rank_evidence_alpha_inverted(
 low_rank_evidence_alpha_inverted = _with(
     low_rank_log_marginal_likelihood=_low_rank_evidence_alpha_inverted
 )
+
+
+def _hessian_is_ggn(model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var):
+    """The GGN precision answered for the true Hessian's."""
+    return ours.predictive_variance(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+    )
+
+
+def _hessian_residual_sign(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var
+):
+    """Ω = GGN − Σ r ∇²f + V: the residual term subtracted (2·GGN − H + V), solved as it is
+    (it need not be positive definite)."""
+    from laplace_lab.numerics.network_hessian import network_hessian
+
+    ggn = ours._ggn(model, X_train, likelihood, noise_var, prior_precision)
+    H = network_hessian(model, X_train, y_train, likelihood=likelihood, noise_var=noise_var)
+    Jw = np.asarray(to_numpy(ggn.Jw), dtype=float)
+    omega = 2.0 * Jw.T @ Jw - H + np.diag(np.asarray(to_numpy(ggn.prior_precision), dtype=float))
+    G = np.asarray(to_numpy(per_sample_jacobian(model, X_test)), dtype=float)
+    rows = G.reshape(-1, H.shape[0])
+    v = np.sum(np.linalg.solve(omega, rows.T).T * rows, axis=1).reshape(G.shape[0], -1)
+    return v if likelihood == "multiclass" else v[:, 0]
+
+
+hessian_is_ggn = _with(hessian_predictive_variance=_hessian_is_ggn)
+hessian_residual_sign = _with(hessian_predictive_variance=_hessian_residual_sign)

@@ -28,6 +28,7 @@ SERVED = (
     "ekfac_predictive_variance",
     "ef_predictive_variance",
     "last_layer_predictive_variance",
+    "hessian_predictive_variance",
 )
 
 

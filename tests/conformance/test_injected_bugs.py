@@ -257,3 +257,18 @@ def test_other_bugs_are_given_no_classic_name(mutant):
     v = validate(f"{MUTANTS}:{mutant}")
     named = {r.case.name: r.details["diagnosis"] for r in v.results if "diagnosis" in r.details}
     assert not named
+
+
+HESSIAN = [n for n in cases() if n.startswith("hessian/")]
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    [
+        "hessian_is_ggn",  # the GGN: right on the linear model only (its residual term is 0)
+        "hessian_residual_sign",  # GGN − Σ r ∇²f: the same, wrong wherever the term is not 0
+    ],
+)
+def test_true_hessian_bugs_fail_exactly_the_mlp_cases(mutant):
+    assert len(HESSIAN) == 5
+    assert _failed(mutant, HESSIAN) == set(HESSIAN) - {"hessian/linear-gaussian"}

@@ -96,6 +96,9 @@ GAUSSIAN_EF = {
     if c.capability == "ef_predictive_variance" and c.problem.startswith(("linear", "mlp-regr"))
 }
 
+# Finding 9: CurvlinopsHessian forms a float64 model's Hessian in float32 (F1's line).
+FLOAT32_HESSIAN = {n for n in cases() if n.startswith("hessian/")}
+
 
 @pytest.fixture(scope="module")
 def validation(validations):
@@ -113,6 +116,8 @@ def test_the_recorded_findings_and_nothing_else(validation):
         elif case.capability == "minibatch_predictive_variance":  # no subsample scaling
             expected[name] = Outcome.SKIP
         elif name in FLOAT32_GGN or name in EMPIRICAL_BAYES or name in GAUSSIAN_EF:
+            expected[name] = Outcome.FAIL
+        elif name in FLOAT32_HESSIAN:
             expected[name] = Outcome.FAIL
         elif name in JOINT_KFAC | BINARY_LAST_LAYER | PER_OUTPUT_NOISE or (
             name in STRUCTURED_SAMPLES_REFUSED and name.endswith("-joint")
@@ -329,3 +334,24 @@ def test_last_layer_laplace_takes_the_cases_last_layer_weight_then_bias(validati
         if r.case.name in BINARY_LAST_LAYER:
             assert "no one-logit Bernoulli likelihood" in r.summary, r.summary
     assert len(BINARY_LAST_LAYER) == 3
+
+
+def test_finding_9_the_hessian_is_right_but_formed_in_float32(validation):
+    # CurvlinopsHessian: relative errors of float32 size on every true-Hessian case, far
+    # below the 4–32% by which the GGN's variances differ from the Hessian's ...
+    assert len(FLOAT32_HESSIAN) == 5
+    for r in validation.results:
+        if r.case.name in FLOAT32_HESSIAN:
+            assert 1e-10 < r.details["max_relative_error"] < 1e-6, (r.case.name, r.summary)
+            assert r.details.get("float32_sized"), r.summary
+    # ... and with torch's default dtype float64 (its identity then float64) it passes
+    from laplace_lab.conformance.adapters import laplace_torch as adapter
+
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        v = validate(adapter.predictive_variance, only=["hessian/mlp-multiclass"])
+    finally:
+        torch.set_default_dtype(before)
+    (r,) = v.results
+    assert r.outcome is Outcome.PASS and r.details["max_error_over_tolerance"] < 0.05, r.summary

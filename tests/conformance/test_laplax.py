@@ -34,6 +34,7 @@ SERVED = (
     "last_layer_predictive_variance",
     "minibatch_predictive_variance",
     "low_rank_log_marginal_likelihood",
+    "hessian_predictive_variance",
 )
 # one worker validates every installed library once (tests/conformance/conftest.py)
 pytestmark = pytest.mark.xdist_group("scoreboard")
@@ -70,6 +71,8 @@ def expected_outcome(name: str) -> Outcome:
         return Outcome.ERROR  # finding 4: the bridge fails on one input's logits
     if case.capability == "last_layer_predictive_variance" and name.endswith("-kron"):
         return Outcome.NA  # not offered: no Kronecker-factored curvature
+    if name in ("hessian/mlp-binary", "hessian/mlp-multiclass"):
+        return Outcome.ERROR  # finding 10: no classification loss in its Hessian-vector product
     return Outcome.PASS
 
 
@@ -229,3 +232,26 @@ def test_finding_9_the_low_rank_log_determinant_is_exact_at_alpha_one_only(alpha
     )
     assert low - full == pytest.approx(shift, abs=1e-12)
     assert (shift == 0.0) == (alpha == 1.0)  # 0.584 nats at α = 3
+
+
+@pytest.mark.parametrize("name", ["mlp-binary", "mlp-multiclass"])
+def test_finding_10_the_hessian_has_no_classification_loss_but_works_with_a_callable(
+    monkeypatch, name
+):
+    # laplax.curv.hessian builds its loss by concatenate_model_and_loss_fn: no
+    # "binary_cross_entropy" branch, and "cross_entropy" the elementwise sigmoid
+    # cross-entropy (no sum, no softmax); the same Hessian-vector product with the negative
+    # log-likelihood as a callable loss passes
+    (r,) = validate(TARGET, only=[f"hessian/{name}"]).results
+    assert r.outcome is Outcome.ERROR
+    assert ("unknown loss function" if name == "mlp-binary" else "broadcasting") in r.summary
+    nn = jax.nn
+
+    def nll(f, y):
+        if name == "mlp-binary":
+            return -(y * nn.log_sigmoid(f) + (1 - y) * nn.log_sigmoid(-f)).sum()
+        return -jnp.take_along_axis(nn.log_softmax(f), y.astype(int)[:, None], -1).sum()
+
+    monkeypatch.setattr(adapter, "_loss", lambda likelihood, noise_var: nll)
+    (r,) = validate(TARGET, only=[f"hessian/{name}"]).results
+    assert r.outcome is Outcome.PASS and r.details["max_error_over_tolerance"] < 0.05, r.summary

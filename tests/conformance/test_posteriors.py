@@ -33,6 +33,7 @@ SERVED = (
     "posterior_samples",
     "last_layer_predictive_variance",
     "ef_predictive_variance",
+    "hessian_predictive_variance",
 )
 
 
