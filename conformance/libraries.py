@@ -133,7 +133,7 @@ _LAPLACE_TORCH_FINDINGS = (
     Finding(
         "laplace-torch F1",
         "bug",
-        "float64 models get a GGN formed in float32",
+        "float64 models get a GGN (or a Hessian) formed in float32",
         (
             "predictive/linear-gaussian",
             "predictive/linear-gaussian-diagonal-prior",
@@ -155,6 +155,7 @@ _LAPLACE_TORCH_FINDINGS = (
             "last-layer/mlp-multiclass-full",
             "empirical-fisher/mlp-binary-full",
             "empirical-fisher/mlp-multiclass-full",
+            "hessian/",
         ),
     ),
     Finding(
@@ -221,12 +222,6 @@ _LAPLACE_TORCH_FINDINGS = (
             "evidence/linear-gaussian-multi-output",
             "evidence/mlp-regression-multi-output",
         ),
-    ),
-    Finding(
-        "laplace-torch F9",
-        "bug",
-        "the Hessian backend CurvlinopsHessian forms a float64 model's Hessian in float32",
-        ("hessian/",),
     ),
 )
 

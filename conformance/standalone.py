@@ -66,6 +66,7 @@ ANSWER_NAMES = {
     "low_rank_log_marginal_likelihood": "the low-rank log marginal likelihood",
     "minibatch_predictive_variance": "the predictive variance from a minibatch",
     "structured_posterior_samples": "the posterior samples",
+    "hessian_predictive_variance": "the true-Hessian variance",
 }
 
 
@@ -335,6 +336,11 @@ def _lt_empirical_fisher(spec: Spec) -> list[str]:
     return [*fit, *_torch_variances(spec)]
 
 
+def _lt_hessian(spec: Spec) -> list[str]:
+    fit = _torch_fit(spec, structure="'full'", backend="CurvlinopsHessian")
+    return [*fit, *_torch_variances(spec)]
+
+
 def _lt_evidence(spec: Spec) -> list[str]:
     return [*_torch_fit(spec, structure="'full'"), "got = float(la.log_marginal_likelihood())"]
 
@@ -406,6 +412,9 @@ def _torch_imports(body: list[str]) -> list[str]:
     if "CurvlinopsEF" in text:
         lines.append("from laplace import Laplace")
         lines.append("from laplace.curvature import CurvlinopsEF")
+    elif "CurvlinopsHessian" in text:
+        lines.append("from laplace import Laplace")
+        lines.append("from laplace.curvature import CurvlinopsHessian")
     else:
         lines.append("from laplace import Laplace")
     lines.append("from torch.utils.data import DataLoader, TensorDataset")
@@ -555,6 +564,17 @@ def _lx_minibatch(spec: Spec) -> list[str]:
     return _laplax_program(spec, "the variances at each test input", inner, "X_test")
 
 
+def _lx_hessian(spec: Spec) -> list[str]:
+    ggn = _laplax_posterior(spec, "full")
+    loss = LAPLAX_LOSSES[spec.likelihood]
+    inner = [
+        f"    mv = create_hessian_mv(model_fn, theta_map, data, loss_fn={loss!r})",
+        *ggn[1:],
+        *_laplax_push("lin_setup, lin_pred_mean, lin_pred_var", "pred_var"),
+    ]
+    return _laplax_program(spec, "the variances at each test input", inner, "X_test")
+
+
 def _lx_probabilities(spec: Spec) -> list[str]:
     link = spec.call.extra["link"]
     model = "two_logits_fn" if spec.likelihood == "binary" else "model_fn"
@@ -609,10 +629,13 @@ def _laplax_imports(body: list[str]) -> list[str]:
     text = "\n".join(body)
     lines = ["import math", ""] if "math." in text else []
     lines += ["import jax", "import jax.numpy as jnp", "import numpy as np"]
-    lines.append("from laplax.api import GGN")
+    if "GGN(" in text:
+        lines.append("from laplax.api import GGN")
     if "set_posterior_fn" in text:
         lines.append("from laplax.curv import set_posterior_fn")
     lines.append("from laplax.curv.cov import CURVATURE_METHODS")
+    if "create_hessian_mv" in text:
+        lines.append("from laplax.curv.hessian import create_hessian_mv")
     if "CurvApprox" in text:
         lines.append("from laplax.enums import CurvApprox")
     if "marginal_log_likelihood" in text:
@@ -683,6 +706,8 @@ TEMPLATES: dict[tuple[str, str], tuple[Callable, Callable[[Spec], list[str]]]] =
     ("laplax", "minibatch_predictive_variance"): (_laplax_script, _lx_minibatch),
     ("laplax", "structured_posterior_samples"): (_laplax_script, _lx_samples),
     ("laplax", "predictive_probabilities"): (_laplax_script, _lx_probabilities),
+    ("laplace-torch", "hessian_predictive_variance"): (_torch_script, _lt_hessian),
+    ("laplax", "hessian_predictive_variance"): (_laplax_script, _lx_hessian),
 }
 
 

@@ -96,7 +96,7 @@ GAUSSIAN_EF = {
     if c.capability == "ef_predictive_variance" and c.problem.startswith(("linear", "mlp-regr"))
 }
 
-# Finding 9: CurvlinopsHessian forms a float64 model's Hessian in float32 (F1's line).
+# Finding 1 again: CurvlinopsHessian forms a float64 model's Hessian in float32 (the same line).
 FLOAT32_HESSIAN = {n for n in cases() if n.startswith("hessian/")}
 
 
@@ -336,7 +336,7 @@ def test_last_layer_laplace_takes_the_cases_last_layer_weight_then_bias(validati
     assert len(BINARY_LAST_LAYER) == 3
 
 
-def test_finding_9_the_hessian_is_right_but_formed_in_float32(validation):
+def test_finding_1_the_hessian_is_right_but_formed_in_float32(validation):
     # CurvlinopsHessian: relative errors of float32 size on every true-Hessian case, far
     # below the 4–32% by which the GGN's variances differ from the Hessian's ...
     assert len(FLOAT32_HESSIAN) == 5
