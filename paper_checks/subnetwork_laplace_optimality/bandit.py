@@ -18,6 +18,7 @@ first check that the environment pays the high reward on the annulus.
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -39,6 +40,7 @@ from laplace_lab.paper_checks.verification import (
     decisions,
     require,
 )
+from laplace_lab.paper_checks.verification.fanout import each
 
 PAPER = "subnetwork-laplace-optimality"
 PAPER_T, PAPER_SEEDS, PAPER_AGENTS = 16000, 25, 10
@@ -75,9 +77,9 @@ def _setting(full: bool) -> tuple[int, int, tuple[str, ...]]:
     return 150, 1, ("map", "neural_linear", *agents((100,))[2:])
 
 
-@cached
-def _runs(delta: float, full: bool, seed: int) -> dict[str, object]:
-    """Final regret (per seed) and mean cumulative-regret traces of every agent."""
+def _agent(delta: float, horizon: int, seeds: int, seed: int, name: str) -> tuple:
+    """One agent's final regrets (per seed), mean cumulative-regret trace and seconds, its
+    seeds in lockstep."""
     from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.wheel_bandit import (
         BanditConfig,
         run_bandits,
@@ -87,20 +89,27 @@ def _runs(delta: float, full: bool, seed: int) -> dict[str, object]:
     )
     from laplace_lab.studies.seeding import replication_rng
 
-    horizon, seeds, names = _setting(full)
-    final: dict[str, list[float]] = {}
-    traces: dict[str, np.ndarray] = {}
     t0 = time.perf_counter()
-    for name in names:
-        method, k = parse_agent(name)
-        cfg = BanditConfig(method=method, k=k, delta=delta, horizon=horizon)
-        # the wheel-bandit study's replications of this grid point (same seeds)
-        params = {"agent": name, "delta": delta, "horizon": horizon}
-        rngs = [replication_rng("wheel-bandit", params, r, seed=seed) for r in range(seeds)]
-        res = run_bandits(cfg, rngs=rngs)
-        final[name] = [float(r.cumulative_regret[-1]) for r in res]
-        traces[name] = np.mean([r.cumulative_regret for r in res], axis=0)
-    seconds = time.perf_counter() - t0
+    method, k = parse_agent(name)
+    cfg = BanditConfig(method=method, k=k, delta=delta, horizon=horizon)
+    # the wheel-bandit study's replications of this grid point (same seeds)
+    params = {"agent": name, "delta": delta, "horizon": horizon}
+    rngs = [replication_rng("wheel-bandit", params, r, seed=seed) for r in range(seeds)]
+    res = run_bandits(cfg, rngs=rngs)
+    final = [float(r.cumulative_regret[-1]) for r in res]
+    trace = np.mean([r.cumulative_regret for r in res], axis=0)
+    return final, trace, time.perf_counter() - t0
+
+
+@cached
+def _runs(delta: float, full: bool, seed: int) -> dict[str, object]:
+    """Final regret (per seed) and mean cumulative-regret traces of every agent; the agents
+    are tasks of their own on a Dask cluster (:func:`.fanout.each`), their seconds summed."""
+    horizon, seeds, names = _setting(full)
+    runs = each(functools.partial(_agent, delta, horizon, seeds, seed), names, "agents")
+    final = {name: r[0] for name, r in zip(names, runs, strict=True)}
+    traces = {name: r[1] for name, r in zip(names, runs, strict=True)}
+    seconds = sum(r[2] for r in runs)
     return {"horizon": horizon, "seeds": seeds, "final": final, "traces": traces, "s": seconds}
 
 

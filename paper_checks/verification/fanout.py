@@ -4,10 +4,11 @@
 Inside it, a claim decided over replicates (:func:`.replicates.sequential`) hands the
 replicates of each look to the cluster as tasks of their own (``worker_client``: the claim's
 task waits outside the worker's thread pool meanwhile), so that a paper-scale claim uses
-every worker, not one. Each finished replicate is stored on disk under a key of the unit
-(code digest, mode, seed, mutants, plugins, claims: :meth:`.unit_store.UnitStore.key`), the
-claim, the ordinal of its replicated design within the claim's run and the replicate's
-index, so that a killed run resumes without recomputing it.
+every worker, not one; :func:`each` does the same for a claim's other independent pieces of
+work (the agents of a Wheel Bandit table). Each finished replicate is stored on disk under a
+key of the unit (code digest, mode, seed, mutants, plugins, claims:
+:meth:`.unit_store.UnitStore.key`), the claim, the ordinal of its replicated design within the
+claim's run and the replicate's index, so that a killed run resumes without recomputing it.
 
 The verdict is the same as on one process: a replicate is deterministic in its index
 (``draw(i)``, :func:`.replicates.sequential`) and runs on one thread, as the claim would
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from laplace_lab.paper_checks.verification.progress import step
 from laplace_lab.paper_checks.verification.timing import single_thread
 from laplace_lab.paper_checks.verification.unit_store import UnitStore
 
-__all__ = ["PATCHING", "UNIT", "Design", "on_cluster"]
+__all__ = ["PATCHING", "UNIT", "Design", "each", "on_cluster"]
 
 #: Held by the unit of work a process computes: a mutant's replacements patch the process's
 #: modules and the cached experiments are the process's, so two units on two threads of one
@@ -84,21 +85,29 @@ class Design:
             self.cluster.designs += 1
             self.prefix = f"{self.cluster.prefix}/design-{self.cluster.designs}"
 
-    def values(self, draw: Callable[[int], float], indices: Iterable[int], total: int) -> list:
-        """``[draw(i) for i in indices]``, reporting progress out of ``total``."""
+    def values(
+        self,
+        draw: Callable[[int], Any],
+        indices: Iterable[int],
+        total: int,
+        what: str = "replicates",
+    ) -> list:
+        """``[draw(i) for i in indices]``, reporting progress (``what``) out of ``total``."""
         indices = list(indices)
         if self.cluster is None or len(indices) < 2:
             out = []
             for i in indices:
-                step(i, total, "replicates")
+                step(i, total, what)
                 out.append(draw(i))
             return out
-        return self._spread(draw, indices, total)
+        return self._spread(draw, indices, total, what)
 
     def _key(self, i: int) -> str:
         return hashlib.sha256(f"{self.prefix}/{i}".encode()).hexdigest()[:24]
 
-    def _spread(self, draw: Callable[[int], float], indices: list[int], total: int) -> list:
+    def _spread(
+        self, draw: Callable[[int], Any], indices: list[int], total: int, what: str
+    ) -> list:
         from distributed import worker_client
 
         store = self.cluster.store
@@ -109,7 +118,7 @@ class Design:
                 got[i] = kept[0]
         todo = [i for i in indices if i not in got]
         if todo:
-            step(indices[0] + len(got), total, "replicates")
+            step(indices[0] + len(got), total, what)
             UNIT.release()  # while this unit waits, another may compute on this worker
             try:
                 with worker_client() as client:
@@ -133,7 +142,17 @@ class Design:
                         if store is not None:
                             store.put(self._key(i), (got[i],))
                         if len(got) < len(indices):  # the caller reports the last
-                            step(indices[0] + len(got), total, "replicates")
+                            step(indices[0] + len(got), total, what)
             finally:
                 UNIT.acquire()
         return [got[i] for i in indices]
+
+
+def each(fn: Callable[[Any], Any], items: Sequence[Any], what: str) -> list:
+    """``[fn(x) for x in items]``: under :func:`on_cluster` each item is a task (stored as it
+    finishes, as a replicate is), else here in order. For a claim's independent pieces of
+    work — the agents of a bandit table — each deterministic in its item."""
+    items = list(items)
+    out = Design().values(lambda i: fn(items[i]), range(len(items)), len(items), what)
+    step(len(items), len(items), what)
+    return out
