@@ -73,21 +73,28 @@ def _wait(predicate, timeout: float, what: str) -> None:
 
 
 @pytest.fixture
-def cluster(tmp_path):
-    """A scheduler and two workers that import the plugin claims."""
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
+def plugins(tmp_path):
+    """(environment, marks folder): the plugin claims importable, their marks' folder."""
+    folder = tmp_path / "plugins"
+    folder.mkdir()
     for name in NAMES:
-        (plugins / f"dask_{name.replace('-', '_')}.py").write_text(CLAIM.format(name=name))
-    (plugins / "dask_replicated.py").write_text(REPLICATED)
-    (plugins / "dask_replicated_too.py").write_text(REPLICATED.replace('"replicated"', '"too"'))
+        (folder / f"dask_{name.replace('-', '_')}.py").write_text(CLAIM.format(name=name))
+    (folder / "dask_replicated.py").write_text(REPLICATED)
+    (folder / "dask_replicated_too.py").write_text(REPLICATED.replace('"replicated"', '"too"'))
     marks = tmp_path / "marks"
     marks.mkdir()
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(plugins), str(ROOT)]),
+        "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT)]),
         "DASK_TEST_MARKS": str(marks),
     }
+    return env, marks
+
+
+@pytest.fixture
+def cluster(plugins, tmp_path):
+    """A scheduler and two workers that import the plugin claims."""
+    env, marks = plugins
     with dask_cluster(env, tmp_path, 2) as (address, procs):
         yield address, env, marks, procs
 
@@ -199,10 +206,10 @@ def test_a_claims_replicates_run_as_tasks_and_resume_from_the_store(cluster, tmp
     assert _verdicts(tmp_path / "dask") == reference
 
 
-def test_two_units_waiting_for_their_replicates_share_a_one_thread_worker(cluster, tmp_path):
+def test_two_units_waiting_for_their_replicates_share_a_one_thread_worker(plugins, tmp_path):
     # a LocalCluster of one worker with one thread: the first unit lets its thread go while
     # its replicates run, the second unit starts and does the same; neither waits for ever
-    _, env, marks, _ = cluster
+    env, marks = plugins
     argv = [BIN / "laplace-lab", "check", "--paper", "dask-rep", "--mutants", "none"]
     argv += ["--plugin", "dask_replicated", "--plugin", "dask_replicated_too"]
     run = subprocess.run(
