@@ -57,12 +57,11 @@ from typing import Any
 import numpy as np
 
 from laplace_lab._checks import one_of
-from laplace_lab.conformance.contract import KFAC_CONVENTIONS
+from laplace_lab.conformance.contract import KFAC_APPROXIMATIONS, KFAC_CONVENTIONS
 from laplace_lab.conformance.oracle import DenseOracle
 from laplace_lab.conformance.tolerance import variance_tolerance
 
 __all__ = [
-    "KFAC_APPROXIMATIONS",
     "EKFACOracle",
     "KFACOracle",
     "LayerFactors",
@@ -268,10 +267,6 @@ class EKFACOracle:
 
 
 # ----------------------------------------------------------------------------- weight sharing
-#: The two KFAC approximations of a layer with weight sharing (Eschenhagen et al., §3).
-KFAC_APPROXIMATIONS = ("expand", "reduce")
-
-
 def _shared_layers(model: Any) -> list[tuple[str, Any, int, int]]:
     """(name, module, weight offset, bias offset) of every Linear and Conv2d layer; every
     parameter must belong to one, with a bias; a Conv2d with groups = 1, dilation 1 and
