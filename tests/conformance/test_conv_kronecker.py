@@ -124,3 +124,20 @@ def test_the_factors_are_curvlinops_kfac_factors(cnn, conv_linear, separate, app
                 op._input_covariances[name].numpy(), A, rtol=0, atol=1e-13 * np.abs(A).max()
             )
             np.testing.assert_allclose(G, f.G, rtol=0, atol=1e-13 * np.abs(f.G).max())
+
+
+def test_conventions_and_approximations_differ_by_far_more_than_the_tolerance():
+    from laplace_lab.conformance import cases
+    from laplace_lab.conformance.catalog.kfac import approximation_gap
+
+    conv = {c.problem for n, c in cases().items() if n.startswith("kfac/") and "-expand" in n}
+    assert conv == {"cnn-multiclass", "conv-linear-gaussian"}
+    o = DenseOracle(build_problem("cnn-multiclass", seed=0))
+    for convention in ("joint", "separate"):
+        expand = SharedKFACOracle(o, convention, "expand")
+        ratio = approximation_gap(o, convention) * expand.predictive_variance()
+        assert (ratio / expand.variance_tolerance()).min() > 1e9
+    for approximation in ("expand", "reduce"):
+        joint = SharedKFACOracle(o, "joint", approximation).predictive_variance()
+        separate = SharedKFACOracle(o, "separate", approximation).predictive_variance()
+        assert np.min(np.abs(joint - separate) / joint) > 0.01
