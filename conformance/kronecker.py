@@ -30,6 +30,11 @@ Everything is computed here, independently of :mod:`laplace_lab.numerics.kfac`: 
 forward hooks on a float64 copy of the model, D_n as the bias columns of the dense oracle's
 autograd Jacobian (∂f/∂b_l = D_l), H_n from the oracle's output Hessians (no square root).
 
+Networks with ``torch.nn.Conv2d`` layers (weight sharing over R output positions) have
+:class:`SharedKFACOracle`, in KFAC-expand or KFAC-reduce (Eschenhagen et al. §3): patches by
+explicit index loops (:func:`conv_patches`), δ_{n,c,r} by autograd on each layer's output
+(:func:`shared_signals`); on an MLP (R = 1) it is :class:`KFACOracle`.
+
 References
 ----------
 .. [1] J. Martens, R. Grosse, "Optimizing Neural Networks with Kronecker-factored Approximate
