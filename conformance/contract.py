@@ -103,6 +103,18 @@ target lacks are SKIPPED, not failed:
   ã = [a; 1]) or ``"separate"`` (K_l = G_l ⊗ A_l on W, A_l = (1/N) Σ_n a_n a_nᵀ, and G_l
   alone on b: the weight–bias cross block dropped; laplace-torch's ``KronLaplace``);
   docs/mathematics.md, "Diagonal and KFAC Laplace".
+  On a network with ``torch.nn.Conv2d`` layers (weight sharing over R output positions)
+  the cases pass one more keyword, ``approximation``, and only there: ``"expand"`` or
+  ``"reduce"`` (Eschenhagen et al., arXiv:2311.00636, §3). With ã_{n,r} = [patch_{n,r}; 1]
+  (the patch in the weight's (C_in, kh, kw) row-major order, so W (out, C_in·kh·kw)
+  row-major is ``parameters()``'s order), g_{n,c,r} = D_{n,r}ᵀ r_nc at the output position
+  r: ``"expand"`` Ã_l = (1/(N R)) Σ_{n,r} ã_{n,r} ã_{n,r}ᵀ, G_l = Σ_{n,c,r} g_{n,c,r}
+  g_{n,c,r}ᵀ; ``"reduce"`` Ã_l = (1/N) Σ_n ā_n ā_nᵀ with ā_n = (1/R) Σ_r ã_{n,r},
+  G_l = Σ_{n,c} ḡ_{n,c} ḡ_{n,c}ᵀ with ḡ_{n,c} = Σ_r g_{n,c,r} (curvlinops'
+  ``kfac_approx``); a Linear layer has R = 1, where the two agree; the test Jacobian's
+  block of a conv layer is Σ_r δ_{c,r} ã_rᵀ. A target whose function takes no keyword
+  ``approximation`` (nor ``**kwargs``) is not offered those cases (N/A), as for
+  ``prior_mean``.
 - ``ekfac_predictive_variance(model, X_train, y_train, X_test, *, likelihood,
   prior_precision, noise_var, convention) -> array``: gᵀP⁻¹g of the EKFAC Laplace posterior
   (George et al., arXiv:1806.03884) on the same MLPs: each block keeps KFAC's eigenbasis
@@ -185,6 +197,7 @@ from laplace_lab._plugins import load_plugin
 __all__ = [
     "CAPABILITIES",
     "EF_STRUCTURES",
+    "KFAC_APPROXIMATIONS",
     "KFAC_CONVENTIONS",
     "LAST_LAYER_STRUCTURES",
     "LINKS",
@@ -223,6 +236,8 @@ EF_STRUCTURES = ("full", "diag")
 SAMPLE_STRUCTURES = ("diag", "kron", "low_rank")
 #: The weight–bias conventions of ``kfac_predictive_variance``.
 KFAC_CONVENTIONS = ("joint", "separate")
+#: The KFAC approximations of a weight-sharing (Conv2d) layer, ``approximation=``.
+KFAC_APPROXIMATIONS = ("expand", "reduce")
 #: The mask names a target's ``subset_masks`` may use.
 MASK_METHODS = (
     "gradient_laplace",

@@ -30,6 +30,11 @@ Everything is computed here, independently of :mod:`laplace_lab.numerics.kfac`: 
 forward hooks on a float64 copy of the model, D_n as the bias columns of the dense oracle's
 autograd Jacobian (∂f/∂b_l = D_l), H_n from the oracle's output Hessians (no square root).
 
+Networks with ``torch.nn.Conv2d`` layers (weight sharing over R output positions) have
+:class:`SharedKFACOracle`, in KFAC-expand or KFAC-reduce (Eschenhagen et al. §3): patches by
+explicit index loops (:func:`conv_patches`), δ_{n,c,r} by autograd on each layer's output
+(:func:`shared_signals`); on an MLP (R = 1) it is :class:`KFACOracle`.
+
 References
 ----------
 .. [1] J. Martens, R. Grosse, "Optimizing Neural Networks with Kronecker-factored Approximate
@@ -57,11 +62,16 @@ from typing import Any
 import numpy as np
 
 from laplace_lab._checks import one_of
-from laplace_lab.conformance.contract import KFAC_CONVENTIONS
+from laplace_lab.conformance.contract import KFAC_APPROXIMATIONS, KFAC_CONVENTIONS
 from laplace_lab.conformance.oracle import DenseOracle
 from laplace_lab.conformance.tolerance import variance_tolerance
 
-__all__ = ["EKFACOracle", "KFACOracle", "LayerFactors"]
+__all__ = [
+    "EKFACOracle",
+    "KFACOracle",
+    "LayerFactors",
+    "SharedKFACOracle",
+]
 
 
 @dataclass(frozen=True)
@@ -259,3 +269,158 @@ class EKFACOracle:
     def variance_tolerance(self) -> np.ndarray:
         """The variance rule of :mod:`.tolerance` with P in place of Ω."""
         return _tolerances(self.oracle, self.precision)
+
+
+# ----------------------------------------------------------------------------- weight sharing
+def _shared_layers(model: Any) -> list[tuple[str, Any, int, int]]:
+    """(name, module, weight offset, bias offset) of every Linear and Conv2d layer; every
+    parameter must belong to one, with a bias; a Conv2d with groups = 1, dilation 1 and
+    numeric zero padding."""
+    import torch
+
+    offsets, start = {}, 0
+    for name, t in model.named_parameters():
+        offsets[name] = start
+        start += int(t.numel())
+    found = []
+    for name, m in model.named_modules():
+        if not isinstance(m, torch.nn.Linear | torch.nn.Conv2d):
+            continue
+        if m.bias is None:
+            raise ValueError(f"KFAC here needs a bias in every layer ({name!r})")
+        if isinstance(m, torch.nn.Conv2d) and (
+            m.groups != 1
+            or tuple(m.dilation) != (1, 1)
+            or isinstance(m.padding, str)
+            or m.padding_mode != "zeros"
+        ):
+            raise ValueError(f"KFAC here needs groups=1, dilation=1, zero padding ({name!r})")
+        prefix = f"{name}." if name else ""
+        found.append((name, m, offsets[f"{prefix}weight"], offsets[f"{prefix}bias"]))
+    covered = sum(m.weight.numel() + m.bias.numel() for _, m, _, _ in found)
+    if covered != start:
+        raise ValueError("KFAC here needs every parameter in a torch.nn.Linear or Conv2d")
+    return found
+
+
+def conv_patches(x: np.ndarray, module: Any) -> np.ndarray:
+    """The patches of a Conv2d's input x (N, C_in, H, W), (N, R, C_in·kh·kw): position
+    r = i·ow + j (the output's row-major order), each patch in the weight's (C_in, kh, kw)
+    row-major order, zero outside the image (padding) — by explicit index loops."""
+    N, C, H, W = x.shape
+    (kh, kw), (sh, sw), (ph, pw) = module.kernel_size, module.stride, module.padding
+    oh, ow = (H + 2 * ph - kh) // sh + 1, (W + 2 * pw - kw) // sw + 1
+    out = np.zeros((N, oh * ow, C, kh, kw))
+    for i in range(oh):
+        for j in range(ow):
+            for u in range(kh):
+                for v in range(kw):
+                    row, col = i * sh - ph + u, j * sw - pw + v
+                    if 0 <= row < H and 0 <= col < W:
+                        out[:, i * ow + j, :, u, v] = x[:, :, row, col]
+    return out.reshape(N, oh * ow, C * kh * kw)
+
+
+def shared_signals(model: Any, X: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per layer (``_shared_layers``): the inputs ã_{n,r} = [patch_{n,r}; 1] (N, R, K + 1)
+    and the output gradients δ_{n,c,r} = ∂f_c(x_n)/∂s_{n,r} (N, C, out, R), R = 1 for a
+    Linear layer, by autograd on the layer outputs of a float64 copy of ``model`` (the
+    samples of a batch do not interact in evaluation mode, so ∂Σ_n f_c(x_n)/∂s_n is
+    ∂f_c(x_n)/∂s_n)."""
+    import torch
+
+    m = copy.deepcopy(model).double().eval()
+    layers = _shared_layers(m)
+    seen: dict[str, tuple[np.ndarray, Any]] = {}
+    handles = []
+    for name, module, _, _ in layers:
+
+        def hook(mod: Any, inp: Any, out: Any, name: str = name) -> None:
+            if name in seen:
+                raise ValueError(f"layer {name!r} is called twice in one forward pass")
+            seen[name] = (inp[0].detach().numpy().copy(), out)
+
+        handles.append(module.register_forward_hook(hook))
+    try:
+        f = m(torch.as_tensor(X).double())
+    finally:
+        for h in handles:
+            h.remove()
+    f = f.reshape(f.shape[0], -1)
+    outs = [seen[name][1] for name, _, _, _ in layers]
+    per_output = [
+        torch.autograd.grad(f[:, c].sum(), outs, retain_graph=c + 1 < f.shape[1])
+        for c in range(f.shape[1])
+    ]
+    signals = {}
+    for k, (name, module, _, _) in enumerate(layers):
+        x = seen[name][0]
+        D = torch.stack([g[k] for g in per_output], dim=1).detach().numpy()  # (N, C, out, …)
+        D = D.reshape(D.shape[0], D.shape[1], D.shape[2], -1)  # (N, C, out, R)
+        if isinstance(module, torch.nn.Conv2d):
+            a = conv_patches(x, module)
+        else:
+            a = x.reshape(x.shape[0], 1, -1)
+        a = np.concatenate([a, np.ones((*a.shape[:2], 1))], axis=2)
+        signals[name] = (a, D)
+    return signals
+
+
+@dataclass(frozen=True, eq=False)
+class SharedKFACOracle(KFACOracle):
+    """The KFAC Laplace approximation of a network of Linear and Conv2d layers, written out
+    densely, in the ``approximation`` ``"expand"`` or ``"reduce"`` of Eschenhagen et al.
+
+    For a layer with R output positions (R = 1 for a Linear layer), inputs
+    ã_{n,r} = [patch_{n,r}; 1] and output gradients δ_{n,c,r} = ∂f_c(x_n)/∂s_{n,r},
+    D_{n,r} = [δ_{n,1,r} … δ_{n,C,r}]ᵀ (C × out) and H_n the output Hessian:
+
+    - expand: A = (1/(N R)) Σ_{n,r} ã_{n,r} ã_{n,r}ᵀ, G = Σ_{n,r} D_{n,r}ᵀ H_n D_{n,r};
+    - reduce: A = (1/N) Σ_n ā_n ā_nᵀ with ā_n = (1/R) Σ_r ã_{n,r},
+      G = Σ_n D̄_nᵀ H_n D̄_n with D̄_n = Σ_r D_{n,r};
+
+    (G = Σ_{n,c} Σ_r g_{n,c,r} g_{n,c,r}ᵀ and Σ_{n,c} ḡ_{n,c} ḡ_{n,c}ᵀ for the columns
+    g_{n,c,r} = D_{n,r}ᵀ r_{n,c} of any R_n R_nᵀ = H_n, as curvlinops 3.0.1 computes them:
+    ``kfac.py`` ``_accumulate_gradient_covariance`` and ``_hook_accumulate_input_covariance``).
+    The two agree for R = 1, so on an MLP both are :class:`KFACOracle`. Blocks, conventions
+    and the prior as in :class:`KFACOracle`. Computed from :func:`shared_signals` (patches by
+    index loops, δ by autograd on the layer outputs), independently of
+    :mod:`laplace_lab.numerics.kfac`.
+
+    References
+    ----------
+    .. [1] R. Eschenhagen, A. Immer, R. E. Turner, F. Schneider, P. Hennig,
+       "Kronecker-Factored Approximate Curvature for Modern Neural Network Architectures",
+       NeurIPS 2023, arXiv:2311.00636, §3 (KFAC-expand and KFAC-reduce, eqs. for the
+       expand and reduce settings of linear weight-sharing layers).
+    .. [2] R. Grosse, J. Martens, "A Kronecker-factored approximate Fisher matrix for
+       convolution layers", ICML 2016, arXiv:1602.01407, §3 (KFC: the expanded factors).
+    """
+
+    approximation: str = "expand"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        one_of(self.approximation, "approximation", KFAC_APPROXIMATIONS)
+
+    @cached_property
+    def factors(self) -> tuple[LayerFactors, ...]:
+        """G_l and A_l of every Linear and Conv2d layer in the ``approximation``."""
+        problem, H = self.oracle.problem, self.oracle.H
+        signals = shared_signals(problem.model, problem.X_train)
+        out = []
+        for name, module, w0, b0 in _shared_layers(problem.model):
+            a, D = signals[name]
+            N, R = a.shape[:2]
+            if self.approximation == "expand":
+                G = np.einsum("ncor,ncd,ndqr->oq", D, H, D)
+                A = np.einsum("nri,nrj->ij", a, a) / (N * R)
+            else:
+                Dbar, abar = D.sum(axis=3), a.mean(axis=1)
+                G = np.einsum("nco,ncd,ndq->oq", Dbar, H, Dbar)
+                A = abar.T @ abar / N
+            n_out = module.weight.shape[0]
+            weight = w0 + np.arange(module.weight.numel()).reshape(n_out, -1)
+            bias = b0 + np.arange(n_out)
+            out.append(LayerFactors(0.5 * (G + G.T), 0.5 * (A + A.T), weight, bias))
+        return tuple(out)

@@ -156,6 +156,8 @@ _LAPLACE_TORCH_FINDINGS = (
             "empirical-fisher/mlp-binary-full",
             "empirical-fisher/mlp-multiclass-full",
             "hessian/",
+            "predictive/cnn-multiclass",
+            "last-layer/cnn-multiclass-full",
         ),
     ),
     Finding(
@@ -204,6 +206,10 @@ _LAPLACE_TORCH_FINDINGS = (
             "structured-samples/kron/mlp-regression-joint",
             "structured-samples/kron/mlp-binary-joint",
             "structured-samples/kron/mlp-multiclass-joint",
+            "kfac/cnn-multiclass-joint-expand",
+            "kfac/cnn-multiclass-joint-reduce",
+            "kfac/conv-linear-gaussian-joint-reduce",
+            "kfac/conv-linear-gaussian-joint-expand",
         ),
     ),
     Finding(
@@ -236,6 +242,7 @@ _POSTERIORS_FINDINGS = (
             "last-layer/mlp-regression-float32-kron",
             "last-layer/mlp-binary-kron",
             "last-layer/mlp-multiclass-kron",
+            "last-layer/cnn-multiclass-kron",
         ),
     ),
 )
@@ -292,6 +299,7 @@ _LAPLAX_FINDINGS = (
             "last-layer/mlp-binary-kron",
             "last-layer/mlp-multiclass-kron",
             "structured-samples/kron/",
+            "last-layer/cnn-multiclass-kron",
         ),
     ),
     Finding(

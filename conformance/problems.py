@@ -476,3 +476,101 @@ def _nonstationary_problem(rng: np.random.Generator) -> dict[str, Any]:
 
 
 _problem("mlp-regression-nonstationary")(_nonstationary_problem)
+
+
+# ----------------------------------------------------------------------------- CNNs
+def _sum_over_positions() -> Any:
+    """A module summing a (N, 1, H, W) feature map over its positions: (N, 1)."""
+    import torch
+
+    class SumOverPositions(torch.nn.Module):
+        """f(x) = Σ_r s_r: the sum of the (one-channel) feature map over its positions."""
+
+        def forward(self, s: Any) -> Any:
+            return s.sum(dim=(2, 3)).reshape(s.shape[0], 1)
+
+    return SumOverPositions()
+
+
+def conv_features(X: np.ndarray, image: int = 4, kernel: int = 3) -> np.ndarray:
+    """The features (Σ_r patch_r, R) of ``conv-linear-gaussian`` (N, kernel² + 1): a single
+    Conv2d(1, 1, kernel) summed over its R output positions is linear in θ = [W, b] with
+    these features (the patch in the weight's (kh, kw) row-major order), written here by
+    index loops without any convolution."""
+    X = np.asarray(X, dtype=np.float64).reshape(-1, image, image)
+    side = image - kernel + 1
+    patches = np.zeros((X.shape[0], kernel * kernel))
+    for i in range(side):
+        for j in range(side):
+            patches += X[:, i : i + kernel, j : j + kernel].reshape(X.shape[0], -1)
+    return np.hstack([patches, np.full((X.shape[0], 1), float(side * side))])
+
+
+def _conv_linear_problem(rng: np.random.Generator) -> dict[str, Any]:
+    """Conv2d(1, 1, 3) on 4 × 4 images (R = 4 positions) summed over the positions, Gaussian
+    noise σ0² = 0.3, α = 2 (p = 10, N = 12): set to the exact posterior mean of Bayesian
+    linear regression on :func:`conv_features`."""
+    import torch
+
+    n, n_test, noise_var, alpha = 12, 6, 0.3, 2.0
+    X = rng.normal(size=(n, 16))
+    features = conv_features(X)
+    y = features @ rng.normal(0.0, 0.5, size=10) + rng.normal(0.0, np.sqrt(noise_var), size=n)
+    blr = BayesianLinearRegression(np.zeros(10), np.eye(10) / alpha, noise_var)
+    w = blr.map((features, y))
+    conv = torch.nn.Conv2d(1, 1, 3)
+    model = torch.nn.Sequential(
+        torch.nn.Unflatten(1, (1, 4, 4)), conv, _sum_over_positions()
+    ).double()
+    with torch.no_grad():
+        conv.weight.copy_(torch.as_tensor(w[:9]).reshape(1, 1, 3, 3))
+        conv.bias.copy_(torch.as_tensor(w[9:]))
+    return {
+        "model": model,
+        "X_train": X,
+        "y_train": y,
+        "X_test": np.concatenate([rng.normal(size=(n_test - 1, 16)), X[:1]]),
+        "likelihood": "regression",
+        "prior_precision": alpha,
+        "noise_var": noise_var,
+        "subset": None,
+    }
+
+
+def _cnn_multiclass_problem(rng: np.random.Generator) -> dict[str, Any]:
+    """scikit-learn's 8 × 8 digits 0, 1, 2 (pixels / 16), N = 20 training and M = 6 test
+    images (4 held out, 2 training ones), Conv2d(1, 2, 3, stride=2) → tanh → Flatten →
+    Linear(18, 3) (p = 77, N·C = 60 < p), trained to its MAP (float64 L-BFGS), α = 2.5."""
+    import torch
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    rows = np.flatnonzero(digits.target < 3)
+    chosen = rng.choice(rows, size=24, replace=False)
+    X = digits.data[chosen].astype(np.float64) / 16.0
+    y = digits.target[chosen].astype(np.int64)
+    model = torch.nn.Sequential(
+        torch.nn.Unflatten(1, (1, 8, 8)),
+        torch.nn.Conv2d(1, 2, 3, stride=2),
+        torch.nn.Tanh(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(18, 3),
+    ).double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.as_tensor(rng.normal(0.0, 0.5, size=tuple(p.shape))))
+    _train_to_map(model, X[:20], y[:20], "multiclass", 1.0, 2.5)
+    return {
+        "model": model,
+        "X_train": X[:20],
+        "y_train": y[:20],
+        "X_test": np.concatenate([X[20:], X[:2]]),
+        "likelihood": "multiclass",
+        "prior_precision": 2.5,
+        "noise_var": 1.0,
+        "subset": None,
+    }
+
+
+_problem("conv-linear-gaussian")(_conv_linear_problem)
+_problem("cnn-multiclass")(_cnn_multiclass_problem)

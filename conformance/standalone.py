@@ -221,6 +221,17 @@ def _torch_network(spec: Spec) -> list[str]:
         if layer[0] == "linear":
             _, _, out, inp, b0 = layer
             parts.append(f"torch.nn.Linear({inp}, {out}{', bias=False' if b0 < 0 else ''})")
+        elif layer[0] == "reshape":  # Flatten() or Unflatten(1, shape) of one input
+            shape = layer[1]
+            flat = shape == (-1,)
+            parts.append("torch.nn.Flatten()" if flat else f"torch.nn.Unflatten(1, {shape})")
+        elif layer[0] == "conv":
+            _, _, (out, inp, kh, kw), b0, stride, padding = layer
+            bias = ", bias=False" if b0 < 0 else ""
+            parts.append(
+                f"torch.nn.Conv2d({inp}, {out}, ({kh}, {kw}), stride={stride}, "
+                f"padding={padding}{bias})"
+            )
         else:
             parts.append(f"torch.nn.{layer[0]}()")
     dtype = "torch.float64" if spec.float64 else "torch.float32"

@@ -1,8 +1,9 @@
-"""A torch MLP as a JAX function of its flat parameters, and JAX set up to run it.
+"""A torch MLP or CNN as a JAX function of its flat parameters, and JAX set up to run it.
 
 The conformance contract hands a ``torch.nn.Module``; a JAX library takes a function of a
 parameter pytree. :class:`Network` converts ``torch.nn.Linear`` and ``torch.nn.Sequential``
-of Linear, Tanh, ReLU, Sigmoid and Identity modules (the cases' models; anything else
+of Linear, Tanh, ReLU, Sigmoid and Identity modules, and of Unflatten, Conv2d (groups 1,
+integer padding, zero padding mode) and Flatten (the cases' models; anything else
 raises) into f(x, θ) for one input x and the flat θ in ``parameters()`` order, the order of
 the contract's priors, subsets and samples (JAX ravels a dict of parameters with its keys
 sorted). :func:`check_outputs` compares the function with the model on the training inputs.
@@ -45,6 +46,8 @@ __all__ = [
 
 #: The activation modules the conversion knows, by class name.
 ACTIVATIONS = ("Tanh", "ReLU", "Sigmoid", "Identity")
+#: The reshaping and convolution modules the conversion knows, by class name.
+SHAPING = ("Unflatten", "Flatten", "Conv2d")
 #: XLA's options for the adapters' programs: small programs whose compilation, not their
 #: run, takes the time (floating-point semantics are unchanged).
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
@@ -88,7 +91,9 @@ class Network:
     order; hashable, so that it can key compiled programs.
 
     ``layers`` holds ``("linear", w0, out, inp, b0)`` (offsets into θ, b0 = −1 without a
-    bias) and activation names; ``two_logits`` returns [0, f] for a one-logit f.
+    bias), ``("conv", w0, weight shape, b0, stride, padding)``, ``("reshape", shape)`` (of
+    one input, without the batch axis) and activation names; ``two_logits`` returns [0, f]
+    for a one-logit f.
     """
 
     layers: tuple[tuple[Any, ...], ...]
@@ -105,6 +110,8 @@ class Network:
                 out, inp = (int(n) for n in module.weight.shape)
                 b0 = -1 if module.bias is None else offsets[id(module.bias)]
                 layers.append(("linear", offsets[id(module.weight)], out, inp, b0))
+            elif name in SHAPING:
+                layers.append(_shaping(module, offsets))
             elif name != "Identity":
                 layers.append((name,))
         return cls(tuple(layers))
@@ -114,6 +121,18 @@ class Network:
         jnp = jax.numpy
         activation = {"Tanh": jnp.tanh, "ReLU": jax.nn.relu, "Sigmoid": jax.nn.sigmoid}
         for layer in self.layers:
+            if layer[0] == "reshape":
+                x = x.reshape(layer[1])
+                continue
+            if layer[0] == "conv":
+                _, w0, shape, b0, stride, padding = layer
+                w = theta[w0 : w0 + int(np.prod(shape))].reshape(shape)
+                x = jax.lax.conv_general_dilated(x[None], w, stride, [(p, p) for p in padding])[
+                    0
+                ]  # NCHW input, OIHW weight: torch's layout
+                if b0 >= 0:
+                    x = x + theta[b0 : b0 + shape[0]][:, None, None]
+                continue
             if layer[0] != "linear":
                 x = activation[layer[0]](x)
                 continue
@@ -130,12 +149,35 @@ def _modules(model: Any) -> list[Any]:
 
     if isinstance(model, torch.nn.Sequential):
         return [m for child in model for m in _modules(child)]
-    if isinstance(model, torch.nn.Linear) or type(model).__name__ in ACTIVATIONS:
+    if isinstance(model, torch.nn.Linear) or type(model).__name__ in ACTIVATIONS + SHAPING:
         return [model]
     raise ValueError(
         "the JAX conversion takes torch.nn.Linear and torch.nn.Sequential models of "
-        f"Linear, {', '.join(ACTIVATIONS)} modules; got {type(model).__name__}"
+        f"Linear, {', '.join(ACTIVATIONS + SHAPING)} modules; got {type(model).__name__}"
     )
+
+
+def _shaping(module: Any, offsets: dict[int, int]) -> tuple[Any, ...]:
+    """The layer of an Unflatten (of dimension 1), Flatten (from dimension 1 to the last)
+    or Conv2d module (groups 1, dilation 1, integer zero padding), for one input."""
+    name = type(module).__name__
+    if name == "Unflatten" and module.dim == 1:
+        return ("reshape", tuple(int(n) for n in module.unflattened_size))
+    if name == "Flatten" and module.start_dim == 1 and module.end_dim == -1:
+        return ("reshape", (-1,))
+    if (
+        name == "Conv2d"
+        and module.groups == 1
+        and tuple(module.dilation) == (1, 1)
+        and not isinstance(module.padding, str)
+        and module.padding_mode == "zeros"
+    ):
+        b0 = -1 if module.bias is None else offsets[id(module.bias)]
+        shape = tuple(int(n) for n in module.weight.shape)
+        stride = tuple(int(n) for n in module.stride)
+        padding = tuple(int(n) for n in module.padding)
+        return ("conv", offsets[id(module.weight)], shape, b0, stride, padding)
+    raise ValueError(f"the JAX conversion does not take this {name}: {module}")
 
 
 def model_fn(network: Network, theta_hat: Any, index: Any) -> Callable[..., Any]:

@@ -33,7 +33,9 @@ operators, not Laplace approximations; the adapter adds the prior and the test J
   for C logits (``CrossEntropyLoss``) the type-2 output-side factor is
   Σ_n Σ_c g_nc g_ncᵀ, g_nc backpropagated from the C columns of a square root of
   diag(π_n) − π_nπ_nᵀ, i.e. Σ_n D_nᵀ H_n D_n (D_n = ∂f(x_n)/∂s_l), the contract's G_l;
-  variances per output, (M, C);
+  variances per output, (M, C); on a network with Conv2d layers ``approximation`` is passed
+  as ``kfac_approx`` ("expand" or "reduce", curvlinops' ``kfac.py``
+  ``_hook_accumulate_input_covariance`` and ``_accumulate_gradient_covariance``);
 - ``ekfac_predictive_variance``: the same with ``EKFACLinearOperator`` (type-2, both
   conventions), whose corrected eigenvalues are Σ_n Σ_c ((Q_Gᵀ g_nc)_i (Q_Aᵀ ã_n)_j)² with
   g_nc the per-sample output gradients backpropagated from the output Hessian's square root;
@@ -83,6 +85,7 @@ from laplace_lab._checks import one_of, positive_float
 from laplace_lab.conformance.adapters._parameters import last_layer_indices, subset_indices
 from laplace_lab.conformance.contract import (
     EF_STRUCTURES,
+    KFAC_APPROXIMATIONS,
     KFAC_CONVENTIONS,
     LAST_LAYER_STRUCTURES,
 )
@@ -271,9 +274,10 @@ def _kronecker_variance(
     noise_var: float,
     convention: str,
     params: list[Any] | None = None,
+    **options: Any,
 ) -> np.ndarray:
     """gᵀ(cK + αI)⁻¹g for the (E)KFAC operator K of ``params`` (every trainable parameter by
-    default), the test Jacobian restricted to them."""
+    default), the test Jacobian restricted to them; ``options`` go to the operator."""
     cl = _curvlinops()
     one_of(convention, "convention", KFAC_CONVENTIONS)
     alpha = positive_float(prior_precision, "prior_precision")
@@ -287,6 +291,7 @@ def _kronecker_variance(
         check_deterministic=False,
         fisher_type=cl.FisherType.TYPE2,
         separate_weight_and_bias=convention == "separate",
+        **options,
     )
     inverse = cl.KFACInverseLinearOperator(K, damping=alpha / c, use_exact_damping=True)
     G = _test_jacobian(model, X_test, params)
@@ -304,8 +309,13 @@ def kfac_predictive_variance(
     prior_precision: Any,
     noise_var: float,
     convention: str,
+    approximation: str | None = None,
 ) -> np.ndarray:
-    """gᵀP⁻¹g with P = c·``KFACLinearOperator`` + αI, the prior added exactly."""
+    """gᵀP⁻¹g with P = c·``KFACLinearOperator`` + αI, the prior added exactly; on a network
+    with Conv2d layers ``approximation`` ("expand" or "reduce") is its ``kfac_approx``."""
+    options = {}
+    if approximation is not None:
+        options["kfac_approx"] = one_of(approximation, "approximation", KFAC_APPROXIMATIONS)
     return _kronecker_variance(
         "KFACLinearOperator",
         model,
@@ -316,6 +326,7 @@ def kfac_predictive_variance(
         prior_precision=prior_precision,
         noise_var=noise_var,
         convention=convention,
+        **options,
     )
 
 

@@ -501,13 +501,19 @@ def kfac_predictive_variance(
     prior_precision: Any,
     noise_var: float,
     convention: str,
+    approximation: str | None = None,
 ) -> np.ndarray:
     """``hessian_structure="kron"`` (``KronLaplace``): its GLM variances; ``convention``
-    must be ``"separate"``, the only one laplace-torch has (module docstring)."""
+    must be ``"separate"``, the only one laplace-torch has (module docstring); on a network
+    with Conv2d layers ``approximation`` goes to curvlinops' ``KFACLinearOperator`` as
+    ``asdl_fisher_kwargs={"kfac_approx": approximation}``."""
     if convention != "separate":
         raise NotOffered(f"{NOT_OFFERED['joint-kfac']}; got convention={convention!r}")
     fit = {"likelihood": likelihood, "prior_precision": prior_precision, "noise_var": noise_var}
-    la, _ = _fit(model, X_train, y_train, **fit, structure="kron")
+    options = {}
+    if approximation is not None:
+        options["asdl_fisher_kwargs"] = {"kfac_approx": approximation}
+    la, _ = _fit(model, X_train, y_train, **fit, structure="kron", **options)
     return _variances(la, X_test, likelihood)
 
 

@@ -11,7 +11,8 @@ inputs), scoped to the call (:mod:`._jax_network`).
 
 The contract hands a torch model; laplax takes a JAX ``model_fn(input, params)``.
 :class:`~._jax_network.Network` converts the cases' models (``torch.nn.Linear`` and
-``torch.nn.Sequential`` of Linear, Tanh, ReLU, Sigmoid, Identity) into one, with the
+``torch.nn.Sequential`` of Linear, Tanh, ReLU, Sigmoid, Identity, and the CNNs' Unflatten,
+Conv2d and Flatten, the convolution as ``jax.lax.conv_general_dilated``) into one, with the
 parameters a flat vector θ_S = θ̂[S] written into θ̂ on S (S all parameters, a subset or
 the last layer), in the model's dtype; its outputs on the training inputs are checked
 against the model's after every call. A flat vector keeps ``parameters()`` order: JAX ravels

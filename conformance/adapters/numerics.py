@@ -40,6 +40,7 @@ from laplace_lab._random import as_generator
 from laplace_lab.conformance.adapters._parameters import parameter_offsets, subset_indices
 from laplace_lab.conformance.contract import (
     EF_STRUCTURES,
+    KFAC_APPROXIMATIONS,
     KFAC_CONVENTIONS,
     LAST_LAYER_STRUCTURES,
     MASK_METHODS,
@@ -491,10 +492,12 @@ def kfac_predictive_variance(
     prior_precision: Any,
     noise_var: float,
     convention: str,
+    approximation: str = "expand",
 ) -> np.ndarray:
     """gᵀP⁻¹g of KFAC Laplace (:func:`~laplace_lab.numerics.kfac.fit_kfac`), the isotropic
     prior added through the factors' eigendecompositions; ``convention`` "joint" or
-    "separate"."""
+    "separate"; ``approximation`` "expand" or "reduce" for Conv2d layers (the cases pass it
+    on networks with Conv2d layers only; the two agree on Linear layers)."""
     kfac = fit_kfac(
         model,
         X_train,
@@ -502,6 +505,7 @@ def kfac_predictive_variance(
         prior_precision=positive_float(prior_precision, "prior_precision"),
         noise_var=noise_var,
         convention=convention,
+        approximation=one_of(approximation, "approximation", KFAC_APPROXIMATIONS),
     )
     return kfac.variance(model, X_test)
 

@@ -121,6 +121,7 @@ _CASES = {
     "mlp-binary": (False, "one logit, Bernoulli likelihood"),
     "mlp-multiclass": (False, "3 logits, softmax, variances (M, C)"),
     "mlp-multiclass-float32": (False, "3 logits in float32"),
+    "cnn-multiclass": (False, "digits 0-2, Conv2d(1, 2, 3, stride 2) → tanh → Linear(18, 3)"),
 }
 #: The diagonal subnetwork cases: problems with an unsorted 12-parameter subset.
 _SUBNETWORK_CASES = {

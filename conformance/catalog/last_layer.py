@@ -11,7 +11,8 @@ bias b — with every other parameter fixed at the MAP (laplace-torch's
 - ``"diag"``: g_Sᵀ diag(Ω_SS)⁻¹ g_S, the diagonal rule;
 - ``"kron"``: g_Sᵀ P_SS⁻¹ g_S with P_SS the layer's KFAC block in the ``"separate"``
   convention (G ⊗ (1/N) Σ_n a_n a_nᵀ on W, G on b, no W–b block;
-  :class:`~laplace_lab.conformance.kronecker.KFACOracle`) plus αI, the variance rule on P_SS.
+  :class:`~laplace_lab.conformance.kronecker.SharedKFACOracle`, a Linear layer has R = 1)
+  plus αI, the variance rule on P_SS.
 
 For one output the last layer's output gradient is δ = ∂f/∂s = 1 at every point, so its GGN
 block is Σ_n w_n ã_n ã_nᵀ. Under a Gaussian likelihood w_n = 1/σ0² is constant and KFAC's
@@ -50,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from laplace_lab.conformance.compare import compare_values, target_array
-from laplace_lab.conformance.kronecker import KFACOracle
+from laplace_lab.conformance.kronecker import SharedKFACOracle
 from laplace_lab.conformance.oracle import DenseOracle
 from laplace_lab.conformance.problems import Problem
 from laplace_lab.conformance.registry import Check, conformance_case
@@ -89,7 +90,7 @@ def _kron_precision(oracle: DenseOracle, weight: np.ndarray, bias: np.ndarray) -
         nw = weight.size
         P[:nw, nw:] = P[nw:, :nw] = 0.0
         return P
-    K = KFACOracle(oracle, "separate").curvature[np.ix_(S, S)]
+    K = SharedKFACOracle(oracle, "separate").curvature[np.ix_(S, S)]
     return K + np.diag(oracle.V[S])
 
 
@@ -156,6 +157,7 @@ _PROBLEMS = {
     "mlp-regression-float32": "float32 model and data",
     "mlp-binary": "one logit, Bernoulli likelihood",
     "mlp-multiclass": "3 logits, softmax, variances (M, C)",
+    "cnn-multiclass": "digits 0-2, Conv2d(1, 2, 3, stride 2) → tanh → Linear(18, 3)",
 }
 _STRUCTURES = {
     "full": "Ω_SS on the last layer's [W, b]",
@@ -168,7 +170,7 @@ def _register(problem: str, structure: str) -> None:
     text = f"{_PROBLEMS[problem]}; {_STRUCTURES[structure]}"
     if structure == "kron" and problem.startswith("mlp-regression"):
         text += "; exact: δ = 1 and w = 1/σ0², so KFAC is Ω_SS without its W–b block"
-    elif structure == "kron" and problem == "mlp-multiclass":
+    elif structure == "kron" and problem.endswith("multiclass"):
         text += "; G = Σ_n (diag(π_n) − π_nπ_nᵀ), not exact: H_n varies"
 
     @conformance_case(

@@ -85,6 +85,7 @@ _MLP = {
     "mlp-multiclass": "3 logits, softmax: H = diag(π) − ππᵀ, variances (M, C)",
     "mlp-multiclass-subset": "3 logits, unsorted subset",
     "mlp-multiclass-float32": "3 logits in float32",
+    "cnn-multiclass": "digits 0-2, Conv2d(1, 2, 3, stride 2) → tanh → Linear(18, 3) (p = 77)",
 }
 
 

@@ -616,7 +616,7 @@ def _last_layer(*, everything=False, without_bias=False):
         model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, structure
     ):
         from laplace_lab.numerics import subnetwork_variance
-        from laplace_lab.numerics.kfac import fit_kfac, layer_signals
+        from laplace_lab.numerics.kfac import fit_kfac, shared_signals
         from laplace_lab.numerics.laplace_variants import diagonal_laplace_variance
 
         fit = {"likelihood": likelihood, "prior_precision": prior_precision}
@@ -636,7 +636,7 @@ def _last_layer(*, everything=False, without_bias=False):
         if structure == "kron":
             kf = fit_kfac(model, X_train, **fit, noise_var=noise_var, convention="separate")
             (lA, QA), (lG, QG) = kf.eig_A[-1], kf.eig_G[-1]
-            a, D = layer_signals(model, X_test)[1][-1]
+            a, D = shared_signals(model, X_test)[1][-1]  # the last layer is a Linear one
             a[:, -1] = 0.0  # the bias's entry of the test gradient dropped
             inv = 1.0 / (lG[:, None] * lA[None, :] + float(prior_precision))
             v = np.einsum("mci,ij,mj->mc", (D @ QG) ** 2, inv, (a @ QA) ** 2)
@@ -674,9 +674,9 @@ def _softmax_diagonal(kind):
 
     def fit(model, X_train, likelihood, prior_precision, noise_var, convention):
         from laplace_lab.numerics.ekfac import ekfac_from_signals
-        from laplace_lab.numerics.kfac import kfac_from_signals, layer_signals
+        from laplace_lab.numerics.kfac import kfac_from_signals, shared_signals
 
-        f, sig = layer_signals(model, X_train)
+        f, sig = shared_signals(model, X_train)
         R = _softmax_diagonal_root(f, likelihood, noise_var)
         build = ekfac_from_signals if kind == "ekfac" else kfac_from_signals
         return build(sig, R, prior_precision=float(prior_precision), convention=convention)
@@ -901,3 +901,46 @@ def _hessian_residual_sign(
 
 hessian_is_ggn = _with(hessian_predictive_variance=_hessian_is_ggn)
 hessian_residual_sign = _with(hessian_predictive_variance=_hessian_residual_sign)
+
+
+def _conv_kfac(*, reduce_as_expand=False, expand_without_1_over_R=False):
+    """laplace-lab's KFAC with one Conv2d bug: KFAC-reduce computed as KFAC-expand, or
+    KFAC-expand's input factor summed over the R positions without the 1/R."""
+
+    def target(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        *,
+        likelihood,
+        prior_precision,
+        noise_var,
+        convention: str,
+        approximation: str = "expand",
+    ):
+        from laplace_lab.numerics.kfac import KFACLaplace, fit_kfac, shared_signals
+
+        kf = fit_kfac(
+            model,
+            X_train,
+            likelihood=likelihood,
+            prior_precision=float(prior_precision),
+            noise_var=noise_var,
+            convention=convention,
+            approximation="expand" if reduce_as_expand else approximation,
+        )
+        if expand_without_1_over_R and approximation == "expand":
+            _, signals = shared_signals(model, X_train)
+            positions = [a.shape[1] if a.ndim == 3 else 1 for a, _ in signals]
+            eig_A = tuple((lam * R, Q) for (lam, Q), R in zip(kf.eig_A, positions, strict=True))
+            kf = KFACLaplace(eig_A, kf.eig_G, kf.prior_precision)
+        return kf.variance(model, X_test)
+
+    return target
+
+
+conv_reduce_as_expand = _with(kfac_predictive_variance=_conv_kfac(reduce_as_expand=True))
+conv_expand_without_1_over_R = _with(
+    kfac_predictive_variance=_conv_kfac(expand_without_1_over_R=True)
+)

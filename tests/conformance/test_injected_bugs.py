@@ -42,7 +42,7 @@ def _failed(name: str, only) -> set[str]:
     ],
 )
 def test_predictive_bugs_fail_exactly_their_cases(mutant, expected):
-    assert len(PREDICTIVE) == 16
+    assert len(PREDICTIVE) == 17
     assert _failed(mutant, ["predictive/"]) == expected
 
 
@@ -78,7 +78,10 @@ def test_the_reproducer_of_a_failure_reproduces_it(monkeypatch, tmp_path):
 
 
 DIAGONAL = [n for n in cases() if n.startswith("diagonal/")]
-KFAC = [n for n in cases() if n.startswith("kfac/")]
+#: The networks with Conv2d layers, whose KFAC cases pass ``approximation``.
+CONV_PROBLEMS = ("cnn-multiclass", "conv-linear-gaussian")
+CONV_KFAC = [n for n, c in cases().items() if n.startswith("kfac/") and c.problem in CONV_PROBLEMS]
+KFAC = [n for n in cases() if n.startswith("kfac/") and n not in CONV_KFAC]
 STRUCTURED_REGRESSION = {n for n in DIAGONAL + KFAC if "linear" in n or "regression" in n}
 
 
@@ -94,8 +97,30 @@ STRUCTURED_REGRESSION = {n for n in DIAGONAL + KFAC if "linear" in n or "regress
     ],
 )
 def test_diagonal_and_kfac_bugs_fail_exactly_their_cases(mutant, expected):
-    assert (len(DIAGONAL), len(KFAC)) == (7, 10)
+    assert (len(DIAGONAL), len(KFAC)) == (8, 10)
     assert _failed(mutant, DIAGONAL + KFAC) == expected
+
+
+@pytest.mark.parametrize(
+    ("mutant", "approximation"),
+    [
+        # reduce answered by expand: the two agree on Linear layers, so only the Conv2d
+        # reduce cases fail
+        ("conv_reduce_as_expand", "reduce"),
+        # expand's input factor R times too large on a Conv2d layer (R = 9 and 4)
+        ("conv_expand_without_1_over_R", "expand"),
+    ],
+)
+def test_conv_kfac_bugs_fail_exactly_their_approximations_cases(mutant, approximation):
+    assert len(CONV_KFAC) == 6
+    expected = {n for n in CONV_KFAC if n.endswith(f"-{approximation}")}
+    assert _failed(mutant, CONV_KFAC + KFAC) == expected
+
+
+def test_a_kfac_target_without_the_approximation_keyword_is_not_offered_the_conv_cases():
+    v = validate(f"{MUTANTS}:wrong_kfac_convention", only=CONV_KFAC)
+    assert {r.outcome for r in v.results} == {Outcome.NA}
+    assert all("takes no keyword approximation" in r.summary for r in v.results)
 
 
 EKFAC = [n for n in cases() if n.startswith("ekfac/")]
@@ -120,7 +145,7 @@ def test_the_softmax_hessians_diagonal_fails_exactly_the_multiclass_kronecker_ca
     # one-output cases are untouched; every multiclass one fails (41–54% off)
     kronecker = KFAC + EKFAC + [n for n in cases() if n.startswith("last-layer/")]
     expected = {n for n in kronecker if "multiclass" in n and not n.endswith(("-full", "-diag"))}
-    assert len(expected) == 5
+    assert len(expected) == 6
     assert _failed("wrong_kfac_softmax_diagonal", kronecker) == expected
 
 
@@ -189,7 +214,7 @@ LAST_LAYER = [n for n in cases() if n.startswith("last-layer/")]
     ],
 )
 def test_last_layer_bugs_fail_every_case(mutant):
-    assert len(LAST_LAYER) == 12
+    assert len(LAST_LAYER) == 15
     assert _failed(mutant, LAST_LAYER) == set(LAST_LAYER)
 
 

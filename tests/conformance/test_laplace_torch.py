@@ -39,6 +39,7 @@ FLOAT32_GGN = {
     "predictive/mlp-regression",
     "predictive/mlp-binary",
     "predictive/mlp-multiclass",
+    "predictive/cnn-multiclass",  # the CNN's GGN too
     "evidence/linear-gaussian",
     "evidence/linear-gaussian-diagonal-prior",
     "evidence/mlp-regression",
@@ -55,6 +56,7 @@ FLOAT32_GGN = {
     # FullLLLaplace forms the last layer's GGN the same way
     "last-layer/mlp-regression-full",
     "last-layer/mlp-multiclass-full",
+    "last-layer/cnn-multiclass-full",
     # CurvlinopsEF's full EF the same way
     "empirical-fisher/mlp-binary-full",
     "empirical-fisher/mlp-multiclass-full",
@@ -72,8 +74,9 @@ REFUSED = {
     "low-rank-evidence/mlp-regression-diagonal-prior",
 }
 OFFERED_MASKS = {"largest_magnitude", "subnet_diagonal", "neural_linear"}
-# KronLaplace gives every bias its own factor: the joint [W b] convention is not offered.
-JOINT_KFAC = {n for n in cases() if n.startswith("kfac/") and n.endswith("-joint")}
+# KronLaplace gives every bias its own factor: the joint [W b] convention is not offered
+# (on the MLPs, and on the Conv2d networks in both approximations).
+JOINT_KFAC = {n for n in cases() if n.startswith("kfac/") and "-joint" in n}
 # Structured posterior samples: KronLaplace has no joint convention (as above), and
 # LowRankLaplace cannot run (finding 3).
 STRUCTURED_SAMPLES_REFUSED = {
@@ -132,16 +135,17 @@ def test_the_recorded_findings_and_nothing_else(validation):
 
 
 def test_diag_and_kron_laplace_pass_well_inside_the_tolerance(validation):
-    # DiagLaplace (7 cases, float64 included: its diagonal comes from torch.func Jacobians,
+    # DiagLaplace (8 cases, float64 included: its diagonal comes from torch.func Jacobians,
     # not from the float32 identity of finding 1) and KronLaplace on the separate convention
-    # (5 cases, the 3-class softmax MLP included: its type-2 G = Σ_n D_nᵀ H_n D_n)
+    # (5 MLP cases, the 3-class softmax MLP included: its type-2 G = Σ_n D_nᵀ H_n D_n, and
+    # the CNN in KFAC-expand and KFAC-reduce, asdl_fisher_kwargs={"kfac_approx": ...})
     structured = {
         r.case.name: r.details["max_error_over_tolerance"]
         for r in validation.results
         if r.case.name.startswith(("diagonal/", "kfac/")) and r.case.name not in JOINT_KFAC
     }
-    assert len(structured) == 12 and max(structured.values()) < 0.05, structured
-    assert len(JOINT_KFAC) == 5
+    assert len(structured) == 15 and max(structured.values()) < 0.05, structured
+    assert len(JOINT_KFAC) == 9
     for r in validation.results:
         if r.case.name in JOINT_KFAC:
             assert "no joint [W b] factor" in r.summary, r.summary
