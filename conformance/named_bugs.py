@@ -2,8 +2,9 @@
 
 A Laplace library that fails a case is most often wrong in one of a few known ways: the prior
 precision read as a prior variance, the prior added twice, the noise variance σ0² left out of
-the regression GGN or applied twice, the other weight–bias convention of KFAC, or the GGN
-where the empirical Fisher was asked. Each such bug is the correct Laplace approximation of a
+the regression GGN or applied twice, the other weight–bias convention of KFAC (or, on a
+convolution, KFAC-expand for KFAC-reduce and back), or the GGN where the empirical Fisher was
+asked. Each such bug is the correct Laplace approximation of a
 *neighbouring* problem, so a failure's recorded answers (:class:`.diagnosis.Recording`) are
 judged again, unchanged, by the same case against the oracle of each neighbour: when they
 pass there (to the case's own tolerance), the failure's message names the bug and the
@@ -19,6 +20,9 @@ References
    for natural gradient descent", NeurIPS 2019, arXiv:1905.12558 (the EF is not the GGN).
 .. [3] H. Ritter, A. Botev, D. Barber, "A Scalable Laplace Approximation for Neural
    Networks", ICLR 2018, §3 (KFAC; the bias folded into the weight factor or kept apart).
+.. [4] R. Eschenhagen, A. Immer, R. E. Turner, F. Schneider, P. Hennig, "Kronecker-Factored
+   Approximate Curvature for Modern Neural Network Architectures", NeurIPS 2023,
+   arXiv:2311.00636, §3 (KFAC-expand and KFAC-reduce).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from laplace_lab.conformance.diagnosis import Recording, Replay
-from laplace_lab.conformance.kronecker import KFACOracle
+from laplace_lab.conformance.kronecker import SharedKFACOracle
 from laplace_lab.conformance.oracle import GAUSSIAN, DenseOracle
 from laplace_lab.conformance.problems import Problem
 
@@ -154,22 +158,57 @@ BUGS: tuple[NamedBug, ...] = (
 
 #: The two weight–bias conventions of KFAC (``kfac_predictive_variance``), each the other's.
 _OTHER_CONVENTION = {"joint": "separate", "separate": "joint"}
+#: The two approximations of a Conv2d layer's weight sharing, each the other's.
+_OTHER_APPROXIMATION = {"expand": "reduce", "reduce": "expand"}
 
 
-def _other_kfac_convention(case: Any, answers: list[Any], oracle: DenseOracle) -> str | None:
-    """The other KFAC convention's dense variances, to their tolerance, or None."""
-    convention = case.name.rsplit("-", 1)[-1]
-    if case.capability != "kfac_predictive_variance" or convention not in _OTHER_CONVENTION:
-        return None
+def _kfac_variants(case: Any) -> list[tuple[str, str, str, str]]:
+    """(name, convention, approximation, what it says) of the KFAC variants that are not the
+    case's: the other weight–bias convention, and on a Conv2d case the other approximation
+    (on an MLP the two approximations are the same)."""
+    parts = case.name.rsplit("-", 2)
+    if parts[-1] in _OTHER_APPROXIMATION:  # kfac/<problem>-<convention>-<approximation>
+        convention, approximation = parts[-2], parts[-1]
+        other_c, other_a = _OTHER_CONVENTION[convention], _OTHER_APPROXIMATION[approximation]
+        return [
+            (
+                "other-kfac-convention",
+                other_c,
+                approximation,
+                f"KFAC in the {other_c!r} weight–bias convention where {convention!r} was asked",
+            ),
+            (
+                "other-kfac-approximation",
+                convention,
+                other_a,
+                f"KFAC-{other_a} where KFAC-{approximation} was asked",
+            ),
+        ]
+    convention = parts[-1]
+    if convention not in _OTHER_CONVENTION:
+        return []
     other = _OTHER_CONVENTION[convention]
-    dense = KFACOracle(oracle, other)
-    expected = np.asarray(dense.predictive_variance(), dtype=np.float64)
-    try:
-        got = np.asarray(answers[0], dtype=np.float64).reshape(expected.shape)
-    except (TypeError, ValueError, IndexError):
+    says = f"KFAC in the {other!r} weight–bias convention where {convention!r} was asked"
+    return [("other-kfac-convention", other, "expand", says)]
+
+
+def _other_kfac_variant(
+    case: Any, answers: list[Any], oracle: DenseOracle
+) -> tuple[str, str] | None:
+    """(name, says) of the KFAC variant whose variances the answers are, to their tolerance
+    (the other weight–bias convention, or on a Conv2d case the other of KFAC-expand and
+    KFAC-reduce), or None."""
+    if case.capability != "kfac_predictive_variance":
         return None
-    if np.all(np.abs(got - expected) <= np.asarray(dense.variance_tolerance())):
-        return f"KFAC in the {other!r} weight–bias convention where {convention!r} was asked"
+    for name, convention, approximation, says in _kfac_variants(case):
+        dense = SharedKFACOracle(oracle, convention, approximation)
+        expected = np.asarray(dense.predictive_variance(), dtype=np.float64)
+        try:
+            got = np.asarray(answers[0], dtype=np.float64).reshape(expected.shape)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if np.all(np.abs(got - expected) <= np.asarray(dense.variance_tolerance())):
+            return name, says
     return None
 
 
@@ -196,9 +235,9 @@ def named_bug(
     """
     if case.capability not in DETERMINISTIC:
         return None
-    kfac = _other_kfac_convention(case, recording.answers, oracle)
+    kfac = _other_kfac_variant(case, recording.answers, oracle)
     if kfac is not None:
-        return "other-kfac-convention", kfac
+        return kfac
     for bug in BUGS:
         if not bug.applies(case.capability, problem):
             continue

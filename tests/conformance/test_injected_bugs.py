@@ -247,6 +247,7 @@ def test_structured_sample_bugs_fail_exactly_their_structures_cases(mutant, stru
         ("forgotten_noise", "noise-left-out", set()),
         ("structured_forgotten_noise", "noise-left-out", set()),
         ("wrong_kfac_convention", "other-kfac-convention", set()),
+        ("conv_reduce_as_expand", "other-kfac-approximation", set()),
         # the exact linear case is judged against Σ φφᵀ r²/σ0⁴ in closed form, not the oracle
         (
             "ef_is_ggn",
