@@ -36,8 +36,8 @@ and *reduce* aggregates the positions first,
     A_l = (1/N) Σ_n ā_n ā_nᵀ, ā_n = (1/R) Σ_r ã_{n,r},   G_l = Σ_{n,c} ḡ_{n,c} ḡ_{n,c}ᵀ,
     ḡ_{n,c} = Σ_r g_{n,c,r},
 
-with g_{n,c,r} = D_{n,r}ᵀ r_nc (D_{n,r} = ∂f(x_n)/∂s_{n,r}). Reduce is exact for a linear
-Conv2d whose positions are summed into the output under a Gaussian likelihood (one linear
+with g_{n,c,r} = D_{n,r}ᵀ r_nc (D_{n,r} = ∂f(x_n)/∂s_{n,r}). Joint reduce is exact for a
+linear Conv2d whose positions are summed into the output under a Gaussian likelihood (one linear
 model in the features (Σ_r patch_r, R)); expand is exact where every position is an output
 of its own. Both equal the Linear layer's factors at R = 1, and both are curvlinops'
 ``KFACLinearOperator(kfac_approx=...)`` (type-2) and laplace-torch's ``KronLaplace``
@@ -114,11 +114,13 @@ def _layers(model: torch.nn.Module, *, shared: bool) -> list[torch.nn.Module]:
         raise ValueError("model must use biases in every layer (ã = [a; 1])")
     for m in layers:
         if isinstance(m, torch.nn.Conv2d) and (
-            m.groups != 1 or m.padding_mode != "zeros" or isinstance(m.padding, str)
+            m.groups != 1
+            or m.padding_mode != "zeros"
+            or (isinstance(m.padding, str) and m.padding != "valid")
         ):
             raise ValueError(
                 "model's Conv2d layers must have groups=1, padding_mode='zeros' and integer "
-                f"padding; got {m}"
+                f"(or 'valid') padding; got {m}"
             )
     return layers
 
@@ -126,8 +128,9 @@ def _layers(model: torch.nn.Module, *, shared: bool) -> list[torch.nn.Module]:
 def _patches(conv: torch.nn.Conv2d, x: Any) -> Any:
     """ã_{n,r} (N, R, C_in·kh·kw + 1): the input patch of each output position r, in the
     weight's (C_in, kh, kw) row-major order, and a 1."""
+    padding = 0 if conv.padding == "valid" else conv.padding
     cols = torch.nn.functional.unfold(
-        x, conv.kernel_size, dilation=conv.dilation, padding=conv.padding, stride=conv.stride
+        x, conv.kernel_size, dilation=conv.dilation, padding=padding, stride=conv.stride
     ).transpose(1, 2)
     return torch.nn.functional.pad(cols, (0, 1), value=1.0)
 
@@ -324,8 +327,9 @@ def fit_kfac(
     ----------
     model : torch.nn.Module
         At the MAP, eval mode; every trainable parameter in a Linear or Conv2d layer with a
-        bias (Conv2d: groups=1, zero padding given as integers), elementwise activations,
-        pooling and reshapes between them, each layer called once per forward pass.
+        bias (Conv2d: groups=1, zero padding given as integers or "valid"), elementwise
+        activations, pooling and reshapes between them, each layer called once per forward
+        pass.
     X : (N, d) array
         Training inputs as the model takes them (a CNN may start with ``nn.Unflatten``).
     likelihood : {"regression", "binary", "multiclass"}

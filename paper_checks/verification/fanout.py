@@ -8,7 +8,8 @@ every worker, not one; :func:`each` does the same for a claim's other independen
 work (the agents of a Wheel Bandit table). Each finished replicate is stored on disk under a
 key of the unit (code digest, mode, seed, mutants, plugins, claims:
 :meth:`.unit_store.UnitStore.key`), the claim, the ordinal of its replicated design within the
-claim's run and the replicate's index, so that a killed run resumes without recomputing it.
+claim's run and the replicate's index, as each finishes, so that a killed run resumes
+without recomputing it.
 
 The verdict is the same as on one process: a replicate is deterministic in its index
 (``draw(i)``, :func:`.replicates.sequential`) and runs on one thread, as the claim would
@@ -17,7 +18,12 @@ the same worker in every design of a claim (where it can), so that the statistic
 draws from one replicate's fit (:mod:`.cache`) find it there. Only the true run of
 a claim spreads its replicates: a mutant replaces functions in its own process, which a
 task on another worker would not see, so its replicates run where it runs. A replicate task
-that lands on a worker whose thread runs a mutant waits for it (:data:`PATCHING`).
+is unpickled and run only while its process computes nothing else (:data:`UNIT`), so it
+never sees another unit's mutant. The cost: a mutant that reuses the true run's cached fits
+(:class:`.mutants.Mutant` ``reuses``) finds those of spread replicates on other workers, not
+in its own process, and computes them again, one after the other. Resuming from the stored
+replicates needs the run's output folder on a file system the workers share; a worker that
+cannot write there only loses the resume.
 """
 
 from __future__ import annotations
@@ -25,26 +31,25 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from laplace_lab._progress import quiet_progress
 from laplace_lab.paper_checks.verification.progress import step
 from laplace_lab.paper_checks.verification.timing import single_thread
 from laplace_lab.paper_checks.verification.unit_store import UnitStore
 
-__all__ = ["PATCHING", "UNIT", "Design", "each", "on_cluster"]
+__all__ = ["UNIT", "Design", "each", "on_cluster"]
 
-#: Held by the unit of work a process computes: a mutant's replacements patch the process's
-#: modules and the cached experiments are the process's, so two units on two threads of one
+#: Held by whatever computes in this process — a unit of work, or a replicate task: a
+#: mutant's replacements patch the process's modules, the cached experiments and the thread
+#: limits are the process's, so two units (or a unit and a replicate) on two threads of one
 #: Dask worker (``--nthreads 2``) run one after the other. A claim waiting for its replicates
-#: lets it go (a unit holds it only while it computes, so no thread waits on a waiting unit).
+#: lets it go: it is held only by a thread that computes, so no thread waits on a waiting one.
 UNIT = threading.Lock()
-#: Held while a mutant's replacements patch this process's modules, and by every replicate
-#: task while it runs: a replicate never sees a mutant's code.
-PATCHING = threading.Lock()
 
 
 @dataclass
@@ -70,9 +75,16 @@ def on_cluster(prefix: str, folder: str | None) -> Iterator[None]:
         _HERE.reset(token)
 
 
-def _draw(draw: Callable[[int], float], i: int) -> float:
-    with PATCHING, single_thread():
-        return draw(i)
+def _draw(blob: bytes, i: int) -> Any:
+    """Replicate i of the pickled ``draw``, unpickled and run while this process computes
+    nothing else (:data:`UNIT`): a mutant of another unit is never applied while its
+    functions are looked up or run, and no other computation changes the thread limits."""
+    import cloudpickle
+
+    with UNIT:
+        draw = cloudpickle.loads(blob)
+        with single_thread(), quiet_progress():
+            return draw(i)
 
 
 class Design:
@@ -105,6 +117,12 @@ class Design:
     def _key(self, i: int) -> str:
         return hashlib.sha256(f"{self.prefix}/{i}".encode()).hexdigest()[:24]
 
+    def _keep(self, i: int, value: Any) -> None:
+        """Store replicate i; a store this worker cannot write to only loses the resume."""
+        if self.cluster.store is not None:
+            with suppress(OSError):
+                self.cluster.store.put(self._key(i), (value,))
+
     def _spread(
         self, draw: Callable[[int], Any], indices: list[int], total: int, what: str
     ) -> list:
@@ -118,29 +136,33 @@ class Design:
                 got[i] = kept[0]
         todo = [i for i in indices if i not in got]
         if todo:
+            import cloudpickle
+            from distributed import as_completed
+
             step(indices[0] + len(got), total, what)
+            blob = cloudpickle.dumps(draw)  # unpickled under UNIT where it runs (_draw)
             UNIT.release()  # while this unit waits, another may compute on this worker
             try:
                 with worker_client() as client:
                     # replicate i prefers the same worker in every design of the claim, whose
                     # cached fits of replicate i its other statistics reuse
                     workers = sorted(client.scheduler_info()["workers"])
-                    futures = [
+                    futures = {
                         client.submit(
                             _draw,
-                            draw,
+                            blob,
                             i,
                             key=f"replicate-{self._key(i)}",
                             pure=False,
                             workers=[workers[i % len(workers)]],
                             allow_other_workers=True,
-                        )
+                        ): i
                         for i in todo
-                    ]
-                    for i, future in zip(todo, futures, strict=True):
-                        got[i] = future.result()
-                        if store is not None:
-                            store.put(self._key(i), (got[i],))
+                    }
+                    for future, value in as_completed(futures, with_results=True):
+                        i = futures[future]
+                        got[i] = value
+                        self._keep(i, value)
                         if len(got) < len(indices):  # the caller reports the last
                             step(indices[0] + len(got), total, what)
             finally:

@@ -168,7 +168,7 @@ def _run_group(
     for item, (verdict, seconds) in zip(claims, verdicts, strict=True):
         mutants = []
         for m in _chosen(item, plan.mutants):
-            with _running(report, item.key, m.name), fanout.PATCHING:
+            with _running(report, item.key, m.name):
                 got = run_mutant(item, m, plan.ctx)
             mutants.append(got)
             echo(_mutant_line(item, got))
@@ -410,7 +410,7 @@ def _on_dask(
                     [number[c.key] for c in g],
                     sent,
                     topic,
-                    (key_of(g), str(store.folder) if store is not None else None),
+                    (key_of(g), str(store.folder.resolve()) if store is not None else None),
                     pure=False,
                     key=f"unit-{key_of(g)}",
                 ): g

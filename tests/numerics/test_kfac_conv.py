@@ -3,6 +3,8 @@ Kronecker precision and the closed form of a linear convolution (Eschenhagen et 
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -164,6 +166,26 @@ def test_shared_signals_shapes_and_bad_input():
     ).double()
     with pytest.raises(ValueError, match="groups=1"):
         fit_kfac(grouped, X, **opts)
+    same = torch.nn.Sequential(
+        torch.nn.Unflatten(1, (1, 8, 8)),
+        torch.nn.Conv2d(1, 2, 3, padding="same"),
+        torch.nn.Flatten(),
+    ).double()
+    with pytest.raises(ValueError, match="'valid'"):
+        fit_kfac(same, X, **opts)
+    torch.manual_seed(5)
+    valid = torch.nn.Sequential(
+        torch.nn.Unflatten(1, (1, 8, 8)),
+        torch.nn.Conv2d(1, 2, 3, padding="valid"),
+        torch.nn.Flatten(),
+    ).double()
+    zero = copy.deepcopy(valid)
+    zero[1].padding = (0, 0)
+    reg = {"likelihood": "regression", "prior_precision": 1.0}
+    np.testing.assert_array_equal(
+        fit_kfac(valid, X, **reg).variance(valid, X[:3]),
+        fit_kfac(zero, X, **reg).variance(zero, X[:3]),
+    )
     shared_linear = torch.nn.Sequential(
         torch.nn.Unflatten(1, (8, 8)), torch.nn.Linear(8, 2)
     ).double()
