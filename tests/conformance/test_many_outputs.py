@@ -1,0 +1,40 @@
+"""The many-outputs family: the streamed oracle, the memory-budgeted case, its mutant."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from laplace_lab.conformance.oracle import DenseOracle, StreamedOracle
+from laplace_lab.conformance.problems import Problem, _mlp_problem
+
+torch = pytest.importorskip("torch")
+
+
+def _five_class_problem() -> Problem:
+    """A tanh MLP 3-8-5 at its MAP under a diagonal prior (p = 77, N = 16)."""
+    spec = _mlp_problem(np.random.default_rng(5), "multiclass", classes=5, prior="diagonal")
+    spec.pop("prior_mean")
+    X, Xs = (torch.as_tensor(spec.pop(k)) for k in ("X_train", "X_test"))
+    y = torch.as_tensor(spec.pop("y_train"), dtype=torch.int64)
+    return Problem(name="five-classes", seed=5, X_train=X, X_test=Xs, y_train=y, **spec)
+
+
+def test_the_streamed_oracle_is_the_dense_oracle_on_five_classes():
+    problem = _five_class_problem()
+    dense, streamed = DenseOracle(problem), StreamedOracle(problem)
+    assert dense.G.shape[1] == 5
+    scale = np.max(np.abs(dense.omega))
+    assert np.max(np.abs(streamed.omega - dense.omega)) <= 1e-12 * scale
+    v, ref = streamed.predictive_variance(), dense.predictive_variance()
+    assert v.shape == (6, 5)
+    assert np.max(np.abs(v - ref) / ref) <= 1e-12
+    tol, ref_tol = streamed.variance_tolerance(), dense.variance_tolerance()
+    assert np.max(np.abs(tol - ref_tol) / ref_tol) <= 1e-8  # ‖Ω‖₂ by Lanczos to 1e-10
+
+
+def test_the_streamed_oracle_refuses_other_likelihoods():
+    from laplace_lab.conformance import build_problem
+
+    with pytest.raises(ValueError, match="multiclass"):
+        StreamedOracle(build_problem("mlp-binary"))
