@@ -38,3 +38,22 @@ def test_the_streamed_oracle_refuses_other_likelihoods():
 
     with pytest.raises(ValueError, match="multiclass"):
         StreamedOracle(build_problem("mlp-binary"))
+
+
+@pytest.mark.parametrize("name", ["mlp-regression", "mlp-binary", "mlp-multiclass"])
+def test_the_streamed_adapter_route_is_the_dense_oracle(name):
+    from laplace_lab.conformance import build_problem
+    from laplace_lab.conformance.adapters._streamed import streamed_variance
+
+    problem = build_problem(name, seed=0)
+    v = streamed_variance(
+        problem.fresh_model(),
+        problem.X_train,
+        problem.X_test,
+        likelihood=problem.likelihood,
+        prior_vector=problem.prior_vector(),
+        noise_var=problem.noise_var,
+    )
+    oracle = DenseOracle(problem)
+    assert v.shape == oracle.predictive_variance().shape
+    assert np.all(np.abs(v - oracle.predictive_variance()) <= oracle.variance_tolerance())
