@@ -57,3 +57,44 @@ def test_the_streamed_adapter_route_is_the_dense_oracle(name):
     oracle = DenseOracle(problem)
     assert v.shape == oracle.predictive_variance().shape
     assert np.all(np.abs(v - oracle.predictive_variance()) <= oracle.variance_tolerance())
+
+
+MUTANTS = "tests.conformance.mutant_targets"
+
+
+def test_the_fresh_process_measures_the_memory_a_call_adds():
+    from laplace_lab.conformance import build_problem
+    from laplace_lab.conformance.catalog.many_outputs import run_in_fresh_process
+
+    got = run_in_fresh_process(f"{MUTANTS}:holding_256_mib", "linear-gaussian-spectrum", 0)
+    assert got["outcome"] == "answer"
+    added = got["peak"] - got["before"]
+    # the 256 MiB held (less what the warm-up had freed below the peak), and little else
+    assert 250 << 20 <= added <= 320 << 20
+    oracle = DenseOracle(build_problem("linear-gaussian-spectrum", seed=0))
+    err = np.abs(got["answer"] - oracle.predictive_variance())
+    assert np.all(err <= oracle.variance_tolerance())
+
+
+def test_a_refusal_naming_the_size_is_not_offered():
+    from laplace_lab.conformance import Outcome, validate
+
+    (result,) = validate(
+        f"{MUTANTS}:refusing_large_jacobians", only=["many-outputs/mlp-multiclass-1000"]
+    ).results
+    assert result.outcome is Outcome.NA, result.summary
+    assert "40·1000 × 3008 float64 would take 0.96 GB" in result.summary
+
+
+@pytest.mark.slow
+def test_the_full_training_jacobian_fails_the_case_for_its_memory_alone():
+    from laplace_lab.conformance import Outcome, validate
+
+    (result,) = validate(
+        f"{MUTANTS}:full_training_jacobian", only=["many-outputs/mlp-multiclass-1000"]
+    ).results
+    assert result.outcome is Outcome.FAIL, result.summary
+    d = result.details
+    assert d["max_error_over_tolerance"] <= 1.0  # the variances are right
+    assert d["peak_added_bytes"] >= 40 * 1000 * 3008 * 8 > d["budget_bytes"]
+    assert "over the budget" in result.summary
