@@ -23,7 +23,8 @@ the difference is the memory the call added. Its answer comes back and is judged
 added peak is within B; it FAILs when either is not. A target may refuse the size instead:
 a :class:`~laplace_lab.conformance.contract.NotOffered` raised before any allocation, whose
 message names the size, is N/A (not offered), as every other refusal of a declared
-capability; any other exception is an ERROR.
+capability; any other exception is an ERROR. A call whose added peak passes
+:data:`CAP_BYTES` (6 GiB) is stopped there, so that it cannot exhaust the machine, and FAILs.
 
 The case is heavy (tens of CPU seconds per library): the scoreboard's regeneration runs it,
 the per-library test runs leave it out.
@@ -38,7 +39,10 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import os
 import re
+import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -60,10 +64,12 @@ from laplace_lab.conformance.runner import (
     call_target,
 )
 
-__all__ = ["ALLOWANCE_BYTES", "WARM_UP", "memory_budget", "run_in_fresh_process"]
+__all__ = ["ALLOWANCE_BYTES", "CAP_BYTES", "WARM_UP", "memory_budget", "run_in_fresh_process"]
 
 #: The fixed allowance of the budget (temporaries, allocator slack).
 ALLOWANCE_BYTES = 128 << 20
+#: Past this much added peak memory the call is stopped (a FAIL: far over any budget).
+CAP_BYTES = 6 << 30
 #: The problem of the warm-up call.
 WARM_UP = "mlp-multiclass"
 
@@ -81,9 +87,25 @@ def _peak_rss() -> int:
     return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) * 1024
 
 
-def _measure(target_name: str, problem_name: str, seed: int) -> dict[str, Any]:
+def _stop_at_cap(before: int, flag: str) -> None:
+    """Watch the peak; past ``before`` + :data:`CAP_BYTES` write it to ``flag`` and end the
+    process (a daemon thread, polling every 20 ms)."""
+
+    def watch() -> None:
+        while True:
+            peak = _peak_rss()
+            if peak - before > CAP_BYTES:
+                Path(flag).write_text(f"{before} {peak}")
+                os._exit(3)
+            time.sleep(0.02)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _measure(target_name: str, problem_name: str, seed: int, flag: str) -> dict[str, Any]:
     """In a fresh process: warm up, then call the target on the problem; the answer (or the
-    refusal or error) with the peak resident memory before and after the call."""
+    refusal or error) with the peak resident memory before and after the call. Past the
+    cap the process writes its peak to ``flag`` and ends."""
     import torch
 
     torch.set_num_threads(1)
@@ -93,6 +115,7 @@ def _measure(target_name: str, problem_name: str, seed: int) -> dict[str, Any]:
     try:
         call_target(target, "predictive_variance", tiny, rows=slice(None))
         before = _peak_rss()
+        _stop_at_cap(before, flag)
         start, cpu = time.perf_counter(), time.process_time()
         out = call_target(target, "predictive_variance", problem, rows=slice(None))
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -114,16 +137,22 @@ def _measure(target_name: str, problem_name: str, seed: int) -> dict[str, Any]:
 
 
 def run_in_fresh_process(target_name: str, problem_name: str, seed: int) -> dict[str, Any]:
-    """:func:`_measure` in a fresh ``spawn`` process; a TargetError if the process dies."""
+    """:func:`_measure` in a fresh ``spawn`` process: ``outcome`` "stopped" (with ``before``
+    and ``peak``) when it passed the cap; a TargetError if the process dies otherwise."""
     ctx = multiprocessing.get_context("spawn")
-    try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-            return pool.submit(_measure, target_name, problem_name, seed).result()
-    except BrokenProcessPool as err:
-        raise TargetError(
-            f"the process running the target on {problem_name!r} died (killed, e.g. out of "
-            f"memory): {err}"
-        ) from err
+    with tempfile.TemporaryDirectory() as folder:
+        flag = Path(folder) / "stopped"
+        try:
+            with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+                return pool.submit(_measure, target_name, problem_name, seed, str(flag)).result()
+        except BrokenProcessPool as err:
+            if flag.is_file():
+                before, peak = (int(v) for v in flag.read_text().split())
+                return {"outcome": "stopped", "before": before, "peak": peak}
+            raise TargetError(
+                f"the process running the target on {problem_name!r} died (killed, e.g. out "
+                f"of memory): {err}"
+            ) from err
 
 
 @functools.cache
@@ -154,6 +183,17 @@ def check_many_outputs(target: Any, problem: Problem, *, seed: int) -> Check:
         raise NotOfferedError(got["message"], got["call"])
     if got["outcome"] == "error":
         raise TargetError(got["message"], got["call"])
+    budget = memory_budget(problem)
+    if got["outcome"] == "stopped":
+        added = got["peak"] - got["before"]
+        return Check(
+            False,
+            f"peak memory added over {added / 2**30:.1f} GiB, over the budget of "
+            f"{budget / 2**20:.0f} MiB: the call was stopped at the cap of "
+            f"{CAP_BYTES / 2**30:.0f} GiB (no answer to compare)",
+            {"peak_added_bytes": int(added), "budget_bytes": int(budget), "stopped": True},
+            f"got = {expr}  # in a fresh process: more than {CAP_BYTES / 2**30:.0f} GiB added",
+        )
     oracle = _oracle(problem.name, seed)
     expected = oracle.predictive_variance()
     values = target_array(got["answer"], "the predictive variance", expected.shape, expr)
@@ -169,7 +209,7 @@ def check_many_outputs(target: Any, problem: Problem, *, seed: int) -> Check:
         what="variance vs streamed oracle",
         call=call,
     )
-    added, budget = got["peak"] - got["before"], memory_budget(problem)
+    added = got["peak"] - got["before"]
     memory = {
         "peak_added_bytes": int(added),
         "budget_bytes": int(budget),
