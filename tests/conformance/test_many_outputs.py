@@ -98,3 +98,31 @@ def test_the_full_training_jacobian_fails_the_case_for_its_memory_alone():
     assert d["max_error_over_tolerance"] <= 1.0  # the variances are right
     assert d["peak_added_bytes"] >= 40 * 1000 * 3008 * 8 > d["budget_bytes"]
     assert "over the budget" in result.summary
+
+
+#: Each library's outcome on the case, and the finding that explains a FAIL.
+RECORDED = {
+    "laplace-lab": ("PASS", None),
+    "laplax": ("PASS", None),
+    "curvlinops": ("FAIL", "curvlinops F1"),
+    "laplace-torch": ("FAIL", "laplace-torch F9"),
+    "posteriors": ("FAIL", "posteriors F2"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_each_library_gets_its_recorded_outcome(name):
+    from laplace_lab.conformance import validate
+    from laplace_lab.conformance.libraries import LIBRARIES
+
+    library = LIBRARIES[name]
+    if not library.installed():
+        pytest.skip(f"{name} is not installed")
+    (result,) = validate(library.target, only=["many-outputs/"]).results
+    outcome, finding = RECORDED[name]
+    assert result.outcome.value == outcome, result.summary
+    if finding is not None:
+        assert library.finding(result.case.name).id == finding
+    over = result.details["peak_added_bytes"] > result.details["budget_bytes"]
+    assert over == (outcome == "FAIL")
