@@ -229,6 +229,24 @@ _LAPLACE_TORCH_FINDINGS = (
             "evidence/mlp-regression-multi-output",
         ),
     ),
+    Finding(
+        "laplace-torch F9",
+        "bug",
+        "the full GGN of C = 1,000 logits takes 4.7 GB above the set-up (5 N·C × p arrays), "
+        "ten times the case's budget",
+        ("many-outputs/",),
+    ),
+)
+
+#: Findings of curvlinops 3.0.1 (docs/validation.md, "curvlinops 3.0.1").
+_CURVLINOPS_FINDINGS = (
+    Finding(
+        "curvlinops F1",
+        "bug",
+        "GGNLinearOperator @ I takes all p columns in one vmap: 4.7 GB for the GGN of "
+        "C = 1,000 logits, ten times the case's budget",
+        ("many-outputs/",),
+    ),
 )
 
 #: Findings of posteriors 0.1.3 (docs/validation.md, "posteriors 0.1.3").
@@ -244,6 +262,13 @@ _POSTERIORS_FINDINGS = (
             "last-layer/mlp-multiclass-kron",
             "last-layer/cnn-multiclass-kron",
         ),
+    ),
+    Finding(
+        "posteriors F2",
+        "bug",
+        "dense_ggn forms the Hessian of the loss in all N·C outputs at once, (N·C)² dense: "
+        "12.8 GB for C = 1,000 logits and N = 40",
+        ("many-outputs/",),
     ),
 )
 
@@ -359,6 +384,7 @@ LIBRARIES: Mapping[str, Library] = {
             "curvlinops-for-pytorch==3.0.1 (docs/validation.md#installing-laplace-torch)"
         ),
         dependencies=("torch",),
+        findings=_CURVLINOPS_FINDINGS,
     ),
     "posteriors": Library(
         name="posteriors",

@@ -42,7 +42,15 @@ from laplace_lab.conformance.tolerance import (
     variance_tolerance,
 )
 
-__all__ = ["GAUSSIAN", "MULTI_OUTPUT", "DenseOracle", "HessianOracle", "jacobian", "outputs"]
+__all__ = [
+    "GAUSSIAN",
+    "MULTI_OUTPUT",
+    "DenseOracle",
+    "HessianOracle",
+    "StreamedOracle",
+    "jacobian",
+    "outputs",
+]
 
 #: The likelihoods whose answers are (M, C) per test point, and the Gaussian ones.
 MULTI_OUTPUT = ("multiclass", "multioutput-regression")
@@ -549,3 +557,124 @@ class HessianOracle:
         scale = float(np.linalg.norm(o.ggn, 2)) + residual + float(np.max(o.V))
         g = gamma(self.problem.dtype, o.n_rows, o.theta.size)
         return o._per_output(SAFETY * g * (scale * w2 + 2.0 * gw + prior_var))
+
+
+@dataclass(frozen=True, eq=False)
+class StreamedOracle:
+    """The GGN Laplace variances of a multiclass problem with many logits, in float64,
+    without any N·C × p array.
+
+    Ω = Σ_n J_nᵀ H_n J_n + V is accumulated one training row at a time: J_n (C × p) by
+    ``torch.func.jacrev`` of the flat-parameter function of a float64 copy of the model, and
+    with H_n = diag(π_n) − π_n π_nᵀ (π_n = softmax f_n, no jitter)
+
+        J_nᵀ H_n J_n = (D_n J_n)ᵀ(D_n J_n) − (J_nᵀπ_n)(J_nᵀπ_n)ᵀ,   D_n = diag(√π_n),
+
+    a symmetric rank-C update (BLAS ``dsyrk``) and a rank-one correction, so the memory is
+    O(p² + C·p) and the work O(N·C·p²). The variances are diag(G_m Ω⁻¹ G_mᵀ) per test point
+    from the Cholesky factor Ω = LLᵀ, ‖L⁻¹g‖² for each row g of the test Jacobians (M·C × p).
+    On a small problem it is :class:`DenseOracle` to rounding (tests/conformance).
+
+    References
+    ----------
+    .. [1] S. Raha, K. Khare, R. K. Patra, "Optimality of Sub-network Laplace Approximations:
+       New Results and Methods", arXiv:2605.09075 (2026), §2.1 eqs. (2)–(3) (Ω and the
+       linearized predictive variance).
+    .. [2] A. Immer, M. Korzepa, M. Bauer, "Improving predictions of Bayesian neural nets
+       via local linearization", AISTATS 2021, arXiv:2008.08400, §3 (the GGN of the
+       categorical likelihood).
+    """
+
+    problem: Problem
+
+    def __post_init__(self) -> None:
+        if self.problem.likelihood != "multiclass":
+            raise ValueError(
+                f"problem must be multiclass for the streamed oracle; got likelihood="
+                f"{self.problem.likelihood!r}"
+            )
+        if self.problem.subset is not None:
+            raise ValueError("problem must have no subset for the streamed oracle")
+
+    def _jacobians(self, X: Any) -> Any:
+        """Yield (J_n (C × p), f_n (C,)) in float64 for each row of ``X``."""
+        import torch
+
+        forward, theta = _flat_function(self.problem.model)
+        X = torch.as_tensor(X).double()
+        for x in X:
+            row = x[None]
+            J = torch.func.jacrev(lambda t, r=row: forward(t, r)[0])(theta)
+            with torch.no_grad():
+                f = forward(theta, row)[0]
+            yield J.detach().numpy(), f.numpy()
+
+    @cached_property
+    def V(self) -> np.ndarray:
+        """The prior precision vector."""
+        return self.problem.prior_vector()
+
+    @cached_property
+    def omega(self) -> np.ndarray:
+        """Ω = Σ_n J_nᵀ H_n J_n + V (p × p), accumulated row by row."""
+        import scipy.linalg.blas
+
+        p = self.V.size
+        upper = np.zeros((p, p), order="F")
+        for J, f in self._jacobians(self.problem.X_train):
+            z = np.exp(f - f.max())
+            pi = z / z.sum()
+            B = np.sqrt(pi)[:, None] * J  # D_n J_n, C × p
+            u = J.T @ pi  # J_nᵀ π_n
+            upper = scipy.linalg.blas.dsyrk(1.0, B, trans=1, beta=1.0, c=upper, overwrite_c=1)
+            upper = scipy.linalg.blas.dsyr(-1.0, u, a=upper, overwrite_a=1)
+        omega = np.triu(upper) + np.triu(upper, 1).T
+        omega[np.diag_indices(p)] += self.V
+        return omega
+
+    @cached_property
+    def G(self) -> np.ndarray:
+        """Test Jacobian rows (M·C × p), test point by test point."""
+        return np.concatenate([J for J, _ in self._jacobians(self.problem.X_test)])
+
+    @property
+    def n_rows(self) -> int:
+        """N′ = N·C, the rows of the weighted Jacobian."""
+        return int(
+            self.problem.X_train.shape[0] * (self.G.shape[0] // self.problem.X_test.shape[0])
+        )
+
+    @cached_property
+    def _cholesky(self) -> np.ndarray:
+        """L with Ω = LLᵀ (lower)."""
+        import scipy.linalg
+
+        return scipy.linalg.cholesky(self.omega, lower=True)
+
+    @cached_property
+    def _whitened(self) -> np.ndarray:
+        """L⁻¹Gᵀ (p × M·C)."""
+        import scipy.linalg
+
+        return scipy.linalg.solve_triangular(self._cholesky, self.G.T, lower=True)
+
+    def predictive_variance(self) -> np.ndarray:
+        """gᵀΩ⁻¹g for every test point and logit, (M, C)."""
+        M = self.problem.X_test.shape[0]
+        return np.sum(self._whitened**2, axis=0).reshape(M, -1)
+
+    def variance_tolerance(self) -> np.ndarray:
+        """The rule of :func:`.tolerance.variance_tolerance` (M, C), with ‖Ω‖₂ its largest
+        eigenvalue (Ω is symmetric positive definite; Lanczos, ``scipy.sparse.linalg.eigsh``)
+        and w = Ω⁻¹g = L⁻ᵀ(L⁻¹g)."""
+        import scipy.linalg
+        import scipy.sparse.linalg
+
+        W = scipy.linalg.solve_triangular(self._cholesky, self._whitened, lower=True, trans="T")
+        w2 = np.sum(W * W, axis=0)
+        gw = np.linalg.norm(self.G, axis=1) * np.sqrt(w2)
+        prior_var = np.sum(self.G * self.G / self.V, axis=1)
+        norm = float(scipy.sparse.linalg.eigsh(self.omega, k=1, which="LA", tol=1e-10)[0][0])
+        g = gamma(self.problem.dtype, self.n_rows, self.V.size)
+        M = self.problem.X_test.shape[0]
+        return (SAFETY * g * (norm * w2 + 2.0 * gw + prior_var)).reshape(M, -1)

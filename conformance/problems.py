@@ -574,3 +574,34 @@ def _cnn_multiclass_problem(rng: np.random.Generator) -> dict[str, Any]:
 
 _problem("conv-linear-gaussian")(_conv_linear_problem)
 _problem("cnn-multiclass")(_cnn_multiclass_problem)
+#: The logits of ``mlp-multiclass-1000``.
+MANY_CLASSES = 1000
+
+
+def _many_outputs_problem(rng: np.random.Generator) -> dict[str, Any]:
+    """A tanh MLP 3-2-1000 (p = 3·2 + 2 + 2·1000 + 1000 = 3,008) at its MAP on N = 40 rows
+    labelled with 40 distinct classes of C = 1000 (the other 960 classes unseen), M = 3 test
+    points (the last a training input). The prior is diagonal, V_i drawn uniformly
+    from [0.5, 4]: under an isotropic prior the MAP rows of the unseen classes would all be
+    equal (they solve the same equations), and so would their variances. The weighted
+    Jacobian of the data has N·C = 40,000 rows: 0.96 GB in float64."""
+    n, d, hidden, C = 40, 3, 2, MANY_CLASSES
+    X = rng.normal(size=(n, d))
+    y = rng.choice(C, size=n, replace=False).astype(np.int64)
+    model = _tanh_mlp(d, hidden, C, rng)
+    p = sum(int(t.numel()) for t in model.parameters())
+    V = rng.uniform(0.5, 4.0, size=p)
+    _train_to_map(model, X, y, "multiclass", 1.0, V)
+    return {
+        "model": model,
+        "X_train": X,
+        "y_train": y,
+        "X_test": np.concatenate([rng.normal(size=(2, d)), X[:1]]),
+        "likelihood": "multiclass",
+        "prior_precision": V,
+        "noise_var": 1.0,
+        "subset": None,
+    }
+
+
+_problem("mlp-multiclass-1000")(_many_outputs_problem)

@@ -79,6 +79,7 @@ class Case:
     description: str
     run: Callable[..., Check]
     method: str | None = None
+    heavy: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,12 @@ def conformance_case(
     problem: str,
     description: str,
     method: str | None = None,
+    heavy: bool = False,
 ) -> Callable[[Callable[..., Check]], Callable[..., Check]]:
-    """Register ``run(target, problem, oracle, *, seed) -> Check`` as the case ``name``."""
+    """Register ``run(target, problem, oracle, *, seed) -> Check`` as the case ``name``.
+
+    A ``heavy`` case (seconds of CPU per library) runs in the scoreboard's regeneration and
+    in ``validate`` like any other; the per-library test runs leave it out."""
     one_of(capability, "capability", ("predictive_variance", *CAPABILITIES))
     one_of(problem, "problem", problem_names())
     if method is not None:
@@ -129,7 +134,7 @@ def conformance_case(
         old = _REGISTRY.get(name)
         if old is not None and old.run.__qualname__ != fn.__qualname__:
             raise ValueError(f"a different conformance case named {name!r} is registered")
-        _REGISTRY[name] = Case(name, capability, problem, description, fn, method)
+        _REGISTRY[name] = Case(name, capability, problem, description, fn, method, heavy)
         return fn
 
     return register

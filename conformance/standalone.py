@@ -49,6 +49,8 @@ INSTALL = {
         "backpack-for-pytorch==1.7.1 curvlinops-for-pytorch==3.0.1 asdfghjkl==0.1a4"
     ),
     "laplax": "pip install numpy laplax==0.0.2 jax==0.10.2 jaxlib==0.10.2",
+    "curvlinops": "pip install torch numpy einops && pip install curvlinops-for-pytorch==3.0.1",
+    "posteriors": "pip install torch numpy posteriors==0.1.3",
 }
 #: The longest line of a reproducer before it declares its long lines to the linter.
 LINE_LENGTH = 99
@@ -722,6 +724,137 @@ TEMPLATES: dict[tuple[str, str], tuple[Callable, Callable[[Spec], list[str]]]] =
 }
 
 
+# ------------------------------------------------------------------ many outputs: memory
+def _cl_many_outputs(spec: Spec) -> list[str]:
+    """curvlinops as its adapter calls it: Ω = GGNLinearOperator @ I + V, g by
+    JacobianLinearOperator @ I, the variances by Cholesky (multiclass)."""
+    return [
+        "params = [t for t in model.parameters() if t.requires_grad]",
+        "eye = torch.eye(sum(t.numel() for t in params), dtype=X_train.dtype)",
+        "loss = torch.nn.CrossEntropyLoss(reduction='sum')",
+        "data = [(X_train, y_train)]",
+        "ggn = GGNLinearOperator(model, loss, params, data, check_deterministic=False)",
+        "omega = ggn @ eye + torch.diag(torch.as_tensor(prior_precision, dtype=X_train.dtype))",
+        "dummy = [(X_test, X_test.new_zeros(X_test.shape[0]))]",
+        "jac = JacobianLinearOperator(model, params, dummy, check_deterministic=False)",
+        "G = jac @ eye",
+        "L = torch.linalg.cholesky(0.5 * (omega + omega.T))",
+        "W = torch.linalg.solve_triangular(L, G.T, upper=False)",
+        "got = (W * W).sum(0).reshape(X_test.shape[0], -1).detach().double().numpy()",
+    ]
+
+
+def _po_many_outputs(spec: Spec) -> list[str]:
+    """posteriors as its adapter calls it: ``laplace.dense_ggn`` with the prior as its initial
+    precision, one update on the data, g by ``torch.func.jacrev`` (multiclass)."""
+    return [
+        "names = [(n, t.shape, t.numel()) for n, t in model.named_parameters()]",
+        "",
+        "",
+        "def forward(theta, batch):",
+        "    pieces = theta.split([k for _, _, k in names])",
+        "    tensors = {n: t.view(s) for (n, s, _), t in zip(names, pieces)}",
+        "    return torch.func.functional_call(model, tensors, (batch[0],)), torch.tensor([])",
+        "",
+        "",
+        "def log_likelihood(z, batch):",
+        "    return torch.distributions.Categorical(logits=z).log_prob(batch[1]).sum()",
+        "",
+        "",
+        "torch.set_default_dtype(X_train.dtype)",
+        "init = torch.diag(torch.as_tensor(prior_precision, dtype=X_train.dtype))",
+        "transform = posteriors.laplace.dense_ggn.build(forward, log_likelihood, init_prec=init)",
+        "state = transform.init(theta_map.clone())",
+        "state, _ = transform.update(state, (X_train, y_train))",
+        "J = torch.func.jacrev(lambda t: forward(t, (X_test,))[0])(state.params)",
+        "G = J.reshape(-1, J.shape[-1])",
+        "omega = state.prec.to(G.dtype)",
+        "L = torch.linalg.cholesky(0.5 * (omega + omega.T))",
+        "W = torch.linalg.solve_triangular(L, G.T, upper=False)",
+        "got = (W * W).sum(0).reshape(X_test.shape[0], -1).detach().double().numpy()",
+    ]
+
+
+#: The library calls of the many-outputs case (its memory is the finding), by library.
+MANY_OUTPUTS = {
+    "laplace-torch": _lt_predictive,
+    "curvlinops": _cl_many_outputs,
+    "posteriors": _po_many_outputs,
+}
+#: The imports each library's many-outputs calls need, after NumPy and torch.
+_MANY_OUTPUTS_IMPORTS = {
+    "laplace-torch": [
+        "from laplace import Laplace",
+        "from torch.utils.data import DataLoader, TensorDataset",
+    ],
+    "curvlinops": ["from curvlinops import GGNLinearOperator, JacobianLinearOperator"],
+    "posteriors": [],
+}
+
+
+def _memory_script(spec: Spec) -> tuple[list, list]:
+    """The network, data and calls of the many-outputs case between two readings of the peak
+    resident memory, with a guard that ends the script past the case's cap."""
+    from laplace_lab.conformance.catalog.many_outputs import CAP_BYTES
+
+    gib = CAP_BYTES >> 30
+    body = [
+        *_keyword_block(spec),
+        "",
+        *_data_block(spec, "torch.tensor", "torch.float64"),
+        "",
+        *_torch_network(spec),
+        "",
+        "",
+        "def peak():",
+        '    """This process\'s peak resident memory in bytes (VmHWM, Linux)."""',
+        '    status = open("/proc/self/status").read()',
+        '    return int(re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1)) * 1024',
+        "",
+        "",
+        "def guard():",
+        f'    """End the script once the call has added {gib} GiB (the case\'s cap)."""',
+        "    while True:",
+        f"        if peak() - before > {CAP_BYTES}:",
+        f'            print("FAIL: the call added more than {gib} GiB; stopped there")',
+        "            os._exit(1)",
+        "        time.sleep(0.02)",
+        "",
+        "",
+        "# The library's calls (those of laplace-lab's adapter on this case), the peak memory",
+        "# they add measured from here.",
+        "before = peak()",
+        "threading.Thread(target=guard, daemon=True).start()",
+        *MANY_OUTPUTS[spec.library.name](spec),
+        "added = peak() - before",
+    ]
+    imports = [
+        *(["import math"] if "math." in "\n".join(body) else []),
+        "import os",
+        "import re",
+        "import threading",
+        "import time",
+        "",
+        "import numpy as np",
+        *(["import posteriors"] if spec.library.name == "posteriors" else []),
+        "import torch",
+        *_MANY_OUTPUTS_IMPORTS[spec.library.name],
+    ]
+    return imports, body
+
+
+def _memory_check(spec: Spec) -> list[str]:
+    d = spec.result.details
+    return [
+        "",
+        f"{ORACLE_MARKER}'s budget for the peak memory the call adds: 3·p²·8 + 2·M·C·p·8 +",
+        "# 128 MiB (laplace-lab's many-outputs case), half of one N·C × p float64 array.",
+        f"budget = {int(d['budget_bytes'])}",
+        'print(f"peak memory added {added / 2**20:.0f} MiB, budget {budget / 2**20:.0f} MiB")',
+        'assert added <= budget, f"FAIL: {added / 2**20:.0f} MiB added, over the budget"',
+    ]
+
+
 # ---------------------------------------------------------------------- the comparison
 def _expected_shape(spec: Spec) -> tuple[int, ...]:
     p, cap = spec.problem, spec.call.capability
@@ -829,6 +962,13 @@ def _samples_check(spec: Spec) -> list[str]:
 
 
 def _comparison(spec: Spec) -> list[str]:
+    if spec.result.case.name.startswith("many-outputs/"):
+        values = "oracle" in spec.result.details  # none when the call was stopped at the cap
+        return [
+            *_memory_check(spec),
+            *_shape_check(spec),
+            *(_values_check(spec) if values else []),
+        ]
     if spec.result.outcome is Outcome.ERROR:
         return [] if spec.call.capability == "optimize_prior" else _shape_check(spec)
     if spec.call.capability == "optimize_prior":
@@ -885,9 +1025,10 @@ def standalone_reproducer(library: Library, result: CaseResult, seed: int) -> st
     if result.outcome not in (Outcome.FAIL, Outcome.ERROR):
         raise ValueError(f"result must be a FAIL or an ERROR; got {result.outcome.value}")
     key = (library.name, result.case.capability)
+    many = result.case.name.startswith("many-outputs/") and library.name in MANY_OUTPUTS
     # laplax's multi-output loss is the adapter's own weighted one, which no template writes
     multi_output = "multi-output" in result.case.problem and library.name == "laplax"
-    if key not in TEMPLATES or multi_output:
+    if (key not in TEMPLATES or multi_output) and not many:
         raise ValueError(
             f"no stand-alone reproducer template for library {library.name!r}, capability "
             f"{result.case.capability!r} (case {result.case.name}): add one to "
@@ -895,8 +1036,11 @@ def standalone_reproducer(library: Library, result: CaseResult, seed: int) -> st
         )
     problem = build_problem(result.case.problem, seed=seed)
     spec = Spec(library, result, problem, parse_call(result.reproducer, problem), seed)
-    frame, emit = TEMPLATES[key]
-    imports, body = frame(spec, emit)
+    if many:
+        imports, body = _memory_script(spec)
+    else:
+        frame, emit = TEMPLATES[key]
+        imports, body = frame(spec, emit)
     lines = [*_header(spec), "", "# fmt: off", *imports, "", *body, *_comparison(spec)]
     if any(len(line) > LINE_LENGTH for line in lines):
         lines.insert(0, "# ruff: noqa: E501")

@@ -38,6 +38,11 @@ import numpy as np
 from laplace_lab._checks import one_of, positive_float, positive_int
 from laplace_lab._random import as_generator
 from laplace_lab.conformance.adapters._parameters import parameter_offsets, subset_indices
+from laplace_lab.conformance.adapters._streamed import (
+    DENSE_LIMIT_BYTES,
+    streamed_variance,
+    weighted_jacobian_bytes,
+)
 from laplace_lab.conformance.contract import (
     EF_STRUCTURES,
     KFAC_APPROXIMATIONS,
@@ -107,7 +112,17 @@ def predictive_variance(
     prior_mean: Any = None,
 ) -> np.ndarray:
     """Epistemic variances gᵀΩ⁻¹g (g_Sᵀ Ω_SS⁻¹ g_S on a subset); the conformance contract.
-    Ω = GGN(θ̂) + V does not depend on a prior mean μ0 given θ̂ (``prior_mean`` unused)."""
+    Ω = GGN(θ̂) + V does not depend on a prior mean μ0 given θ̂ (``prior_mean`` unused).
+    When the weighted Jacobian of the data would exceed :data:`._streamed.DENSE_LIMIT_BYTES`
+    (many outputs) and all parameters are asked for, Ω is accumulated a chunk of rows at a
+    time (:func:`._streamed.streamed_variance`)."""
+    n_out = _outputs(model, X_test[:1]).shape[1]
+    if subset is None and weighted_jacobian_bytes(model, X_train, n_out) > DENSE_LIMIT_BYTES:
+        p = parameter_layout(model).p
+        V = np.broadcast_to(np.asarray(prior_precision, dtype=np.float64), (p,)).copy()
+        return streamed_variance(
+            model, X_train, X_test, likelihood=likelihood, prior_vector=V, noise_var=noise_var
+        )
     ggn = _ggn(model, X_train, likelihood, noise_var, prior_precision)
     G = _test_rows(model, X_test, likelihood)
     out = _full_variance(ggn, G) if subset is None else subnetwork_variance(ggn, G, subset)

@@ -944,3 +944,47 @@ conv_reduce_as_expand = _with(kfac_predictive_variance=_conv_kfac(reduce_as_expa
 conv_expand_without_1_over_R = _with(
     kfac_predictive_variance=_conv_kfac(expand_without_1_over_R=True)
 )
+
+
+def full_training_jacobian(
+    model, X_train, y_train, X_test, *, likelihood, prior_precision, noise_var, subset=None
+):
+    """The whole training Jacobian (N·C × p, float64 NumPy) formed first, then the answer of
+    laplace-lab's adapter: right variances, the memory of one N·C × p array too many."""
+    J = to_numpy(per_sample_jacobian(model, X_train)).astype(np.float64)
+    out = ours.predictive_variance(
+        model,
+        X_train,
+        y_train,
+        X_test,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        noise_var=noise_var,
+        subset=subset,
+    )
+    assert J.shape[0] == X_train.shape[0]  # J is alive until the answer is computed
+    return out
+
+
+def holding_256_mib(model, X_train, y_train, X_test, **kw):
+    """laplace-lab's answer while 256 MiB of written float64 are held, on a problem of more
+    than 16 training rows (not on the 16-row warm-up problem of the many-outputs case)."""
+    held = np.ones((256 << 20) // 8) if X_train.shape[0] > 16 else None
+    out = ours.predictive_variance(model, X_train, y_train, X_test, **kw)
+    return out if held is None or held[-1] == 1.0 else None
+
+
+def refusing_large_jacobians(model, X_train, y_train, X_test, **kw):
+    """laplace-lab's answer, or a refusal naming the size before anything is allocated when
+    the weighted training Jacobian N·C × p would take more than 256 MiB in float64."""
+    from laplace_lab.conformance.contract import NotOffered
+
+    C = int(model(X_test[:1]).shape[-1])
+    p = sum(int(t.numel()) for t in model.parameters())
+    size = X_train.shape[0] * C * p * 8
+    if size > 256 << 20:
+        raise NotOffered(
+            f"not offered: the weighted Jacobian of {X_train.shape[0]}·{C} × {p} float64 "
+            f"would take {size / 1e9:.2f} GB (more than 256 MiB)"
+        )
+    return ours.predictive_variance(model, X_train, y_train, X_test, **kw)
