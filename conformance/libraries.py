@@ -239,15 +239,7 @@ _LAPLACE_TORCH_FINDINGS = (
 )
 
 #: Findings of curvlinops 3.0.1 (docs/validation.md, "curvlinops 3.0.1").
-_CURVLINOPS_FINDINGS = (
-    Finding(
-        "curvlinops F1",
-        "bug",
-        "GGNLinearOperator @ I takes all p columns in one vmap: 4.7 GB for the GGN of "
-        "C = 1,000 logits, ten times the case's budget",
-        ("many-outputs/",),
-    ),
-)
+_CURVLINOPS_FINDINGS = ()
 
 #: Findings of posteriors 0.1.3 (docs/validation.md, "posteriors 0.1.3").
 _POSTERIORS_FINDINGS = (
