@@ -6,8 +6,9 @@
 # the dense Laplace formula: max |error| / tolerance = 719, max relative error 4.22e-10; worst at
 # value: got -10.3629511275, oracle -10.3629511319, tolerance 6.08e-12
 #
-# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
-# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN (or a Hessian) formed in
+# float32; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-torch (pip install torch numpy torchmetrics opt-einsum 'einops<1' 'unfoldNd<1'
 # einconv linear_operator && pip install --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1

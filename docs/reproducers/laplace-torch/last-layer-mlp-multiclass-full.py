@@ -7,8 +7,9 @@
 # dense last-layer full: max |error| / tolerance = 1.1e+05, max relative error 2.9e-08; worst at
 # test point 3, class 2: got 0.254267834396, oracle 0.254267841764, tolerance 6.68e-14
 #
-# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
-# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN (or a Hessian) formed in
+# float32; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-torch (pip install torch numpy torchmetrics opt-einsum 'einops<1' 'unfoldNd<1'
 # einconv linear_operator && pip install --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1

@@ -6,8 +6,9 @@
 # dense GGN oracle: max |error| / tolerance = 3.63e+04, max relative error 7.04e-09; worst at
 # test point 2: got 0.361412020196, oracle 0.361412017652, tolerance 7e-14
 #
-# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
-# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN (or a Hessian) formed in
+# float32; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-torch (pip install torch numpy torchmetrics opt-einsum 'einops<1' 'unfoldNd<1'
 # einconv linear_operator && pip install --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1

@@ -7,8 +7,9 @@
 # the evidence of Bayesian linear regression: max |error| / tolerance = 3.48e+04, max relative
 # error 1.44e-09; worst at value: got -20.8577244811, oracle -20.857724451, tolerance 8.63e-13
 #
-# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
-# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN (or a Hessian) formed in
+# float32; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-torch (pip install torch numpy torchmetrics opt-einsum 'einops<1' 'unfoldNd<1'
 # einconv linear_operator && pip install --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1

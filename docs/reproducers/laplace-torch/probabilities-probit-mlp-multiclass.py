@@ -7,8 +7,9 @@
 # 8.69e-10; worst at test point 3, class 1: got 0.19579368872, oracle 0.195793688841, tolerance
 # 2.68e-14; ignoring the variance would be off by 5.45e+11 tolerances
 #
-# Known finding laplace-torch F1 (bug): float64 models get a GGN formed in float32; described,
-# with a reproducer of its own where one was written, in docs/validation.md#laplace-torch-f1.
+# Known finding laplace-torch F1 (bug): float64 models get a GGN (or a Hessian) formed in
+# float32; described, with a reproducer of its own where one was written, in
+# docs/validation.md#laplace-torch-f1.
 #
 # Needs laplace-torch (pip install torch numpy torchmetrics opt-einsum 'einops<1' 'unfoldNd<1'
 # einconv linear_operator && pip install --no-deps laplace-torch==0.3 backpack-for-pytorch==1.7.1
