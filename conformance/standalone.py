@@ -753,7 +753,7 @@ def _po_many_outputs(spec: Spec) -> list[str]:
         "",
         "def forward(theta, batch):",
         "    pieces = theta.split([k for _, _, k in names])",
-        "    tensors = {n: t.view(s) for (n, s, _), t in zip(names, pieces)}",
+        "    tensors = {n: t.view(s) for (n, s, _), t in zip(names, pieces, strict=True)}",
         "    return torch.func.functional_call(model, tensors, (batch[0],)), torch.tensor([])",
         "",
         "",

@@ -1746,7 +1746,7 @@ names = [(n, t.shape, t.numel()) for n, t in model.named_parameters()]
 
 def forward(theta, batch):
     pieces = theta.split([k for _, _, k in names])
-    tensors = {n: t.view(s) for (n, s, _), t in zip(names, pieces)}
+    tensors = {n: t.view(s) for (n, s, _), t in zip(names, pieces, strict=True)}
     return torch.func.functional_call(model, tensors, (batch[0],)), torch.tensor([])
 
 
