@@ -88,24 +88,37 @@ class LayerFactors:
     bias: np.ndarray  # (out,) indices of b_i in θ
 
 
-def _layers(model: Any) -> list[tuple[str, Any, int, int]]:
-    """(name, module, weight offset, bias offset) of every Linear layer; every parameter
-    must belong to one, with a bias."""
+def _layers(model: Any, *, shared: bool = False) -> list[tuple[str, Any, int, int]]:
+    """(name, module, weight offset, bias offset) of every Linear layer (and, ``shared``,
+    Conv2d layer); every parameter must belong to one, with a bias; a Conv2d with
+    groups = 1, dilation 1 and numeric zero padding."""
     import torch
 
+    kinds = (torch.nn.Linear, torch.nn.Conv2d) if shared else (torch.nn.Linear,)
     offsets, start = {}, 0
     for name, t in model.named_parameters():
         offsets[name] = start
         start += int(t.numel())
     found = []
     for name, m in model.named_modules():
-        if isinstance(m, torch.nn.Linear):
-            if m.bias is None:
-                raise ValueError(f"KFAC here needs a bias in every Linear layer ({name!r})")
-            prefix = f"{name}." if name else ""
-            found.append((name, m, offsets[f"{prefix}weight"], offsets[f"{prefix}bias"]))
+        if not isinstance(m, kinds):
+            continue
+        if m.bias is None:
+            what = "layer" if shared else "Linear layer"
+            raise ValueError(f"KFAC here needs a bias in every {what} ({name!r})")
+        if isinstance(m, torch.nn.Conv2d) and (
+            m.groups != 1
+            or tuple(m.dilation) != (1, 1)
+            or isinstance(m.padding, str)
+            or m.padding_mode != "zeros"
+        ):
+            raise ValueError(f"KFAC here needs groups=1, dilation=1, zero padding ({name!r})")
+        prefix = f"{name}." if name else ""
+        found.append((name, m, offsets[f"{prefix}weight"], offsets[f"{prefix}bias"]))
     covered = sum(m.weight.numel() + m.bias.numel() for _, m, _, _ in found)
     if covered != start:
+        if shared:
+            raise ValueError("KFAC here needs every parameter in a torch.nn.Linear or Conv2d")
         raise ValueError("KFAC here needs an MLP: every parameter in a torch.nn.Linear")
     return found
 
@@ -272,37 +285,6 @@ class EKFACOracle:
 
 
 # ----------------------------------------------------------------------------- weight sharing
-def _shared_layers(model: Any) -> list[tuple[str, Any, int, int]]:
-    """(name, module, weight offset, bias offset) of every Linear and Conv2d layer; every
-    parameter must belong to one, with a bias; a Conv2d with groups = 1, dilation 1 and
-    numeric zero padding."""
-    import torch
-
-    offsets, start = {}, 0
-    for name, t in model.named_parameters():
-        offsets[name] = start
-        start += int(t.numel())
-    found = []
-    for name, m in model.named_modules():
-        if not isinstance(m, torch.nn.Linear | torch.nn.Conv2d):
-            continue
-        if m.bias is None:
-            raise ValueError(f"KFAC here needs a bias in every layer ({name!r})")
-        if isinstance(m, torch.nn.Conv2d) and (
-            m.groups != 1
-            or tuple(m.dilation) != (1, 1)
-            or isinstance(m.padding, str)
-            or m.padding_mode != "zeros"
-        ):
-            raise ValueError(f"KFAC here needs groups=1, dilation=1, zero padding ({name!r})")
-        prefix = f"{name}." if name else ""
-        found.append((name, m, offsets[f"{prefix}weight"], offsets[f"{prefix}bias"]))
-    covered = sum(m.weight.numel() + m.bias.numel() for _, m, _, _ in found)
-    if covered != start:
-        raise ValueError("KFAC here needs every parameter in a torch.nn.Linear or Conv2d")
-    return found
-
-
 def conv_patches(x: np.ndarray, module: Any) -> np.ndarray:
     """The patches of a Conv2d's input x (N, C_in, H, W), (N, R, C_in·kh·kw): position
     r = i·ow + j (the output's row-major order), each patch in the weight's (C_in, kh, kw)
@@ -322,7 +304,7 @@ def conv_patches(x: np.ndarray, module: Any) -> np.ndarray:
 
 
 def shared_signals(model: Any, X: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per layer (``_shared_layers``): the inputs ã_{n,r} = [patch_{n,r}; 1] (N, R, K + 1)
+    """Per layer (:func:`_layers`, ``shared``): the inputs ã_{n,r} = [patch_{n,r}; 1] (N, R, K + 1)
     and the output gradients δ_{n,c,r} = ∂f_c(x_n)/∂s_{n,r} (N, C, out, R), R = 1 for a
     Linear layer, by autograd on the layer outputs of a float64 copy of ``model`` (the
     samples of a batch do not interact in evaluation mode, so ∂Σ_n f_c(x_n)/∂s_n is
@@ -330,7 +312,7 @@ def shared_signals(model: Any, X: Any) -> dict[str, tuple[np.ndarray, np.ndarray
     import torch
 
     m = copy.deepcopy(model).double().eval()
-    layers = _shared_layers(m)
+    layers = _layers(m, shared=True)
     seen: dict[str, tuple[np.ndarray, Any]] = {}
     handles = []
     for name, module, _, _ in layers:
@@ -409,7 +391,7 @@ class SharedKFACOracle(KFACOracle):
         problem, H = self.oracle.problem, self.oracle.H
         signals = shared_signals(problem.model, problem.X_train)
         out = []
-        for name, module, w0, b0 in _shared_layers(problem.model):
+        for name, module, w0, b0 in _layers(problem.model, shared=True):
             a, D = signals[name]
             N, R = a.shape[:2]
             if self.approximation == "expand":
