@@ -37,8 +37,11 @@ if [ ${#extra[@]} -gt 0 ] && ! pip_install "${extra[@]}"; then
     echo "gpu_check.sh: installing ${extra[*]} failed (see $log)" >&2; exit 2
 fi
 # built from a copy, so that the build leaves nothing (build/, *.egg-info) in the repository
-mkdir "$work/src" && tar --exclude=./.venv --exclude=./.git --exclude=./build --exclude=./site \
-    --exclude=./report --exclude=./results --exclude='*.egg-info' -cf - . | tar -xf - -C "$work/src"
+# (never the environments, e.g. `make versions`' .venvs/ of several GB, nor caches)
+mkdir "$work/src" && tar --exclude=./.venv --exclude=./.venvs --exclude=./.git --exclude=./build \
+    --exclude=./site --exclude=./report --exclude=./results --exclude='*.egg-info' \
+    --exclude=__pycache__ --exclude=./.hypothesis --exclude=./.pytest_cache \
+    --exclude=./.ruff_cache -cf - . | tar -xf - -C "$work/src"
 if ! pip_install --no-build-isolation "$work/src"; then
     built=$(ls "${wheels:-/nonexistent}"/laplace_lab-*.whl 2>/dev/null | head -n 1)
     if [ -z "$built" ] || ! pip_install "$built"; then
