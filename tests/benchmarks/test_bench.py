@@ -117,16 +117,17 @@ def test_gpu_benchmark_logic_on_a_numpy_stand_in():
     assert lr.correct and "eigenvalues differ by 0.0e+00" in lr.note
 
 
-def test_peer_rows_agree_with_curvlinops_and_posteriors_on_a_small_problem(monkeypatch):
+def test_peer_rows_agree_with_curvlinops_and_posteriors_on_a_small_problem(
+    tiny_peers, monkeypatch
+):
     """Every peer row's answers agree with ours (the timings are not asserted: a row's
-    correctness is what a bench run cannot do without)."""
+    correctness is what a bench run cannot do without), each row on the tiny MLP."""
     pytest.importorskip("curvlinops")
     pytest.importorskip("posteriors")
-    from laplace_lab.benchmarks import bench_peers
-
-    monkeypatch.setattr(bench_peers, "N_ROWS", 40)
-    monkeypatch.setattr(bench_peers, "PRODUCTS", 2)
-    rows = bench_peers.ggn_rows()
+    problem = tiny_peers._problem
+    monkeypatch.setattr(tiny_peers, "_problem", lambda kind, dtype: problem("tiny", dtype))
+    monkeypatch.setattr(tiny_peers, "PRODUCTS", 2)
+    rows = tiny_peers.ggn_rows()
     assert len(rows) == 6
     assert all(r.correct for r in rows), [r.note for r in rows if not r.correct]
     assert {r.baseline for r in rows} <= {"posteriors 0.1.3", "curvlinops 3.0.1", "laplax 0.0.2"}
