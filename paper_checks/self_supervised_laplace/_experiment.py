@@ -75,12 +75,13 @@ def divergence_curves(seed: int, full: bool) -> dict[str, dict[str, np.ndarray]]
     out: dict[str, dict[str, np.ndarray]] = {}
     for name, reps in samples(seed, full).items():
         model, _ = paper_model(name)
-        out[name] = {
-            label: np.stack(
-                [np.array(divergence_curve(model, st, variant=v, hessian=h)) for st in reps]
-            )
-            for label, v, h in METHODS
-        }
+        curves: dict[str, list[np.ndarray]] = {label: [] for label, _, _ in METHODS}
+        for st in reps:
+            exact = [exact_predictive(model, s) for s in st]  # shared by the four methods
+            for label, v, h in METHODS:
+                curve = divergence_curve(model, st, variant=v, hessian=h, exact=exact)
+                curves[label].append(np.array(curve))
+        out[name] = {label: np.stack(c) for label, c in curves.items()}
     return out
 
 
