@@ -34,6 +34,8 @@ __all__ = [
 
 # 12-point Gauss–Legendre on [-1, 1] for Φ(b) − Φ(a) over short intervals
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(12)
+#: k! as floats for the series of φ (exact: k ≤ 8)
+_FACTORIAL = {k: float(np.prod(np.arange(1, k + 1))) for k in range(2, 9)}
 
 
 class Divergences(NamedTuple):
@@ -50,7 +52,7 @@ def _phi(d: np.ndarray) -> np.ndarray:
     d = np.asarray(d, dtype=np.float64)
     small = np.abs(d) < 1e-2
     ds = np.where(small, d, 0.0)
-    series = sum((k - 1) * ds**k / float(np.prod(np.arange(1, k + 1))) for k in range(2, 9))
+    series = sum((k - 1) * ds**k / _FACTORIAL[k] for k in range(2, 9))
     db = np.where(small, 0.0, d)
     return np.where(small, series, (db - 1.0) * np.expm1(db) + db)
 
