@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats
-from scipy.special import gammaln
+from scipy.special import gammaln, xlogy
 
 from laplace_lab._checks import positive_float, real_number
 from laplace_lab.theory.conjugate_base import (
@@ -249,8 +249,20 @@ class PoissonGamma(ConjugateModel):
         return np.asarray(a / (self.rate + s.n), dtype=np.float64)[..., None]
 
     def _log_prior(self, theta: np.ndarray) -> np.ndarray:
-        lam = theta[..., 0]
-        return stats.gamma.logpdf(lam, self.shape, scale=1.0 / self.rate)
+        """log Gamma(λ; α, β): scipy.stats.gamma.logpdf's arithmetic, step for step.
+
+        (α − 1) log x − x − log Γ(α) − log s with x = λ/s, s = 1/β; −∞ for λ < 0 and NaN
+        for NaN λ, as scipy gives them, without the cost of its argument handling.
+        """
+        scale = 1.0 / self.rate
+        x = np.asarray(theta[..., 0], dtype=np.float64) / scale
+        out = np.full(x.shape, -np.inf)
+        out[np.isnan(x)] = np.nan
+        ok = x >= 0.0
+        # scipy keeps its scalar parameters as 1-element arrays (argsreduce)
+        a, s = np.atleast_1d(self.shape), np.atleast_1d(scale)
+        out[ok] = xlogy(a - 1.0, x[ok]) - x[ok] - gammaln(a) - np.log(s)
+        return out[()] if out.ndim == 0 else out
 
     def _prior_neg_hessian(self, theta: np.ndarray) -> np.ndarray:
         return _mat((self.shape - 1.0) / theta[..., 0] ** 2)

@@ -74,6 +74,7 @@ class _Regression(ConjugateModel):
         self.prior_mean = m0
         self.prior_cov = _spd(prior_cov, m0.size, "prior_cov")
         self.prior_precision = np.linalg.inv(self.prior_cov)
+        self._prior_logdet = np.linalg.slogdet(self.prior_cov)[1]  # log|S0|, once
         self.d = m0.size
 
     def _stats(self, data: Any) -> RegressionStats:
@@ -189,7 +190,7 @@ class BayesianLinearRegression(_Regression):
         # than the arithmetic)
         r = np.asarray(theta, dtype=np.float64) - self.prior_mean
         q = np.einsum("...i,ij,...j->...", r, self.prior_precision, r)
-        logdet = np.linalg.slogdet(self.prior_cov)[1]
+        logdet = self._prior_logdet
         return -0.5 * (self.d * _LOG_2PI + logdet + q)
 
     def _prior_neg_hessian(self, theta: np.ndarray) -> np.ndarray:
@@ -324,7 +325,7 @@ class NormalInverseGammaRegression(_Regression):
         w, eta = self._split(theta)
         r = w - self.prior_mean
         q = np.einsum("...i,ij,...j->...", r, self.prior_precision, r)
-        logdet = np.linalg.slogdet(self.prior_cov)[1]
+        logdet = self._prior_logdet
         return (
             -0.5 * self.d * (_LOG_2PI + eta)
             - 0.5 * logdet

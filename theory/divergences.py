@@ -34,6 +34,8 @@ __all__ = [
 
 # 12-point Gauss–Legendre on [-1, 1] for Φ(b) − Φ(a) over short intervals
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(12)
+#: k! as floats for the series of φ (exact: k ≤ 8)
+_FACTORIAL = {k: float(np.prod(np.arange(1, k + 1))) for k in range(2, 9)}
 
 
 class Divergences(NamedTuple):
@@ -50,7 +52,7 @@ def _phi(d: np.ndarray) -> np.ndarray:
     d = np.asarray(d, dtype=np.float64)
     small = np.abs(d) < 1e-2
     ds = np.where(small, d, 0.0)
-    series = sum((k - 1) * ds**k / float(np.prod(np.arange(1, k + 1))) for k in range(2, 9))
+    series = sum((k - 1) * ds**k / _FACTORIAL[k] for k in range(2, 9))
     db = np.where(small, 0.0, d)
     return np.where(small, series, (db - 1.0) * np.expm1(db) + db)
 
@@ -147,15 +149,45 @@ def _discrete_logs(p: Any, q: Any) -> tuple[np.ndarray, np.ndarray] | None:
     return np.asarray(p.logpmf(k), float), np.asarray(q.logpmf(k), float)
 
 
+def _kl_discrete(lp: np.ndarray, lq: np.ndarray) -> float:
+    """KL(p‖q) from the log pmfs on a common support."""
+    return float(np.sum(_kl_terms(lp, lq)))
+
+
+def _kl_normal(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """KL(N(a)‖N(b)) of two (mean, sd) pairs, cancellation-free."""
+    u = (a[1] / b[1]) ** 2 - 1.0
+    return float(0.5 * (-log1pmx(u) + (a[0] - b[0]) ** 2 / b[1] ** 2))
+
+
+def _tv_discrete(lp: np.ndarray, lq: np.ndarray) -> float:
+    """½ Σ q |expm1(log p − log q)| from the log pmfs on a common support."""
+    return float(0.5 * np.sum(np.exp(lq) * np.abs(np.expm1(lp - lq))))
+
+
+def _w1_discrete(lp: np.ndarray, lq: np.ndarray) -> float:
+    """Σ_k |F_p(k) − F_q(k)| from the log pmfs on a common support starting at 0."""
+    return float(np.sum(np.abs(np.cumsum(np.exp(lq) * np.expm1(lp - lq)))))
+
+
+def _w1_normal(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """W1 of two normals by the quantile coupling: E|Δμ + Δσ Z| (folded normal mean)."""
+    dm, ds = a[0] - b[0], abs(a[1] - b[1])
+    if ds == 0.0:
+        return abs(dm)
+    return float(
+        ds * np.sqrt(2.0 / np.pi) * np.exp(-0.5 * (dm / ds) ** 2) + dm * (1 - 2 * ndtr(-dm / ds))
+    )
+
+
 def kl_divergence(p: Any, q: Any) -> float:
     """KL(p‖q) = E_p[log p − log q] ≥ 0, for two pmfs on ℕ or two pdfs on ℝ."""
     logs = _discrete_logs(p, q)
     if logs is not None:
-        return float(np.sum(_kl_terms(*logs)))
+        return _kl_discrete(*logs)
     a, b = _normal_params(p), _normal_params(q)
     if a is not None and b is not None:
-        u = (a[1] / b[1]) ** 2 - 1.0
-        return float(0.5 * (-log1pmx(u) + (a[0] - b[0]) ** 2 / b[1] ** 2))
+        return _kl_normal(a, b)
     return _continuous_quad(lambda y: float(_kl_terms(p.logpdf(y), q.logpdf(y))), p, q)
 
 
@@ -163,8 +195,7 @@ def total_variation(p: Any, q: Any) -> float:
     """sup_A |P(A) − Q(A)| = ½ Σ|p − q| (or ½∫|p − q|)."""
     logs = _discrete_logs(p, q)
     if logs is not None:
-        lp, lq = logs
-        return float(0.5 * np.sum(np.exp(lq) * np.abs(np.expm1(lp - lq))))
+        return _tv_discrete(*logs)
     a, b = _normal_params(p), _normal_params(q)
     if a is not None and b is not None:
         return _tv_normal(a, b)
@@ -207,18 +238,10 @@ def wasserstein1(p: Any, q: Any) -> float:
     """W1(p, q) = ∫ |F_p − F_q| (on ℕ: Σ_k |F_p(k) − F_q(k)|)."""
     logs = _discrete_logs(p, q)
     if logs is not None:
-        lp, lq = logs
-        return float(np.sum(np.abs(np.cumsum(np.exp(lq) * np.expm1(lp - lq)))))
+        return _w1_discrete(*logs)
     a, b = _normal_params(p), _normal_params(q)
     if a is not None and b is not None:
-        # quantile coupling: W1 = E|Δμ + Δσ Z| (folded normal mean)
-        dm, ds = a[0] - b[0], abs(a[1] - b[1])
-        if ds == 0.0:
-            return abs(dm)
-        return float(
-            ds * np.sqrt(2.0 / np.pi) * np.exp(-0.5 * (dm / ds) ** 2)
-            + dm * (1 - 2 * ndtr(-dm / ds))
-        )
+        return _w1_normal(a, b)
 
     def dcdf(y: float) -> float:
         return float(p.cdf(y)) - float(q.cdf(y))
@@ -227,7 +250,20 @@ def wasserstein1(p: Any, q: Any) -> float:
 
 
 def divergences(approx: Any, exact: Any) -> Divergences:
-    """All four: KL(approx‖exact), KL(exact‖approx), TV and W1."""
+    """All four: KL(approx‖exact), KL(exact‖approx), TV and W1.
+
+    The same numbers as the four functions, with each distribution evaluated once (the log
+    pmfs on the common support, or a normal's mean and sd) instead of once per divergence.
+    """
+    logs = _discrete_logs(approx, exact)
+    if logs is not None:
+        lp, lq = logs
+        return Divergences(
+            _kl_discrete(lp, lq), _kl_discrete(lq, lp), _tv_discrete(lp, lq), _w1_discrete(lp, lq)
+        )
+    a, b = _normal_params(approx), _normal_params(exact)
+    if a is not None and b is not None:
+        return Divergences(_kl_normal(a, b), _kl_normal(b, a), _tv_normal(a, b), _w1_normal(a, b))
     return Divergences(
         kl_divergence(approx, exact),
         kl_divergence(exact, approx),

@@ -85,15 +85,28 @@ def exact_predictive(model: ConjugateModel, s: Any, x_new: Any = None) -> Any:
 
 
 def divergence_curve(
-    model: ConjugateModel, stats_by_n: list[Any], *, variant: str, hessian: str
+    model: ConjugateModel,
+    stats_by_n: list[Any],
+    *,
+    variant: str,
+    hessian: str,
+    exact: list[Any] | None = None,
 ) -> list[Divergences]:
-    """Divergences(approx, exact) of one SSLA variant for each set of statistics."""
-    return [
-        divergences(
-            ssla_predictive(model, s, variant=variant, hessian=hessian),
-            exact_predictive(model, s),
+    """Divergences(approx, exact) of one SSLA variant for each set of statistics.
+
+    ``exact``: the :func:`exact_predictive` of each set of statistics, when the caller
+    already has them (several variants on the same statistics); built here otherwise.
+    """
+    if exact is None:
+        exact = [exact_predictive(model, s) for s in stats_by_n]
+    elif len(exact) != len(stats_by_n):
+        raise ValueError(
+            f"exact must hold one predictive per set of statistics ({len(stats_by_n)}); "
+            f"got {len(exact)}"
         )
-        for s in stats_by_n
+    return [
+        divergences(ssla_predictive(model, s, variant=variant, hessian=hessian), e)
+        for s, e in zip(stats_by_n, exact, strict=True)
     ]
 
 

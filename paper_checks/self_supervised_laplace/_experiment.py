@@ -52,29 +52,62 @@ TV_CLOSE = 0.05
 
 
 @cached(maxsize=4)
-def experiment(seed: int, full: bool) -> dict[str, Any]:
-    """Divergences (R × n × 4) per model and method, refit gaps (R × n × 5) per model."""
+def samples(seed: int, full: bool) -> dict[str, list[list[Any]]]:
+    """The prefix statistics (one list over :data:`PAPER_NS`) of every replication, per model.
+
+    The experiments' only random draws, in the order of :data:`MODELS` and then of the
+    replications; everything computed from them is deterministic.
+    """
     rng = Context(seed=seed).rng("conjugate-experiment")
     reps = 30 if full else 8
-    out: dict[str, Any] = {}
+    out: dict[str, list[list[Any]]] = {}
     for name in MODELS:
         model, truth = paper_model(name)
-        divs = {label: [] for label, _, _ in METHODS}
-        gaps, first = [], None
-        for _ in range(reps):
-            st = prefix_statistics(model, rng, PAPER_NS, theta_true=truth)
-            first = first or st
-            for label, variant, hessian in METHODS:
-                curve = divergence_curve(model, st, variant=variant, hessian=hessian)
-                divs[label].append(np.array(curve))
-            gaps.append(np.array([refit_gaps(model, s, Y_FIXED) for s in st]))
+        out[name] = [
+            prefix_statistics(model, rng, PAPER_NS, theta_true=truth) for _ in range(reps)
+        ]
+    return out
+
+
+@cached(maxsize=4)
+def divergence_curves(seed: int, full: bool) -> dict[str, dict[str, np.ndarray]]:
+    """Divergences (R × n × 4) per model and method, on the statistics of :func:`samples`."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for name, reps in samples(seed, full).items():
+        model, _ = paper_model(name)
+        curves: dict[str, list[np.ndarray]] = {label: [] for label, _, _ in METHODS}
+        for st in reps:
+            exact = [exact_predictive(model, s) for s in st]  # shared by the four methods
+            for label, v, h in METHODS:
+                curve = divergence_curve(model, st, variant=v, hessian=h, exact=exact)
+                curves[label].append(np.array(curve))
+        out[name] = {label: np.stack(c) for label, c in curves.items()}
+    return out
+
+
+@cached(maxsize=4)
+def experiment(seed: int, full: bool) -> dict[str, Any]:
+    """Divergences (R × n × 4) per model and method, refit gaps (R × n × 5) per model."""
+    stats, divs = samples(seed, full), divergence_curves(seed, full)
+    out: dict[str, Any] = {}
+    for name in MODELS:
+        model, _ = paper_model(name)
         out[name] = {
             "model": model,
-            "stats": first,
-            "div": {k: np.stack(v) for k, v in divs.items()},
-            "gaps": np.stack(gaps),
+            "stats": stats[name][0],
+            "div": divs[name],
+            "gaps": np.stack(
+                [np.array([refit_gaps(model, s, Y_FIXED) for s in st]) for st in stats[name]]
+            ),
         }
     return out
+
+
+#: Mutants whose replacements reach neither the sampling nor the sufficient statistics
+#: reuse the replications' statistics; those that change only the refit gaps also reuse the
+#: divergences.
+REUSES_SAMPLES = (samples,)
+REUSES_DIVERGENCES = (samples, divergence_curves)
 
 
 #: below these a divergence is roundoff (float64 means ~4 carry errors ~1e-15)

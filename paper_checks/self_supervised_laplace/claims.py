@@ -16,6 +16,8 @@ from laplace_lab.paper_checks.self_supervised_laplace import _hdr, _mutants
 from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     MODELS,
     PAPER,
+    REUSES_DIVERGENCES,
+    REUSES_SAMPLES,
     SLOPE_TOL,
     SLOPES_AT_THRESHOLD,
     Y_FIXED,
@@ -56,6 +58,7 @@ _REFIT_SQRT_N = Mutant(
         (NormalNormal, "_augment"): _mutants.normal_augment_sqrt_n,
         (PoissonGamma, "_augment"): _mutants.poisson_augment_sqrt_n,
     },
+    reuses=REUSES_SAMPLES,
 )
 
 
@@ -134,6 +137,7 @@ def _lemma1(ctx: Context) -> Verdict:
             "augmented-gap-order-n-to-the-minus-half",
             "ℓ̃(θ̃) − ℓ̃(θ̂) decaying like n^-½",
             {refit_gaps: _mutants.augmented_gap_slower},
+            reuses=REUSES_DIVERGENCES,
         ),
         SLOPES_AT_THRESHOLD,
     ),
@@ -164,6 +168,7 @@ def _theorem1(ctx: Context) -> Verdict:
             "ℓ_D read as the mean log-likelihood (1/n)Σ log p (a reading the paper rules out)",
             {refit_gaps: _mutants.data_gap_of_mean_loglik},
             expect=Status.CONFIRMED,
+            reuses=REUSES_DIVERGENCES,
         ),
         SLOPES_AT_THRESHOLD,
     ),
@@ -219,6 +224,7 @@ def _theorem1_eq19(ctx: Context) -> Verdict:
             "information-gap-without-1-over-n",
             "|J̃(θ̃) − J̃(θ̂)| without Corollary 1's 1/n",
             {refit_gaps: _mutants.information_gap_unnormalised},
+            reuses=REUSES_DIVERGENCES,
         ),
         SLOPES_AT_THRESHOLD,
     ),

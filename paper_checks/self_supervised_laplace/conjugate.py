@@ -18,6 +18,7 @@ from laplace_lab.paper_checks.self_supervised_laplace import _audits, _mutants
 from laplace_lab.paper_checks.self_supervised_laplace._experiment import (
     MODELS,
     PAPER,
+    REUSES_SAMPLES,
     ROUNDOFF_FLOOR,
     SLOPES_AT_THRESHOLD,
     TV_CLOSE,
@@ -77,11 +78,13 @@ WORK_UNIT = "conjugate-experiments"
             "every total variation set to the margin δ itself",
             {divergences: _mutants.total_variation_at_margin},
             expect=Status.INCONCLUSIVE,
+            reuses=REUSES_SAMPLES,
         ),
         Mutant(
             "new-point-likelihood-twice-the-noise",
             "ŷ's likelihood ℓ_new with variance 2σ² (normal–normal)",
             {(NormalNormal, "_new_loglik"): _mutants.new_loglik_double_noise},
+            reuses=REUSES_SAMPLES,
         ),
         Mutant(
             "predictive-with-the-prior-rate",
@@ -90,6 +93,7 @@ WORK_UNIT = "conjugate-experiments"
             {(PoissonGamma, "_log_predictive"): _mutants.poisson_predictive_prior_rate},
             expect=Status.ERROR,
             heavy=True,  # 90 s: the unnormalised predictive's support runs far out
+            reuses=REUSES_SAMPLES,
         ),
     ),
 )
@@ -183,6 +187,7 @@ def _recover(ctx: Context) -> Verdict:
                 (NormalNormal, "_mle"): _mutants.normal_mle_shifted,
                 (PoissonGamma, "_mle"): _mutants.poisson_mle_shifted,
             },
+            reuses=REUSES_SAMPLES,
         ),
         SLOPES_AT_THRESHOLD,
     ),
@@ -249,6 +254,7 @@ def _rate_fits(exp: dict[str, Any], label: str) -> dict[str, Any]:
             "eqs. (12) and (17) without their ½log|J| terms",
             {ssla_theory._logdet: _mutants.no_logdet},
             expect=Status.INCONCLUSIVE,
+            reuses=REUSES_SAMPLES,
         ),
         Mutant(
             "ssla-without-refit",
@@ -256,6 +262,7 @@ def _rate_fits(exp: dict[str, Any], label: str) -> dict[str, Any]:
             "(the null)",
             {ssla_theory._log_unnormalised: _mutants.ssla_without_refit},
             expect=Status.INCONCLUSIVE,
+            reuses=REUSES_SAMPLES,
         ),
     ),
 )
@@ -341,6 +348,7 @@ def _more_faithful(ctx: Context) -> Verdict:
             "assla-with-epistemic-variance",
             "an ASSLA that returns the analytic predictive N(μ_n, σ² + σ_n²)",
             {ssla_predictive: _mutants.assla_is_analytic},
+            reuses=REUSES_SAMPLES,
         ),
     ),
 )
@@ -435,6 +443,7 @@ def _float32_figure(model: Any, rng: np.random.Generator) -> tuple[Figure, dict[
             "Poisson–gamma ASSLA evaluated as ℓ̃(θ̂) − ℓ_D(θ̂) with float32 log-likelihoods",
             {ssla_theory._log_unnormalised: _mutants.assla_float32_sums},
             expect=Status.CONFIRMED,
+            reuses=REUSES_SAMPLES,
         ),
     ),
 )

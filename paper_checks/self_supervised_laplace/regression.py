@@ -61,32 +61,42 @@ def _model() -> BayesianLinearRegression:
 
 
 @cached
-def _blr_predictives(seed: int, full: bool) -> dict:
-    """SSLA's and ASSLA's (likelihood Hessian) predictives and the analytic one, per data set
-    (replication), n and x*: nested lists [r][i][j] of frozen distributions."""
+def _blr_data(seed: int, full: bool) -> dict:
+    """The data sets' sufficient statistics per n (replication, n), the test inputs x* and the
+    analytic predictives per data set, n and x*: nested lists [r][i][j] of frozen
+    distributions."""
     rng = Context(seed=seed).rng("bayesian-linear-regression")
     ns = PAPER_NS if full else PAPER_NS[:2]
     n_max, m, reps = max(ns), (400 if full else 100), REPLICATIONS[full]
     model = _model()
-    pred = {"SSLA": [], "ASSLA": [], "exact": []}
-    xs_all = np.zeros((reps, m))
+    suff, stars, exact = [], np.zeros((reps, m, 2)), []
     for r in range(reps):
         step(r, reps, "data sets")
         X = np.c_[np.ones(n_max), rng.standard_normal(n_max)]
         y = X @ COEF + rng.standard_normal(n_max)
-        x_star = np.c_[np.ones(m), rng.standard_normal(m)]
-        xs_all[r] = x_star[:, 1]
-        for v in pred.values():
-            v.append([])
-        for n in ns:
-            suff = model.sufficient_statistics((X[:n], y[:n]))
-            pred["exact"][r].append([model.predictive(suff, xs) for xs in x_star])
-            for label, variant in (("SSLA", "refit"), ("ASSLA", "approx")):
-                pred[label][r].append(
-                    [ssla_predictive(model, suff, x_new=xs, variant=variant) for xs in x_star]
-                )
+        stars[r] = np.c_[np.ones(m), rng.standard_normal(m)]
+        suff.append([model.sufficient_statistics((X[:n], y[:n])) for n in ns])
+        exact.append([[model.predictive(s, xs) for xs in stars[r]] for s in suff[r]])
     step(reps, reps, "data sets")
-    return {"ns": ns, "predictives": pred, "x_star": xs_all}
+    return {"ns": ns, "suff": suff, "x_star": stars, "exact": exact}
+
+
+@cached
+def _blr_predictives(seed: int, full: bool) -> dict:
+    """SSLA's and ASSLA's (likelihood Hessian) predictives and the analytic one, per data set
+    (replication), n and x*: nested lists [r][i][j] of frozen distributions."""
+    data = _blr_data(seed, full)
+    model = _model()
+    pred = {"SSLA": [], "ASSLA": [], "exact": data["exact"]}
+    for suffs, x_star in zip(data["suff"], data["x_star"], strict=True):
+        for label, variant in (("SSLA", "refit"), ("ASSLA", "approx")):
+            pred[label].append(
+                [
+                    [ssla_predictive(model, s, x_new=xs, variant=variant) for xs in x_star]
+                    for s in suffs
+                ]
+            )
+    return {"ns": data["ns"], "predictives": pred, "x_star": data["x_star"][:, :, 1]}
 
 
 @cached
@@ -137,6 +147,7 @@ def _exact_predictive(model, data, *, x_new=None, variant="refit", hessian="like
             "the approximations replaced by the analytic predictive",
             {ssla_predictive: _exact_predictive},
             expect=Status.CONFIRMED,
+            reuses=(_blr_data,),
         ),
     ),
 )

@@ -318,3 +318,20 @@ def test_poisson_predictive_of_array_valued_statistics_is_refused():
     s = PoissonStats(np.array([5.0, 6.0]), np.array([10.0, 40.0]), np.array([0.0, 0.0]))
     with pytest.raises(ValueError, match="statistics of one data set"):
         PoissonGamma(2.5, 1.5).log_predictive(s, np.array([2.0, 2.0]))
+
+
+@pytest.mark.parametrize(("shape", "rate"), [(6.0, 2.0), (0.5, 3.0), (2.7, 13.3), (1e-3, 1e3)])
+def test_poisson_gamma_log_prior_is_scipys_gamma_log_density_bit_for_bit(shape, rate, rng):
+    """The closed-form log prior reproduces scipy.stats.gamma.logpdf exactly, out of the
+    support (−∞) and at NaN included."""
+    m = PoissonGamma(shape, rate)
+    lam = rng.gamma(2.0, 3.0, size=(50, 1)) * 10.0 ** rng.uniform(-6, 6, size=(50, 1))
+    lam[:3, 0] = (0.0, -1.0, np.nan)
+    got = m._log_prior(lam)
+    want = stats.gamma.logpdf(lam[..., 0], shape, scale=1.0 / rate)
+    assert got.shape == want.shape == (50,)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert got[1] == -np.inf and np.isnan(got[2])
+    scalar = m._log_prior(np.array([3.0]))
+    assert type(scalar) is np.float64
+    assert scalar == stats.gamma.logpdf(3.0, shape, scale=1.0 / rate)

@@ -165,3 +165,24 @@ def test_tv_of_nearly_equal_normals_is_accurate_and_warning_free():
         total_variation(stats.norm(4.0, 1.4142135623730951), stats.norm(4.0, 1.4142135623730954))
         < 1e-15
     )
+
+
+@pytest.mark.parametrize(
+    ("p", "q"),
+    [
+        (stats.norm(0.3, 1.2), stats.norm(-0.1, 0.9)),
+        (stats.norm(2.0, 1.0), stats.norm(2.0, 1.0 + 1e-9)),
+        (
+            DiscretePredictive(lambda k: stats.poisson.logpmf(k, 3.0)),
+            DiscretePredictive(lambda k: stats.nbinom.logpmf(k, 12, 0.8)),
+        ),
+    ],
+)
+def test_divergences_are_the_four_functions_bit_for_bit(p, q):
+    """divergences() evaluates each distribution once; its numbers are the four functions'."""
+    d = divergences(p, q)
+    assert d.kl_forward == kl_divergence(p, q)
+    assert d.kl_reverse == kl_divergence(q, p)
+    assert d.total_variation == total_variation(p, q)
+    assert d.wasserstein1 == wasserstein1(p, q)
+    assert d.kl_forward > 0.0 and d.total_variation > 0.0

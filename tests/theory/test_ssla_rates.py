@@ -14,6 +14,7 @@ from laplace_lab.theory.conjugate import NormalStats, PoissonStats
 from laplace_lab.theory.ssla_rates import (
     PAPER_NS,
     divergence_curve,
+    exact_predictive,
     paper_model,
     prefix_statistics,
     refit_gaps,
@@ -102,3 +103,15 @@ def test_refit_gaps_closed_form_normal_normal():
 def test_paper_model_bad_name():
     with pytest.raises(ValueError, match="name must be"):
         paper_model("gamma-gamma")
+
+
+def test_divergence_curve_with_given_exact_predictives_is_the_same_curve():
+    model, truth = paper_model("poisson-gamma")
+    st = prefix_statistics(model, np.random.default_rng(3), (20, 100), theta_true=truth)
+    exact = [exact_predictive(model, s) for s in st]
+    own = divergence_curve(model, st, variant="approx", hessian="likelihood")
+    given = divergence_curve(model, st, variant="approx", hessian="likelihood", exact=exact)
+    assert given == own
+    assert all(d.total_variation > 0.0 for d in own)
+    with pytest.raises(ValueError, match="exact must hold one predictive"):
+        divergence_curve(model, st, variant="approx", hessian="likelihood", exact=exact[:1])
