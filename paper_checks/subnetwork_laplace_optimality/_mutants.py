@@ -20,6 +20,7 @@ from laplace_lab.networks import models
 from laplace_lab.numerics import predictive, selection
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+    first_audit,
     fitted_replications,
 )
 from laplace_lab.paper_checks.verification import Mutant
@@ -196,7 +197,8 @@ PROPOSED_ASCENDING = Mutant(
         selection.greedy_laplace: _greedy_ascending,
         selection.greedy_laplace_reference: _greedy_reference_ascending,
     },
-    reuses=(fitted_replications,),  # the selection comes after training
+    # the selection comes after training, and the kernel audit never selects
+    reuses=(fitted_replications, first_audit),
 )
 
 
