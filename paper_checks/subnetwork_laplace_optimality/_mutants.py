@@ -20,7 +20,9 @@ from laplace_lab.networks import models
 from laplace_lab.numerics import predictive, selection
 from laplace_lab.numerics.ggn import GGN
 from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+    first_audit,
     fitted_replications,
+    oracle_reference,
 )
 from laplace_lab.paper_checks.verification import Mutant
 from laplace_lab.theory import classes, exhaustive
@@ -196,7 +198,8 @@ PROPOSED_ASCENDING = Mutant(
         selection.greedy_laplace: _greedy_ascending,
         selection.greedy_laplace_reference: _greedy_reference_ascending,
     },
-    reuses=(fitted_replications,),  # the selection comes after training
+    # the selection comes after training, and the kernel audit never selects
+    reuses=(fitted_replications, first_audit),
 )
 
 
@@ -222,7 +225,8 @@ SHARED_VARIANCES_HALVED = Mutant(
         predictive.subnetwork_variance_path: _halved(predictive.subnetwork_variance_path),
     },
     expect="ERROR",
-    reuses=(fitted_replications,),  # the variances come after training
+    # the variances come after training; the audit's dense oracle never calls them
+    reuses=(fitted_replications, oracle_reference),
 )
 SCORES_WITHOUT_NOISE = Mutant(
     "scores-without-noise-variance",
@@ -230,7 +234,8 @@ SCORES_WITHOUT_NOISE = Mutant(
     "scaled alike, the ranking unchanged (must be an ERROR of the kernel audit)",
     {(GGN, "scores"): _scores_without_noise},
     expect="ERROR",
-    reuses=(fitted_replications,),  # the scores come after training
+    # the scores come after training; the audit's dense oracle computes its own
+    reuses=(fitted_replications, oracle_reference),
 )
 COUNT_WITHOUT_VECTORS = Mutant(
     "count-without-biases",

@@ -37,6 +37,7 @@ from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
     SHARED_VARIANCES_HALVED,
 )
 from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+    first_audit,
     fitted_replications,
 )
 from laplace_lab.paper_checks.verification import (
@@ -265,7 +266,8 @@ def _nominal_coverage(res: Any, name: str, _true=coverages) -> np.ndarray:
             "subnet-diagonal-largest",
             "Subnet-Diagonal takes the k largest diagonal entries (the reading §4 rules out)",
             {subnet_diagonal: _largest_diagonal},
-            reuses=(fitted_replications,),  # the selection comes after training
+            # the selection comes after training, and the kernel audit never selects
+            reuses=(fitted_replications, first_audit),
         ),
         Mutant(
             "subnet-diagonal-at-nominal",

@@ -25,6 +25,7 @@ relative ones otherwise); a ratio above 1 is our code's failure.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,14 @@ from laplace_lab.numerics.predictive import (
     wasserstein_gap,
 )
 
-__all__ = ["SUBSET", "TEST_ROWS", "TRAIN_ROWS", "audit_kernels"]
+__all__ = [
+    "SUBSET",
+    "TEST_ROWS",
+    "TRAIN_ROWS",
+    "AuditReference",
+    "audit_kernels",
+    "audit_reference",
+]
 
 #: The small instance: training rows (N′ = N·C rows of J_w), test rows, sub-network size.
 TRAIN_ROWS = 24
@@ -67,7 +75,26 @@ def _relative(got: Any, want: np.ndarray) -> float:
     return float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-300))
 
 
-def audit_kernels(
+@dataclass(frozen=True, eq=False)
+class AuditReference:
+    """The dense oracle's side of the audit: the sub-network S, its prefix, and the oracle's
+    scores, variances and variance tolerances on the small instance."""
+
+    #: The parameter count p, the random sub-network S (sorted) and its order of selection.
+    p: int
+    subset: np.ndarray
+    order: np.ndarray
+    #: The nested prefix's size (≤ N′, the Cholesky branch of the prefixes).
+    small: int
+    scores: np.ndarray
+    full: np.ndarray
+    sub: np.ndarray
+    prefix: np.ndarray
+    sub_tolerance: np.ndarray
+    prefix_tolerance: np.ndarray
+
+
+def audit_reference(
     model: Any,
     X_train: Any,
     X_test: Any,
@@ -75,30 +102,10 @@ def audit_kernels(
     task: str,
     noise_var: float,
     prior_precision: float,
-    make_ggn: Callable[..., Any],
     rng: np.random.Generator,
-) -> dict[str, float]:
-    """Error-to-tolerance ratios of the Experiment-1 kernels on a small instance (≤ 1 passes).
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        The replication's MAP network, float64 and in evaluation mode.
-    X_train, X_test : array_like
-        Its training and test inputs (the first :data:`TRAIN_ROWS` / :data:`TEST_ROWS` used).
-    task : {"regression", "binary", "multiclass"}
-    noise_var, prior_precision : float
-        σ0² and α of the run.
-    make_ggn : callable
-        ``make_ggn(task, J, f, noise_var, prior_precision)``: the run's own GGN builder.
-    rng : numpy.random.Generator
-        Draws the sub-network S.
-
-    Returns
-    -------
-    dict
-        Kernel name → error / tolerance.
-    """
+) -> AuditReference:
+    """The oracle's answers on the small instance (:func:`audit_kernels`'s arguments): they
+    depend on the network, the data and ``rng`` only, never on :mod:`laplace_lab.numerics`."""
     import torch
 
     Xa = torch.as_tensor(np.asarray(X_train)[:TRAIN_ROWS], dtype=torch.float64)
@@ -116,30 +123,95 @@ def audit_kernels(
             noise_var=float(noise_var) if task == "regression" else 1.0,
         )
     )
-    J = per_sample_jacobian(model, Xa).numpy()
-    G = per_sample_jacobian(model, Xt).numpy()
-    ggn = make_ggn(task, J, predict(model, Xa), noise_var, prior_precision)
-    p = ggn.p
+    p = int(oracle.theta.size)
     S = np.sort(rng.choice(p, size=min(SUBSET, p), replace=False)).astype(np.int64)
     order = rng.permutation(S)
     small = min(TRAIN_ROWS // 2, S.size)
+    return AuditReference(
+        p=p,
+        subset=S,
+        order=order,
+        small=small,
+        scores=oracle.scores,
+        full=oracle.predictive_variance(),
+        sub=oracle.predictive_variance(S),
+        prefix=oracle.predictive_variance(order[:small]),
+        sub_tolerance=oracle.variance_tolerance(S),
+        prefix_tolerance=oracle.variance_tolerance(order[:small]),
+    )
 
-    full = oracle.predictive_variance()
-    sub = oracle.predictive_variance(S)
-    prefix = oracle.predictive_variance(order[:small])
+
+def audit_kernels(
+    model: Any,
+    X_train: Any,
+    X_test: Any,
+    *,
+    task: str,
+    noise_var: float,
+    prior_precision: float,
+    make_ggn: Callable[..., Any],
+    rng: np.random.Generator | None = None,
+    reference: AuditReference | None = None,
+) -> dict[str, float]:
+    """Error-to-tolerance ratios of the Experiment-1 kernels on a small instance (≤ 1 passes).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The replication's MAP network, float64 and in evaluation mode.
+    X_train, X_test : array_like
+        Its training and test inputs (the first :data:`TRAIN_ROWS` / :data:`TEST_ROWS` used).
+    task : {"regression", "binary", "multiclass"}
+    noise_var, prior_precision : float
+        σ0² and α of the run.
+    make_ggn : callable
+        ``make_ggn(task, J, f, noise_var, prior_precision)``: the run's own GGN builder.
+    rng : numpy.random.Generator, optional
+        Draws the sub-network S (:func:`audit_reference`); required without ``reference``.
+    reference : AuditReference, optional
+        The oracle's side, computed before by :func:`audit_reference` on the same arguments.
+
+    Returns
+    -------
+    dict
+        Kernel name → error / tolerance.
+    """
+    import torch
+
+    if reference is None:
+        if rng is None:
+            raise ValueError("rng is required when no reference is given")
+        reference = audit_reference(
+            model,
+            X_train,
+            X_test,
+            task=task,
+            noise_var=noise_var,
+            prior_precision=prior_precision,
+            rng=rng,
+        )
+    ref = reference
+    Xa = torch.as_tensor(np.asarray(X_train)[:TRAIN_ROWS], dtype=torch.float64)
+    Xt = torch.as_tensor(np.asarray(X_test)[:TEST_ROWS], dtype=torch.float64)
+    J = per_sample_jacobian(model, Xa).numpy()
+    G = per_sample_jacobian(model, Xt).numpy()
+    ggn = make_ggn(task, J, predict(model, Xa), noise_var, prior_precision)
+    if ggn.p != ref.p:
+        raise ValueError(f"reference: p = {ref.p} for a network with p = {ggn.p}")
+    S, order, small = ref.subset, ref.order, ref.small
     ratios = {
-        "scores": _relative(ggn.scores(), oracle.scores) / RELATIVE,
-        "full variance": _relative(predictive_variance(ggn, G), full) / RELATIVE,
+        "scores": _relative(ggn.scores(), ref.scores) / RELATIVE,
+        "full variance": _relative(predictive_variance(ggn, G), ref.full) / RELATIVE,
     }
-    tol = oracle.variance_tolerance(S)
-    ratios["sub-network variance"] = _to_tolerance(subnetwork_variance(ggn, G, S), sub, tol)
+    tol = ref.sub_tolerance
+    ratios["sub-network variance"] = _to_tolerance(subnetwork_variance(ggn, G, S), ref.sub, tol)
     path = np.asarray(subnetwork_variance_path(ggn, G, order, [small, S.size]))
     ratios["nested prefixes"] = max(
-        _to_tolerance(path[0], prefix, oracle.variance_tolerance(order[:small])),
-        _to_tolerance(path[1], sub, tol),
+        _to_tolerance(path[0], ref.prefix, ref.prefix_tolerance),
+        _to_tolerance(path[1], ref.sub, tol),
     )
     noise = float(noise_var) if task == "regression" else 0.0
-    w2 = np.abs(np.sqrt(full + noise) - np.sqrt(sub + noise))
+    w2 = np.abs(np.sqrt(ref.full + noise) - np.sqrt(ref.sub + noise))
     w2 = w2.mean(axis=1) if w2.ndim == 2 else w2  # multiclass: the mean over classes
-    ratios["W2"] = _relative(wasserstein_gap(full, sub, noise_var=noise), w2) / RELATIVE
+    ratios["W2"] = _relative(wasserstein_gap(ref.full, ref.sub, noise_var=noise), w2) / RELATIVE
     return ratios

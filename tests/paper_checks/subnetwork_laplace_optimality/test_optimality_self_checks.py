@@ -160,6 +160,47 @@ def test_kernel_audit_passes_on_the_package_and_fails_on_a_shared_wrong_variance
         assert audit()["scores"] > 1e3
 
 
+def test_kernel_audit_oracle_side_is_untouched_by_the_kernel_mutants(audited_network):
+    """The oracle's side of the audit (the reference the mutants of our kernels reuse) is the
+    same under those mutants, and the audit given it returns exactly the ratios of the audit
+    that draws it; both mutants still fail the audit with the reused reference."""
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality._mutants import (
+        SCORES_WITHOUT_NOISE,
+        SHARED_VARIANCES_HALVED,
+    )
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.experiment1 import (
+        _ggn,
+    )
+    from laplace_lab.paper_checks.subnetwork_laplace_optimality.experiments.kernel_audit import (
+        audit_kernels,
+        audit_reference,
+    )
+
+    model, X, Xt = audited_network
+    args = {"task": "regression", "noise_var": 0.3, "prior_precision": 2.5}
+
+    def reference():
+        return audit_reference(model, X, Xt, rng=np.random.default_rng(0), **args)
+
+    ref = reference()
+    fields = ("subset", "order", "scores", "full", "sub", "prefix", "sub_tolerance")
+    for mutant in (SHARED_VARIANCES_HALVED, SCORES_WITHOUT_NOISE):
+        with applied(mutant):
+            again = reference()
+        assert all(np.array_equal(getattr(ref, f), getattr(again, f)) for f in fields)
+    assert ref.p == 3 * 8 + 8 + 8 + 1 and ref.subset.size == 41 and ref.small == 12
+    drawn = _audit(model, X, Xt, task="regression", noise_var=0.3)
+    given = audit_kernels(model, X, Xt, make_ggn=_ggn, reference=ref, **args)
+    assert given == drawn
+    with applied(SHARED_VARIANCES_HALVED):
+        wrong = audit_kernels(model, X, Xt, make_ggn=_ggn, reference=ref, **args)
+    assert wrong["full variance"] > 1e3
+    with applied(SCORES_WITHOUT_NOISE):
+        assert audit_kernels(model, X, Xt, make_ggn=_ggn, reference=ref, **args)["scores"] > 1e3
+    with pytest.raises(ValueError, match="rng"):
+        audit_kernels(model, X, Xt, make_ggn=_ggn, **args)
+
+
 def test_kernel_audit_fails_on_a_softmax_hessian_root_without_its_square_root(monkeypatch):
     """Setup C's GGN (App. C.5): H_n = W_n W_nᵀ with W_n = U √λ. A root that drops the square
     root (W_n = U λ, so W_n W_nᵀ = H_n², every curve moved alike) passes every ordering but
