@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from laplace_lab._checks import one_of
 from laplace_lab._random import keyed_generator, spawn
 from laplace_lab.numerics import LinearizedLaplace, ScaLLA, per_sample_jacobian
 from laplace_lab.paper_checks.surrogate_ntk_lla._threads import one_thread
@@ -90,6 +91,38 @@ def ntk(model: Any, X1: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
     J1 = per_sample_jacobian(model, X1).double().numpy()
     J2 = J1 if X2 is None else per_sample_jacobian(model, X2).double().numpy()
     return np.einsum("iap,jbp->iajb", J1, J2).reshape(J1.shape[0] * J1.shape[1], -1)
+
+
+#: The toy's input sets, by the name of their :class:`Toy` field.
+INPUTS = ("X_train", "X_test", "X_context", "X_ood")
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+@cached(maxsize=80)
+def toy_ntk(seed: int, replicate: int, first: str, second: str | None = None) -> np.ndarray:
+    """:func:`ntk` of one toy's inputs named ``first`` (and ``second``; one of
+    :data:`INPUTS`), read-only: it depends on the toy alone, so that a mutant of the
+    surrogate's training or evaluation can reuse it."""
+    one_of(first, "first", INPUTS)
+    if second is not None:
+        one_of(second, "second", INPUTS)
+    t = toy(seed, replicate)
+    return _read_only(
+        ntk(t.model, getattr(t, first), None if second is None else getattr(t, second))
+    )
+
+
+@cached(maxsize=40)
+def exact_variance(seed: int, replicate: int, inputs: str) -> np.ndarray:
+    """The exact LLA's marginal predictive variances (N, C) at one toy's inputs named
+    ``inputs`` (one of :data:`INPUTS`), read-only: reused like :func:`toy_ntk`."""
+    one_of(inputs, "inputs", INPUTS)
+    t = toy(seed, replicate)
+    return _read_only(t.lla.predictive(getattr(t, inputs)).variance())
 
 
 def learned(fit: ScaLLA, X1: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:

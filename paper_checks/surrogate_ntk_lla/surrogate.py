@@ -27,11 +27,12 @@ from laplace_lab.paper_checks.surrogate_ntk_lla._toy import (
     CENTRES,
     STEPS,
     _far,
+    exact_variance,
     learned,
-    ntk,
     relative_error,
     surrogate,
     toy,
+    toy_ntk,
 )
 from laplace_lab.paper_checks.verification import (
     Context,
@@ -99,6 +100,16 @@ def unbiased_with_context(seed: int, full: bool, replicate: int = 0) -> object:
     return surrogate(seed, full, M, True, False, replicate=replicate)
 
 
+@cached(maxsize=20)
+def held_out_ntk(seed: int, replicate: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The NTK Gram of one toy's held-out inputs and its eigenvalues, largest first (read-only):
+    they depend on the toy alone, so that a mutant of the surrogates' training reuses them."""
+    K = toy_ntk(seed, replicate, "X_test")
+    lam = np.linalg.eigvalsh(K)[::-1]
+    lam.flags.writeable = False
+    return K, lam
+
+
 def _uniform_probes(num_probes: int, p: int, *, rng: object, dtype: object = None, **_: object):
     """Probes uniform on (−1, 1): zero mean but covariance I/3, not I."""
     import torch
@@ -113,8 +124,9 @@ UNIFORM_PROBES = Mutant(
     "probes-covariance-third",
     "probes uniform on (−1, 1) (covariance I/3): eq. (4) fails, the target is K/3",
     {draw_probes: _uniform_probes},
-    # only the surrogate's training draws probes: the toy (MAP and exact LLA) is the true one
-    reuses=(toy,),
+    # only the surrogate's training draws probes: the toy (MAP and exact LLA), its NTK Grams
+    # and the exact LLA's variances are the true ones
+    reuses=(toy, toy_ntk, held_out_ntk, exact_variance),
 )
 
 
@@ -123,7 +135,7 @@ NULL_CONVERGENCE = Mutant(
     f"both arms with m = {M} features and the full training (no effect)",
     {(sys.modules[__name__], "FEWEST"): M, (sys.modules[__name__], "EARLY"): 1},
     expect=Status.INCONCLUSIVE,
-    reuses=(toy, surrogate),
+    reuses=(toy, surrogate, toy_ntk, held_out_ntk),
 )
 
 
@@ -151,8 +163,7 @@ def surrogate_kernel_convergence(ctx: Context) -> Verdict:
     rows = []
     for r in _toys(n):
         t = toy(seed, r)
-        K = ntk(t.model, t.X_test)
-        lam = np.linalg.eigvalsh(K)[::-1]
+        K, lam = held_out_ntk(seed, r)
 
         def error(m: int, steps: int = 0, t=t, K=K, r=r) -> float:
             # steps named only when set: the full training is the call of without_context,
@@ -220,8 +231,8 @@ def _variance_errors(
     t = toy(seed, replicate)
     fit = surrogate(seed, full, M, context, False, replicate=replicate)
     out = []
-    for X in (t.X_test, t.X_ood):
-        exact = t.lla.predictive(X).variance()
+    for name in ("X_test", "X_ood"):
+        X, exact = getattr(t, name), exact_variance(seed, replicate, name)
         out.append(float(np.median(np.abs(fit.predictive(X).variance() / exact - 1.0))))
     return out[0], out[1]
 
@@ -321,7 +332,7 @@ def _ood_kernel_errors(seed: int, full: bool, replicate: int) -> dict[str, float
     """Relative Frobenius error of the learned kernel on one toy's OOD inputs, without and
     with context points."""
     t = toy(seed, replicate)
-    K = ntk(t.model, t.X_ood)
+    K = toy_ntk(seed, replicate, "X_ood")
     fits = {
         "without": without_context(seed, full, replicate),
         "with": unbiased_with_context(seed, full, replicate),
@@ -351,8 +362,8 @@ def _ood_errors_at_ratio(seed: int, full: bool, replicate: int) -> dict[str, flo
             "JVP matching on training inputs only, whatever context is passed",
             {train_surrogate: _train_without_context},
             expect=Status.REFUTED,
-            # the arm without context trains exactly as the true one does
-            reuses=(toy, without_context),
+            # the arm without context trains exactly as the true one does; the NTK is the toy's
+            reuses=(toy, without_context, toy_ntk),
         ),
         Mutant(
             "ratio-at-three-quarters",
@@ -421,9 +432,12 @@ def _block_features(self: SurrogateFit, X: object, _true=SurrogateFit.features) 
     return F
 
 
+@cached(maxsize=20)
 def _cross_ratios(seed: int, full: bool, replicate: int = 0) -> dict[str, float]:
+    """One toy's train–context block of the learned kernel relative to the NTK's, and the
+    relative error of the training block, for the unbiased and the biased surrogate."""
     t = toy(seed, replicate)
-    K_tc = ntk(t.model, t.X_train, t.X_context)
+    K_tc = toy_ntk(seed, replicate, "X_train", "X_context")
     out = {}
     for name, biased in (("unbiased", False), ("biased", True)):
         fit = surrogate(seed, full, M, True, biased, replicate=replicate)
@@ -431,7 +445,7 @@ def _cross_ratios(seed: int, full: bool, replicate: int = 0) -> dict[str, float]
             np.linalg.norm(learned(fit, t.X_train, t.X_context)) / np.linalg.norm(K_tc)
         )
         out[f"{name}_train_error"] = relative_error(
-            learned(fit, t.X_train), ntk(t.model, t.X_train)
+            learned(fit, t.X_train), toy_ntk(seed, replicate, "X_train")
         )
     return out
 
@@ -454,8 +468,9 @@ def _cross_ratios(seed: int, full: bool, replicate: int = 0) -> dict[str, float]
             {(SurrogateFit, "features"): _block_features},
             expect=Status.CONFIRMED,
             # training never calls SurrogateFit.features (only the fitted posterior does, which
-            # this claim does not read): the trained surrogates are the true ones
-            reuses=(surrogate, toy),
+            # this claim does not read): the trained surrogates are the true ones, and the NTK
+            # Grams never call it
+            reuses=(surrogate, toy, toy_ntk),
         ),
         Mutant(
             "half-the-block-reads-as-block-diagonal",
@@ -464,7 +479,8 @@ def _cross_ratios(seed: int, full: bool, replicate: int = 0) -> dict[str, float]
             "verdict must not rest on the choice",
             {(sys.modules[__name__], "CROSS_LENIENT"): 0.5},
             expect=Status.INCONCLUSIVE,
-            reuses=(surrogate, toy),
+            # the ratios do not read the threshold: only the decision after them does
+            reuses=(surrogate, toy, _cross_ratios),
         ),
     ),
 )
@@ -556,8 +572,9 @@ def _prior_ratio(fit: object, X: np.ndarray) -> float:
             "the biased run trained on the unbiased loss of eq. (3)",
             {kernel_matching_loss: _loss_ignoring_bias},
             expect=Status.INCONCLUSIVE,
-            # the unbiased arm's loss is eq. (3) under both: it trains as the true one does
-            reuses=(toy, unbiased_with_context),
+            # the unbiased arm's loss is eq. (3) under both: it trains as the true one does; the
+            # exact LLA's variances and the NTK are the toy's
+            reuses=(toy, unbiased_with_context, toy_ntk, exact_variance),
         ),
     ),
     kind=Kind.SUPERIORITY,
@@ -576,8 +593,8 @@ def biased_back_to_prior(ctx: Context) -> Verdict:
             "ScaLLA biased": surrogate(seed, full, M, True, True, replicate=r),
         }
         ratios = {name: _prior_ratio(fit, t.X_ood) for name, fit in fits.items()}
-        exact = t.lla.predictive(t.X_ood).variance()
-        K = ntk(t.model, t.X_ood)
+        exact = exact_variance(seed, r, "X_ood")
+        K = toy_ntk(seed, r, "X_ood")
         ratios["exact LLA"] = float(np.median(exact / (np.diag(K).reshape(-1, 3) / ALPHA)))
         gains.append(ratios["ScaLLA biased"] - ratios["ScaLLA"])
         rows.append(ratios)
