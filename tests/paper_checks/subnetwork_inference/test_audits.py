@@ -95,6 +95,17 @@ def test_swag_dead_relu_verdicts(monkeypatch, nets, status):
     assert v.status is status, v.reason
 
 
+def test_swag_of_one_map_twice_gives_the_same_variances():
+    """A cached MAP's SWAG run draws from a copy of its generator: run again (as under a
+    mutant that reuses the MAP), it gives the same variances."""
+    net = swag_dead_relus._map_network(np.random.default_rng(7))
+    first, again = swag_dead_relus._with_swag(net), swag_dead_relus._with_swag(net)
+    np.testing.assert_array_equal(first.swag, again.swag)
+    np.testing.assert_array_equal(first.dead, again.dead)
+    # never-lit pixels of the digits give dead first-layer weights, zero SWAG gradient
+    assert first.dead_pixel_weights > 0 and first.swag.size == net.p
+
+
 @pytest.mark.parametrize(
     "net",
     [
