@@ -273,6 +273,7 @@ def _jacobians(model, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(per_sample_jacobian(model, A, subset=W).numpy() for A in inputs)
 
 
+@single_threaded()
 def largest_jacobians(trained: TrainedSplit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The largest network's Jacobians (over its weights) at the training, validation and
     test rows of a trained split."""
