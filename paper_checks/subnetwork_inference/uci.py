@@ -41,7 +41,6 @@ from laplace_lab.paper_checks.subnetwork_inference.experiments.uci import (
     TrainedSplit,
     UCISplit,
     full_posteriors,
-    largest_jacobians,
     subnetwork_posteriors,
     train_splits,
 )
@@ -101,32 +100,20 @@ def _trained(seed: int, full: bool) -> tuple[TrainedSplit, ...]:
     return tuple(out)
 
 
-@cached(maxsize=1)
-def _jacobians(seed: int, full: bool, index: int, dataset: str) -> tuple[np.ndarray, ...]:
-    """The largest network's training, validation and test Jacobians of split ``index``,
-    computed once for :func:`_posteriors` and :func:`_split`, which follows it (only the
-    last split's are kept: they are large)."""
-    trained = _trained(seed, full)[index]
-    require(trained.dataset == dataset, f"split {index} is of {trained.dataset}, not {dataset}")
-    return largest_jacobians(trained)
-
-
 @cached
 def _posteriors(seed: int, full: bool, index: int, dataset: str) -> FullPosteriors:
     """The posteriors of split ``index`` (:func:`_trained`'s networks) that need no
     subnetwork prior: a mutant of λ_S alone reuses them."""
     trained = _trained(seed, full)[index]
     require(trained.dataset == dataset, f"split {index} is of {trained.dataset}, not {dataset}")
-    return full_posteriors(trained, _jacobians(seed, full, index, dataset))
+    return full_posteriors(trained)
 
 
 @cached
 def _split(seed: int, full: bool, index: int, dataset: str) -> UCISplit:
     """Every posterior of split ``index``: :func:`_posteriors` and the subnetworks with
     λ_S = λ·S/D."""
-    posteriors = _posteriors(seed, full, index, dataset)
-    J, _, Gt = _jacobians(seed, full, index, dataset)
-    return subnetwork_posteriors(posteriors, J, Gt)
+    return subnetwork_posteriors(_posteriors(seed, full, index, dataset))
 
 
 def _splits(seed: int, full: bool, quick_splits: int = QUICK_SPLITS) -> tuple[UCISplit, ...]:
@@ -330,7 +317,7 @@ def large_subnetwork_vs_small_full(ctx: Context) -> Verdict:
             "subnetworks keep the full network's λ instead of λ·S/D",
             {subnetwork_prior_precision: lambda prior_precision, k, D: float(prior_precision)},
             expect=Status.INCONCLUSIVE,
-            reuses=(_trained, _jacobians, _posteriors),
+            reuses=(_trained, _posteriors),
         ),
     ),
 )

@@ -51,7 +51,6 @@ __all__ = [
     "UCISplit",
     "evaluate_split",
     "full_posteriors",
-    "largest_jacobians",
     "require_standardised_on_training_rows",
     "subnetwork_posteriors",
     "train_splits",
@@ -273,29 +272,14 @@ def _jacobians(model, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(per_sample_jacobian(model, A, subset=W).numpy() for A in inputs)
 
 
-@single_threaded()
-def largest_jacobians(trained: TrainedSplit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The largest network's Jacobians (over its weights) at the training, validation and
-    test rows of a trained split."""
-    ds, tr, va = trained.data, trained.train_rows, trained.validation_rows
-    return _jacobians(trained.models[-1], ds.X_train[tr], ds.X_train[va], ds.X_test)
-
-
-def _full_posteriors(
-    trained: TrainedSplit, largest: tuple[np.ndarray, ...] | None = None
-) -> tuple[FullPosteriors, np.ndarray, np.ndarray]:
-    """:class:`FullPosteriors` and the largest network's training and test Jacobians
-    (``largest``: its :func:`largest_jacobians`, computed here when not given)."""
+def _full_posteriors(trained: TrainedSplit) -> tuple[FullPosteriors, np.ndarray, np.ndarray]:
+    """:class:`FullPosteriors` and the largest network's training and test Jacobians."""
     ds, tr, va = trained.data, trained.train_rows, trained.validation_rows
     X, y, Xv, yv = ds.X_train[tr], ds.y_train[tr], ds.X_train[va], ds.y_train[va]
     grid = np.asarray(PRIOR_GRID)
     out: dict[str, dict] = {k: {} for k in ("D", "lam", "map", "full", "dead")}
-    last = len(trained.models) - 1
-    for i, (name, model) in enumerate(zip(ARCHITECTURES, trained.models, strict=True)):
-        if i == last and largest is not None:
-            J, Gv, Gt = largest
-        else:
-            J, Gv, Gt = _jacobians(model, X, Xv, ds.X_test)
+    for name, model in zip(ARCHITECTURES, trained.models, strict=True):
+        J, Gv, Gt = _jacobians(model, X, Xv, ds.X_test)
         s2 = noise_variance(model, X, y)
         f_val, f_test = predict(model, Xv), predict(model, ds.X_test)
         spectral = SpectralLaplace(J / np.sqrt(s2))
@@ -327,15 +311,11 @@ def _full_posteriors(
 
 
 @single_threaded()
-def full_posteriors(
-    trained: TrainedSplit, largest: tuple[np.ndarray, ...] | None = None
-) -> FullPosteriors:
+def full_posteriors(trained: TrainedSplit) -> FullPosteriors:
     """The posteriors of a trained split that need no subnetwork prior: the full Laplace of
     each network (λ by validation log-likelihood) and the nested Wasserstein subnetworks of
     the largest one with the full network's λ (§6.2 of [1]_); :func:`subnetwork_posteriors`
     adds those with λ_S = λ·S/D.
-
-    ``largest``, the largest network's :func:`largest_jacobians`, is computed when not given.
 
     References
     ----------
@@ -343,12 +323,7 @@ def full_posteriors(
        "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §4 and
        §6.2.
     """
-    if largest is not None and len(largest) != 3:
-        raise ValueError(
-            "largest must hold the largest network's training, validation and test Jacobians; "
-            f"got {len(largest)} arrays"
-        )
-    return _full_posteriors(trained, largest)[0]
+    return _full_posteriors(trained)[0]
 
 
 @single_threaded()
