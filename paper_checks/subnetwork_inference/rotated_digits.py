@@ -44,9 +44,12 @@ from laplace_lab.paper_checks.subnetwork_inference._paired import (
     differences,
 )
 from laplace_lab.paper_checks.subnetwork_inference.experiments.rotated_digits import (
+    RotationFit,
     RotationShift,
     ensemble_rotation_shift,
+    fit_rotation_map,
     rotation_shift,
+    score_rotation_shift,
 )
 from laplace_lab.paper_checks.verification import (
     Context,
@@ -109,6 +112,17 @@ def _shift(seed: int, full: bool) -> tuple[RotationShift, ...]:
 
 
 @cached
+def _fitted(seed: int, full: bool, index: int) -> RotationFit:
+    """The split, MAP and SWAG variances of replication ``index`` (:func:`_replication`):
+    a mutant of the selection or of the subnetwork predictive alone reuses them."""
+    rng = Context(seed=seed).rng("rotated-digits").spawn(index + 1)[index]
+    cfg = _FULL if full else _SELECTION_QUICK
+    return fit_rotation_map(
+        rng=rng, n_ggn=cfg["n_ggn"], n_test=cfg["n_test"], epochs=cfg["epochs"]
+    )
+
+
+@cached
 def _replication(seed: int, full: bool, index: int) -> RotationShift:
     """Replication ``index`` of the selection comparison: stream ``index`` of
     ``rotated-digits`` (the first streams are the same for any number of them), at the full
@@ -116,8 +130,8 @@ def _replication(seed: int, full: bool, index: int) -> RotationShift:
     with the full mode's 40 training epochs."""
     if full and index < len(_streams(seed, full)):
         return _shift(seed, full)[index]
-    rng = Context(seed=seed).rng("rotated-digits").spawn(index + 1)[index]
-    return _audited(rotation_shift(rng=rng, **(_FULL if full else _SELECTION_QUICK)))
+    angles = (_FULL if full else _SELECTION_QUICK)["angles"]
+    return _audited(score_rotation_shift(_fitted(seed, full, index), angles=angles))
 
 
 def _table(runs: tuple[RotationShift, ...], field: str, methods) -> str:
@@ -225,6 +239,7 @@ def _gain(seed: int, full: bool, index: int, baseline: str) -> float:
             "subnetwork-is-the-whole-network",
             "the subnetwork predictive ignores S and uses all p weights (with λ_S)",
             _WHOLE_NETWORK,
+            reuses=(_fitted,),
             expect=Status.CONFIRMED,
             heavy=True,
         ),
@@ -329,6 +344,7 @@ def _no_difference(run: RotationShift) -> float:
             "subnetwork-is-the-whole-network",
             "both subnetwork predictives ignore S and use all p weights: nothing to compare",
             _WHOLE_NETWORK,
+            reuses=(_fitted,),
             expect=Status.ERROR,
         ),
         Mutant(
@@ -349,6 +365,7 @@ def _no_difference(run: RotationShift) -> float:
             "smallest-variances-selected",
             "the library's Wasserstein rule takes the smallest SWAG variances",
             {largest_variances: _mutants.smallest_variances},
+            reuses=(_fitted,),
             expect=Status.ERROR,
         ),
     ),

@@ -23,6 +23,7 @@ zero) lets a few in — 2 of 3,527 over the 10 full-mode networks of seed 0.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,7 +82,25 @@ class DeadReluNetwork:
     error: float
 
 
-def _trained_network(rng: np.random.Generator) -> DeadReluNetwork:
+@dataclass(frozen=True)
+class _MapNetwork:
+    """One trained MLP before SWAG: the model, its training digits, the generator of its SWAG
+    run (not yet drawn from: :func:`_with_swag` draws from a copy), and per parameter
+    ``live`` (a nonzero training Jacobian entry) and ``ggn_diag``; ``dead_units``, ``p`` and
+    ``error`` as in :class:`DeadReluNetwork`."""
+
+    model: object
+    X: np.ndarray
+    y: np.ndarray
+    swag_rng: np.random.Generator
+    live: np.ndarray
+    ggn_diag: np.ndarray
+    dead_units: int
+    p: int
+    error: float
+
+
+def _map_network(rng: np.random.Generator) -> _MapNetwork:
     import torch
 
     from laplace_lab._random import spawn
@@ -123,29 +142,50 @@ def _trained_network(rng: np.random.Generator) -> DeadReluNetwork:
                 hidden = layer(hidden)
                 if isinstance(layer, torch.nn.ReLU):
                     units += int(torch.all(hidden == 0, dim=0).sum())
-        swag = swag_diagonal_variance(
-            model, X, y, likelihood="multiclass", rng=swag_rng, prior_precision=PRIOR_PRECISION
-        )
+        # SWAG runs on a copy of the model: the MAP's test error does not depend on it
         error = float(np.mean(predict(model, ds.X_test).argmax(1) != ds.y_test))
+    return _MapNetwork(model, X, y, swag_rng, live, ggn_diag, units, p, error)
+
+
+def _with_swag(net: _MapNetwork) -> DeadReluNetwork:
+    """The diagonal SWAG variances of a trained MLP and what is read off it."""
+    from laplace_lab.networks.training import torch_threads
+
+    with torch_threads(1):
+        swag = swag_diagonal_variance(
+            net.model,
+            net.X,
+            net.y,
+            likelihood="multiclass",
+            rng=copy.deepcopy(net.swag_rng),
+            prior_precision=PRIOR_PRECISION,
+        )
     # the first layer's weight matrix is the first parameter: (width, 64), row-major
-    never_lit = np.all(X == 0.0, axis=0)
-    pixel = np.zeros(p, dtype=bool)
+    never_lit = np.all(net.X == 0.0, axis=0)
+    pixel = np.zeros(net.p, dtype=bool)
     pixel[: WIDTHS[0] * 64] = np.tile(never_lit, WIDTHS[0])
     return DeadReluNetwork(
-        ~live,
+        ~net.live,
         np.asarray(swag),
-        1.0 / (PRIOR_PRECISION + ggn_diag),
-        units,
-        int(np.sum(pixel & ~live)),
-        error,
+        1.0 / (PRIOR_PRECISION + net.ggn_diag),
+        net.dead_units,
+        int(np.sum(pixel & ~net.live)),
+        net.error,
     )
 
 
 @cached
-def _networks(seed: int, full: bool) -> tuple[DeadReluNetwork, ...]:
-    """The trained networks, stream ``swag-dead-relus`` (one spawned generator each)."""
+def _maps(seed: int, full: bool) -> tuple[_MapNetwork, ...]:
+    """The trained networks before SWAG, stream ``swag-dead-relus`` (one spawned generator
+    each): a mutant of SWAG alone reuses them."""
     streams = Context(seed=seed).rng("swag-dead-relus").spawn(NETWORKS[full])
-    return tuple(_trained_network(r) for r in streams)
+    return tuple(_map_network(r) for r in streams)
+
+
+@cached
+def _networks(seed: int, full: bool) -> tuple[DeadReluNetwork, ...]:
+    """The trained networks and their diagonal SWAG variances."""
+    return tuple(_with_swag(net) for net in _maps(seed, full))
 
 
 def _selection_variances(net: DeadReluNetwork) -> np.ndarray:
@@ -233,6 +273,7 @@ def _summary(net: DeadReluNetwork) -> dict:
             "SWAG's iterates perturbed by isotropic noise of 10× the largest SWAG variance, "
             "gradient or not (a Langevin-type sampler, which does not disregard dead weights)",
             {swag_diagonal_variance: _mutants.swag_with_isotropic_noise},
+            reuses=(_maps,),
         ),
         Mutant(
             "smallest-variances-selected",

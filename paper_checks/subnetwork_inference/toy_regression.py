@@ -37,9 +37,11 @@ from laplace_lab.numerics.selection import largest_marginal_variance, largest_va
 from laplace_lab.paper_checks.subnetwork_inference import _mutants
 from laplace_lab.paper_checks.subnetwork_inference._paired import decision_summary
 from laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression import (
+    ToyFit,
     ToyRegression,
+    fit_toy_map,
+    score_toy_regression,
     subnetwork_prior_precision,
-    toy_regression,
 )
 from laplace_lab.paper_checks.verification import (
     Context,
@@ -89,13 +91,20 @@ def require_largest_variances(r: ToyRegression) -> None:
 
 
 @cached
+def _toy_map(seed: int, full: bool, index: int) -> ToyFit:
+    """The data and MAP of replication ``index`` (:func:`_toy`): a mutant of the selection
+    rule or of the subnetwork prior alone reuses them."""
+    rng = Context(seed=seed).rng("toy-regression").spawn(index + 1)[index]
+    return fit_toy_map(rng=rng, epochs=1000 if full else 600)
+
+
+@cached
 def _toy(seed: int, full: bool, index: int) -> ToyRegression:
     """Replication ``index``: stream ``index`` of ``toy-regression`` (the same for any number
     of replications), the Wasserstein subnetworks also selected with ties broken in the
     random order of stream ``index`` of ``toy-regression-ties``; its selection rule audited."""
-    rng = Context(seed=seed).rng("toy-regression").spawn(index + 1)[index]
     ties = Context(seed=seed).rng("toy-regression-ties").spawn(index + 1)[index]
-    run = toy_regression(rng=rng, epochs=1000 if full else 600, tie_break=ties)
+    run = score_toy_regression(_toy_map(seed, full, index), tie_break=ties)
     require_largest_variances(run)
     return run
 
@@ -207,6 +216,7 @@ _INFORMED_RULE = Mutant(
     "subnetworks ranked by marginal variance × mean squared gradient instead of marginal "
     "variance alone",
     {largest_marginal_variance: _variance_times_gradient},
+    reuses=(_toy_map,),
     expect=Status.ERROR,
 )
 _INFORMED_RULE_FIXED_PRIOR = Mutant(
@@ -217,6 +227,7 @@ _INFORMED_RULE_FIXED_PRIOR = Mutant(
         largest_marginal_variance: _variance_times_gradient,
         subnetwork_prior_precision: lambda prior_precision, k, D: float(prior_precision),
     },
+    reuses=(_toy_map,),
     expect=Status.ERROR,
 )
 
@@ -588,6 +599,7 @@ def _dead_ranking(r: ToyRegression) -> dict[str, float]:
             "smallest-variance-first",
             "the selection takes the smallest variances instead of the largest",
             {largest_variances: _mutants.smallest_variances},
+            reuses=(_toy_map,),
             expect=Status.ERROR,
         ),
     ),

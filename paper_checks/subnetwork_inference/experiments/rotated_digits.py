@@ -34,6 +34,7 @@ added variance costs NLL on easy digits), i.e. the MAP; the evidence does not co
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -69,10 +70,13 @@ from laplace_lab.theory.probit import probit_softmax
 
 __all__ = [
     "LAPLACE_METHODS",
+    "RotationFit",
     "RotationShift",
     "ensemble_rotation_shift",
+    "fit_rotation_map",
     "rotate_digits",
     "rotation_shift",
+    "score_rotation_shift",
 ]
 
 #: The Laplace variants, in report order.
@@ -226,45 +230,68 @@ def _result(
     )
 
 
+@dataclass(frozen=True)
+class RotationFit:
+    """What :func:`rotation_shift` computes before any Laplace step: the split, the MAP
+    (double precision, eval mode), its diagonal SWAG variances and the generator of the
+    random subnetwork, not yet drawn from (:func:`score_rotation_shift` draws from a copy)."""
+
+    split: _Split
+    model: Any
+    swag: np.ndarray
+    random_rng: np.random.Generator
+
+
 @single_threaded()
-def rotation_shift(
+def fit_rotation_map(
     *,
     rng: np.random.Generator | int,
-    angles: tuple[float, ...] = (0, 15, 30, 45, 60, 75, 90, 120, 150, 180),
-    subnetwork_size: int = 100,
     n_ggn: int | None = None,
     n_test: int | None = None,
     epochs: int = 20,
-) -> RotationShift:
-    """Train one MAP on unrotated digits; score it and its Laplace variants on rotated digits.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator or int
-        Source of the split, the validation rows, the initialisation, the batches and the
-        random subnetwork (independent spawned streams).
-    angles : tuple of float
-        Rotation angles in degrees.
-    subnetwork_size : int
-        k, the number of weights of the subnetworks.
-    n_ggn : int, optional
-        Training rows in the GGN (all training rows by default); a subsample's GGN is scaled
-        by N/n_ggn, an unbiased estimate of the full-data GGN.
-    n_test : int, optional
-        Test digits per angle (all 449 by default).
-    epochs : int
-        Adam epochs of the MAP (lr 5e-3, batch 128, cosine).
+) -> RotationFit:
+    """The split, the MAP and its diagonal SWAG variances of :func:`rotation_shift` (same
+    parameters, same streams): the part of it that no Laplace variant, subnetwork selection
+    or score enters.
 
     References
     ----------
     .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
        "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.3
-       and Fig. 4 (rotated MNIST).
+       (diagonal SWAG variances for the Wasserstein selection).
     """
-    k = positive_int(subnetwork_size, "subnetwork_size")
     split = _split(rng, n_ggn, n_test)
     ds = split.ds
     model = _train(split, split.map_rng, epochs)
+    swag_rng, random_rng = spawn(split.subnetwork_rng, 2)
+    rows = split.train
+    swag = swag_diagonal_variance(
+        model, ds.X_train[rows], ds.y_train[rows], likelihood="multiclass", rng=swag_rng
+    )
+    return RotationFit(split, model, np.asarray(swag), random_rng)
+
+
+@single_threaded()
+def score_rotation_shift(
+    fit: RotationFit,
+    *,
+    angles: tuple[float, ...] = (0, 15, 30, 45, 60, 75, 90, 120, 150, 180),
+    subnetwork_size: int = 100,
+) -> RotationShift:
+    """The Laplace variants of a :class:`RotationFit` scored on rotated digits: the rest of
+    :func:`rotation_shift` (``fit`` is not changed, so it can be scored again).
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §4
+       (λ_S = λ·S/D), §6.3 and Fig. 4.
+    """
+    if not isinstance(fit, RotationFit):
+        raise TypeError(f"fit must be a RotationFit; got {type(fit).__name__}")
+    k = positive_int(subnetwork_size, "subnetwork_size")
+    split, model, swag = fit.split, fit.model, fit.swag
+    ds = split.ds
     J = per_sample_jacobian(model, ds.X_train[split.ggn_rows]).numpy()
     # a subsample of n rows estimates the GGN of all N training rows up to the factor N/n
     J *= np.sqrt(split.train.size / split.ggn_rows.size)
@@ -274,14 +301,9 @@ def rotation_shift(
     evidence = spectral.log_evidence(PRIOR_GRID, theta2)
     full_lam = PRIOR_GRID[int(np.argmax(evidence))]
     lam = {"Laplace (full)": full_lam, "Laplace (diagonal)": full_lam}
-    swag_rng, random_rng = spawn(split.subnetwork_rng, 2)
-    rows = split.train
-    swag = swag_diagonal_variance(
-        model, ds.X_train[rows], ds.y_train[rows], likelihood="multiclass", rng=swag_rng
-    )
     subsets = {
         "Subnetwork (Wasserstein)": largest_variances(swag, k),
-        "Subnetwork (random)": random_subset(ggn.p, k, rng=random_rng),
+        "Subnetwork (random)": random_subset(ggn.p, k, rng=copy.deepcopy(fit.random_rng)),
     }
     for name in subsets:
         lam[name] = subnetwork_prior_precision(full_lam, k, ggn.p)
@@ -309,6 +331,47 @@ def rotation_shift(
     left = np.delete(swag, S)
     margin = float(swag[S].min() - left.max()) if left.size else 0.0
     return _result(out, angles, lam, ggn.p, k, int(split.test.size), counts, margin)
+
+
+@single_threaded()
+def rotation_shift(
+    *,
+    rng: np.random.Generator | int,
+    angles: tuple[float, ...] = (0, 15, 30, 45, 60, 75, 90, 120, 150, 180),
+    subnetwork_size: int = 100,
+    n_ggn: int | None = None,
+    n_test: int | None = None,
+    epochs: int = 20,
+) -> RotationShift:
+    """Train one MAP on unrotated digits; score it and its Laplace variants on rotated digits:
+    :func:`score_rotation_shift` of :func:`fit_rotation_map`.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or int
+        Source of the split, the validation rows, the initialisation, the batches and the
+        random subnetwork (independent spawned streams).
+    angles : tuple of float
+        Rotation angles in degrees.
+    subnetwork_size : int
+        k, the number of weights of the subnetworks.
+    n_ggn : int, optional
+        Training rows in the GGN (all training rows by default); a subsample's GGN is scaled
+        by N/n_ggn, an unbiased estimate of the full-data GGN.
+    n_test : int, optional
+        Test digits per angle (all 449 by default).
+    epochs : int
+        Adam epochs of the MAP (lr 5e-3, batch 128, cosine).
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.3
+       and Fig. 4 (rotated MNIST).
+    """
+    k = positive_int(subnetwork_size, "subnetwork_size")
+    fit = fit_rotation_map(rng=rng, n_ggn=n_ggn, n_test=n_test, epochs=epochs)
+    return score_rotation_shift(fit, angles=angles, subnetwork_size=k)
 
 
 @single_threaded()

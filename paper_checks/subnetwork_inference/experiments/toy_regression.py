@@ -16,7 +16,9 @@ N(0, 0.1²)), the paper's in-between set-up (its own data set is not published w
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +45,15 @@ from laplace_lab.numerics.predictive import (
 )
 from laplace_lab.numerics.selection import largest_marginal_variance, random_subset
 
-__all__ = ["NOISE_SD", "ToyRegression", "subnetwork_prior_precision", "toy_regression"]
+__all__ = [
+    "NOISE_SD",
+    "ToyFit",
+    "ToyRegression",
+    "fit_toy_map",
+    "score_toy_regression",
+    "subnetwork_prior_precision",
+    "toy_regression",
+]
 
 #: The noise standard deviation of the toy data (raw scale).
 NOISE_SD = 0.1
@@ -101,7 +111,8 @@ def toy_regression(
     epochs: int = 1000,
     tie_break: np.random.Generator | None = None,
 ) -> ToyRegression:
-    """Fit the toy once and evaluate every posterior approximation of §6.1.
+    """Fit the toy once and evaluate every posterior approximation of §6.1:
+    :func:`score_toy_regression` of :func:`fit_toy_map`.
 
     The MAP minimises Σ(y − f)²/(2σ²) + λ‖θ‖²/2 at the data's noise level σ = 0.1 (Adam, lr
     1e-2, full batch, cosine); then σ0² is refitted by maximum likelihood (the residual mean
@@ -131,6 +142,41 @@ def toy_regression(
        "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.1 and
        Fig. 2.
     """
+    fit = fit_toy_map(
+        rng=rng, n_train=n_train, n_test=n_test, prior_precision=prior_precision, epochs=epochs
+    )
+    return score_toy_regression(fit, fractions=fractions, tie_break=tie_break)
+
+
+@dataclass(frozen=True)
+class ToyFit:
+    """What :func:`toy_regression` computes before any Laplace step: the data, λ, the MAP
+    (double precision, eval mode) and the generator of the random subnetworks, not yet
+    drawn from (:func:`score_toy_regression` draws from a copy)."""
+
+    ds: Any
+    prior_precision: float
+    model: Any
+    subnetwork_rng: np.random.Generator
+
+
+@single_threaded()
+def fit_toy_map(
+    *,
+    rng: np.random.Generator | int,
+    n_train: int = 100,
+    n_test: int = 121,
+    prior_precision: float = 3.0,
+    epochs: int = 1000,
+) -> ToyFit:
+    """The data and the MAP of :func:`toy_regression` (same parameters, same streams): the
+    part of it that no Laplace step, subnetwork selection or prior rescaling enters.
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §6.1.
+    """
     data_rng, init_rng, train_rng, sub_rng = spawn(rng, 4)
     ds = in_between_toy(n_train, rng=data_rng, noise_sd=NOISE_SD, n_test=n_test)
     lam = float(prior_precision)
@@ -138,7 +184,29 @@ def toy_regression(
     config = adam_recipe(lr=1e-2, epochs=epochs, batch_size=n_train, prior_precision=lam * s2_true)
     model = build_seeded(lambda: mlp_2x50(1), rng=init_rng)
     train_map(model, ds.X_train, ds.y_train, likelihood="regression", config=config, rng=train_rng)
-    model = model.double().eval()
+    return ToyFit(ds, lam, model.double().eval(), sub_rng)
+
+
+@single_threaded()
+def score_toy_regression(
+    fit: ToyFit,
+    *,
+    fractions: tuple[float, ...] = (0.5, 0.03, 0.01),
+    tie_break: np.random.Generator | None = None,
+) -> ToyRegression:
+    """Every posterior approximation of §6.1 on a :class:`ToyFit`: the rest of
+    :func:`toy_regression` (``fit`` is not changed, so it can be scored again).
+
+    References
+    ----------
+    .. [1] E. Daxberger, E. Nalisnick, J. U. Allingham, J. Antorán, J. M. Hernández-Lobato,
+       "Bayesian Deep Learning via Subnetwork Inference", ICML 2021, arXiv:2010.14689, §4
+       (λ_S = λ·S/D), §6.1 and Fig. 2.
+    """
+    if not isinstance(fit, ToyFit):
+        raise TypeError(f"fit must be a ToyFit; got {type(fit).__name__}")
+    ds, lam, model = fit.ds, fit.prior_precision, fit.model
+    sub_rng = copy.deepcopy(fit.subnetwork_rng)
     W = weight_indices(model)
     J = per_sample_jacobian(model, ds.X_train, subset=W).numpy()
     G = per_sample_jacobian(model, ds.X_test, subset=W).numpy()

@@ -95,6 +95,30 @@ def test_swag_dead_relu_verdicts(monkeypatch, nets, status):
     assert v.status is status, v.reason
 
 
+def test_swag_of_one_map_twice_gives_the_same_variances():
+    """A cached MAP's SWAG run draws from a copy of its generator: run again (as under a
+    mutant that reuses the MAP), it gives the same variances."""
+    import torch
+
+    from laplace_lab.networks.models import mlp
+
+    torch.manual_seed(0)
+    model = mlp(64, (swag_dead_relus.WIDTHS[0],), 10).double().eval()
+    rng = np.random.default_rng(7)
+    X = rng.uniform(size=(40, 64)) * (np.arange(64) % 8 != 0)  # 8 pixels never lit
+    p = sum(t.numel() for t in model.parameters())
+    live = np.ones(p, dtype=bool)
+    live[: 64 * swag_dead_relus.WIDTHS[0]] = np.tile(np.any(X != 0, axis=0), 50)
+    net = swag_dead_relus._MapNetwork(
+        model, X, rng.integers(10, size=40), np.random.default_rng(3), live, np.ones(p), 0, p, 0.0
+    )
+    first, again = swag_dead_relus._with_swag(net), swag_dead_relus._with_swag(net)
+    np.testing.assert_array_equal(first.swag, again.swag)
+    # the 8 never-lit pixels' weights into every first-layer unit are dead
+    assert first.dead_pixel_weights == 8 * swag_dead_relus.WIDTHS[0] == int(first.dead.sum())
+    assert np.all(first.swag > 0.0)
+
+
 @pytest.mark.parametrize(
     "net",
     [

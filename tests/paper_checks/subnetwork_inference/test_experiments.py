@@ -12,9 +12,14 @@ from laplace_lab.networks.models import count_parameters, mlp, resnet18, weight_
 from laplace_lab.networks.swag import swag_diagonal_variance  # noqa: E402
 from laplace_lab.numerics.classification_metrics import expected_calibration_error  # noqa: E402
 from laplace_lab.paper_checks.subnetwork_inference.experiments.rotated_digits import (  # noqa: E402
+    fit_rotation_map,
     rotate_digits,
+    rotation_shift,
+    score_rotation_shift,
 )
 from laplace_lab.paper_checks.subnetwork_inference.experiments.toy_regression import (  # noqa: E402
+    fit_toy_map,
+    score_toy_regression,
     subnetwork_prior_precision,
     toy_regression,
 )
@@ -195,3 +200,43 @@ def test_uci_networks_trained_together_are_each_trained_alone():
 def test_the_subnetwork_stage_takes_both_jacobians_or_neither():
     with pytest.raises(ValueError, match=r"J and Gt must be given together.*got J given, Gt None"):
         subnetwork_posteriors(object(), J=np.ones((3, 2)))
+
+
+def _assert_same_fields(a, b):
+    """Every field of two result dataclasses equal, arrays and dicts of arrays elementwise."""
+    for field in a.__dataclass_fields__:
+        x, y = getattr(a, field), getattr(b, field)
+        if isinstance(x, dict):
+            assert x.keys() == y.keys(), field
+            for key in x:
+                np.testing.assert_array_equal(x[key], y[key], err_msg=f"{field}[{key}]")
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=field)
+
+
+def test_a_rotation_fit_scores_again_to_the_same_numbers():
+    """The MAP and SWAG of a rotation run, scored twice (the random subnetwork drawn from a
+    copy of its generator each time), give the very numbers of the run in one piece."""
+    cfg = {"n_ggn": 20, "n_test": 15, "epochs": 1}
+    whole = rotation_shift(rng=3, angles=(0, 45), subnetwork_size=10, **cfg)
+    fit = fit_rotation_map(rng=3, **cfg)
+    first = score_rotation_shift(fit, angles=(0, 45), subnetwork_size=10)
+    again = score_rotation_shift(fit, angles=(0, 45), subnetwork_size=10)
+    _assert_same_fields(whole, first)
+    _assert_same_fields(whole, again)
+    assert not np.array_equal(
+        whole.log_likelihood["Subnetwork (random)"], whole.log_likelihood["MAP"]
+    )
+    with pytest.raises(TypeError, match="fit must be a RotationFit; got dict"):
+        score_rotation_shift({}, angles=(0,))
+
+
+def test_a_toy_fit_scores_again_to_the_same_numbers():
+    """The toy's data and MAP, scored twice (the random subnetworks drawn from a copy of
+    their generator each time), give the very numbers of the run in one piece."""
+    whole = toy_regression(rng=4, n_train=40, n_test=31, epochs=60)
+    fit = fit_toy_map(rng=4, n_train=40, n_test=31, epochs=60)
+    for _ in range(2):
+        _assert_same_fields(whole, score_toy_regression(fit))
+    with pytest.raises(TypeError, match="fit must be a ToyFit; got int"):
+        score_toy_regression(0)
