@@ -99,6 +99,10 @@ class Interpreter:
         self.process.wait(timeout=60)
 
 
+# one worker runs the module (``--dist loadgroup``), so one server imports the packages once
+pytestmark = pytest.mark.xdist_group("readme-blocks")
+
+
 @pytest.fixture(scope="module")
 def interpreter():
     server = Interpreter()

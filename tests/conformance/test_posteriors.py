@@ -10,14 +10,16 @@ Skipped when posteriors is not installed (``make test`` installs it with the tes
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
 
-with warnings.catch_warnings():  # tensordict's notices about its dataclass defaults
-    warnings.simplefilter("ignore", FutureWarning)
-    posteriors = pytest.importorskip("posteriors")
+if importlib.util.find_spec("posteriors") is None:
+    pytest.skip("posteriors is not installed", allow_module_level=True)
 
 import torch
 from optree.integrations.torch import tree_ravel
@@ -47,6 +49,16 @@ def _kronecker(name: str) -> bool:
 
 # one worker validates every installed library once (tests/conformance/conftest.py)
 pytestmark = pytest.mark.xdist_group("scoreboard")
+
+
+@functools.cache
+def _posteriors() -> Any:
+    """posteriors, imported by the worker that runs these tests (not by every worker that
+    collects them: the import takes 1.5 s)."""
+    with warnings.catch_warnings():  # tensordict's notices about its dataclass defaults
+        warnings.simplefilter("ignore", FutureWarning)
+        import posteriors
+    return posteriors
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +108,7 @@ def test_a_batch_mean_log_likelihood_is_caught(monkeypatch):
 def _dense_ggn_state(problem, params, forward, init_prec=0.0):
     log_likelihood = adapter._log_likelihood(problem.likelihood, problem.noise_var)
     with adapter._default_dtype(torch.float64):
-        transform = posteriors.laplace.dense_ggn.build(forward, log_likelihood, init_prec)
+        transform = _posteriors().laplace.dense_ggn.build(forward, log_likelihood, init_prec)
         state, _ = transform.update(transform.init(params), (problem.X_train, problem.y_train))
     return state
 
@@ -106,7 +118,7 @@ def test_the_default_prior_is_none_and_a_parameter_dict_ravels_in_sorted_key_ord
     oracle = DenseOracle(p)
     model = p.fresh_model()
     params = {name: t.detach() for name, t in model.named_parameters()}
-    model_fn = posteriors.model_to_function(model)
+    model_fn = _posteriors().model_to_function(model)
     state = _dense_ggn_state(p, params, lambda prm, b: (model_fn(prm, b[0]), torch.tensor([])))
     # optree sorts the keys ("0.bias" before "0.weight"): positions in parameters() order
     start, positions = 0, {}
@@ -131,16 +143,16 @@ def test_the_dense_sampler_needs_the_default_dtype_and_one_dimensional_leaves():
     p = build_problem("mlp-regression")
     theta = torch.nn.utils.parameters_to_vector(p.model.parameters()).detach()
     omega = torch.as_tensor(DenseOracle(p).omega)
-    flat = posteriors.laplace.dense_ggn.DenseLaplaceState(theta, omega)
+    flat = _posteriors().laplace.dense_ggn.DenseLaplaceState(theta, omega)
     assert torch.get_default_dtype() == torch.float32
     with pytest.raises(RuntimeError, match="expected scalar type"):
-        posteriors.laplace.dense_ggn.sample(flat, torch.Size([3]))
+        _posteriors().laplace.dense_ggn.sample(flat, torch.Size([3]))
     params = {name: t.detach() for name, t in p.model.named_parameters()}  # weights (8, 3)…
-    tree = posteriors.laplace.dense_ggn.DenseLaplaceState(params, omega)
+    tree = _posteriors().laplace.dense_ggn.DenseLaplaceState(params, omega)
     with adapter._default_dtype(torch.float64), pytest.raises(RuntimeError, match="shape"):
-        posteriors.laplace.dense_ggn.sample(tree, torch.Size([3]))
+        _posteriors().laplace.dense_ggn.sample(tree, torch.Size([3]))
     with adapter._default_dtype(torch.float64):
-        draws = posteriors.laplace.dense_ggn.sample(flat, torch.Size([3]))
+        draws = _posteriors().laplace.dense_ggn.sample(flat, torch.Size([3]))
     assert draws.shape == (3, p.p) and draws.dtype == torch.float64
     assert torch.get_default_dtype() == torch.float32  # restored
 
@@ -164,7 +176,7 @@ def _fisher_precision(problem, log_density, per_sample, init_prec=0.0):
         return log_density(z, t, batch), aux
 
     with adapter._default_dtype(torch.float64):
-        transform = posteriors.laplace.dense_fisher.build(log_posterior, per_sample, init_prec)
+        transform = _posteriors().laplace.dense_fisher.build(log_posterior, per_sample, init_prec)
         state, _ = transform.update(transform.init(theta), (problem.X_train, problem.y_train))
     return state.prec.numpy()
 

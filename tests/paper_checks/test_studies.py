@@ -45,6 +45,10 @@ REPS = {
 }
 
 
+# one worker runs the module (``--dist loadgroup``), so each study below runs once
+pytestmark = pytest.mark.xdist_group("studies")
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """``results(study)`` runs a study's default grid once per module: (rows, summary, table)."""
