@@ -34,7 +34,7 @@ from laplace_lab.paper_checks.verification import Setting, Status, Verdict, clai
 def check(ctx):
     folder = Path(os.environ["DASK_TEST_MARKS"])
     (folder / f"{name}.{{os.getpid()}}.{{time.monotonic_ns()}}").touch()
-    time.sleep(float(os.environ.get("DASK_TEST_SLEEP", "2")))
+    time.sleep(float(os.environ.get("DASK_TEST_SLEEP", "1.5")))
     return Verdict(Status.CONFIRMED, measured=len("{name}"), expected=len("{name}"))
 """
 NAMES = ("unit-a", "unit-b", "unit-c")
@@ -142,7 +142,7 @@ def test_a_killed_worker_and_a_killed_run_give_the_verdicts_of_a_plain_run(clust
     # units are read from the store
     for p in marks.iterdir():
         p.unlink()
-    env_slow = {**env, "DASK_TEST_SLEEP": "3"}
+    env_slow = {**env, "DASK_TEST_SLEEP": "2"}
     run = _check(env_slow, tmp_path / "b", "--scheduler", address)
     units = tmp_path / "b" / ".units"
     _wait(lambda: units.is_dir() and any(units.glob("*.pickle")), 90, "a stored unit")
