@@ -1,8 +1,10 @@
 """Shared test configuration: Hypothesis profiles selected by HYPOTHESIS_PROFILE, one share of
-the CPUs per pytest-xdist worker, and the docs site built once per session."""
+the CPUs per pytest-xdist worker, the cyclic garbage collector kept to each test's own objects,
+and the docs site built once per session."""
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -56,6 +58,24 @@ def pytest_configure(config):
     except ImportError:  # pragma: no cover - torch is a test dependency
         return
     torch.set_num_threads(share)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After each test's teardown, collect its cyclic garbage, then freeze what survives.
+
+    A worker's heap grows to about a million objects (the claims' cached experiments, the
+    scoreboard's run), and left alone the collector walks all of them again and again: 8–9 s
+    of full collections per worker over the suite, and 2–4 s at exit, where pytest collects
+    five times in a row. Frozen objects (``gc.freeze``) are never walked again, so a
+    collection sees only what the tests since the last freeze made, and the one here frees a
+    test's cycles before they are frozen. Measured over the whole suite: full collections
+    3–5 s per worker (this hook's included), about 1 s at exit; the two workers' peak memory
+    7.3 GB together before, 7.1 GB after. A frozen object that becomes cyclic garbage later
+    is freed only at exit.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(scope="session")
